@@ -1,0 +1,560 @@
+/* claim.c - claims: checked, expanded into locks, queued, and ended.
+ *
+ * A claim is one allocation: the struct, one entry per lock, its tags and
+ * every string it carries, so that memory per claim is small, bounded by the
+ * request's bounds, and freed in one call. Tags and the group become locks
+ * here (DESIGN.md: both are sugar for locks), so the rest of the engine only
+ * ever sees locks. */
+#include <string.h>
+
+#include "engine_int.h"
+
+int sl__claim_age_order(const sl_claim *a, const sl_claim *b)
+{
+    if (a->created != b->created)
+        return a->created < b->created ? -1 : 1;
+    if (a->arrival != b->arrival)
+        return a->arrival < b->arrival ? -1 : 1;
+    return 0;
+}
+
+int sl__claim_order(const sl_claim *a, const sl_claim *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    return sl__claim_age_order(a, b);
+}
+
+typedef struct xclaim {
+    sl_xlock locks[SL_CLAIM_LOCKS_MAX];
+    size_t n;
+} xclaim;
+
+static bool text_valid(const char *s, size_t max, bool required)
+{
+    if (!s)
+        return !required;
+    size_t n = strlen(s);
+    if (n == 0)
+        return !required;
+    if (n > max)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static int fail(sl_error *err, int code, const char *what, const char *field, const char *name,
+                int64_t value)
+{
+    sl__error_set(err, code, what, field, name, value);
+    return code;
+}
+
+static void field_name(char *buf, size_t cap, const char *a, size_t i, const char *b)
+{
+    /* "locks[12].slots" without stdio: the engine does no formatting I/O. */
+    size_t n = 0;
+    for (const char *p = a; *p && n + 1 < cap; p++)
+        buf[n++] = *p;
+    char digits[24];
+    size_t d = 0;
+    do {
+        digits[d++] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i > 0);
+    if (n + 1 < cap)
+        buf[n++] = '[';
+    while (d > 0 && n + 1 < cap)
+        buf[n++] = digits[--d];
+    if (n + 1 < cap)
+        buf[n++] = ']';
+    for (const char *p = b; *p && n + 1 < cap; p++)
+        buf[n++] = *p;
+    buf[n] = '\0';
+}
+
+/* Adds one lock to the claim being built, after checking it could ever be
+ * granted: a semaphore must be configured, a mutex is one slot, slots fit a
+ * non-zero limit, and no lock appears twice. */
+static int xadd(const sl_engine *eng, xclaim *x, sl_kind kind, const char *name, size_t len,
+                uint32_t slots, sl_via via, const char *field, sl_error *err)
+{
+    sl_xlock *xl = &x->locks[x->n];
+    sl__lock_key(kind, name, len, xl->key, &xl->keylen);
+    xl->slots = slots;
+    xl->via = via;
+    xl->cfg_lease = 0;
+    uint32_t limit = 1;
+    if (kind == SL_KIND_SEMAPHORE) {
+        const sl_config *cfg = sl__config_resolve(eng, name, len);
+        if (!cfg)
+            return fail(err, SL_EUNKNOWN,
+                        "no semaphore or pattern is configured by this name; configure it "
+                        "with PUT /v1/semaphores/{name} first",
+                        field, name, 0);
+        limit = cfg->limit;
+        xl->cfg_lease = cfg->lease_ms;
+    } else if (slots > 1) {
+        return fail(err, SL_EINVAL, "a mutex has one slot; ask for slots 1 or use a semaphore",
+                    field, name, slots);
+    }
+    if (limit > 0 && slots > limit)
+        return fail(err, SL_EINVAL,
+                    "the claim asks for more slots than the semaphore's limit, so it could "
+                    "never be granted",
+                    field, name, limit);
+    for (size_t i = 0; i < x->n; i++)
+        if (x->locks[i].keylen == xl->keylen && memcmp(x->locks[i].key, xl->key, xl->keylen) == 0)
+            return fail(err, SL_EINVAL, "the same lock appears twice in one claim", field, name,
+                        0);
+    x->n++;
+    return 0;
+}
+
+static int expand_locks(const sl_engine *eng, const sl_claim_req *req, xclaim *x, sl_error *err)
+{
+    char field[32];
+    for (size_t i = 0; i < req->nlocks; i++) {
+        const sl_lock_req *lr = &req->locks[i];
+        size_t len = lr->name ? strlen(lr->name) : 0;
+        field_name(field, sizeof(field), "locks", i, "");
+        if ((unsigned)lr->kind > SL_KIND_SEMAPHORE)
+            return fail(err, SL_EINVAL, "a lock is a mutex or a semaphore", field, NULL, 0);
+        if (!sl_name_valid(lr->name, len, false))
+            return fail(err, SL_EINVAL,
+                        "a lock name is 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, with "
+                        "no leading or trailing '/' and no '//'",
+                        field, lr->name, 0);
+        int rc = xadd(eng, x, lr->kind, lr->name, len, lr->slots ? lr->slots : 1, SL_VIA_LOCK,
+                      field, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Tag k=v adds semaphore tag/k=v when that name or tag/k=* is configured,
+ * and semaphore tag/k when that is configured. */
+static int expand_tags(const sl_engine *eng, const sl_claim_req *req, xclaim *x, sl_error *err)
+{
+    char field[32], name[SL_NAME_MAX + 1];
+    for (size_t i = 0; i < req->ntags; i++) {
+        const sl_tag *t = &req->tags[i];
+        size_t kl = t->key ? strlen(t->key) : 0, vl = t->value ? strlen(t->value) : 0;
+        field_name(field, sizeof(field), "tags", i, "");
+        if (kl == 0 || vl == 0 || memchr(t->key, '=', kl) || 4 + kl + 1 + vl > SL_NAME_MAX)
+            return fail(err, SL_EINVAL,
+                        "a tag is a non-empty key without '=' and a non-empty value",
+                        field, t->key, 0);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(req->tags[j].key, t->key) == 0)
+                return fail(err, SL_EINVAL, "the same tag key appears twice", field, t->key, 0);
+        memcpy(name, "tag/", 4);
+        memcpy(name + 4, t->key, kl);
+        name[4 + kl] = '=';
+        memcpy(name + 5 + kl, t->value, vl);
+        size_t full = 5 + kl + vl;
+        name[full] = '\0';
+        if (!sl_name_valid(name, full, false))
+            return fail(err, SL_EINVAL,
+                        "tag keys and values use the characters of lock names "
+                        "(A-Z a-z 0-9 . _ - / : =)",
+                        field, t->key, 0);
+        if (sl__config_resolve(eng, name, full)) {
+            int rc = xadd(eng, x, SL_KIND_SEMAPHORE, name, full, 1, SL_VIA_TAG, field, err);
+            if (rc)
+                return rc;
+        }
+        if (sl__config_resolve(eng, name, 4 + kl)) {
+            int rc = xadd(eng, x, SL_KIND_SEMAPHORE, name, 4 + kl, 1, SL_VIA_TAG, field, err);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int expand_group(const sl_engine *eng, const sl_claim_req *req, xclaim *x, sl_error *err)
+{
+    if (!req->group)
+        return 0;
+    char name[SL_NAME_MAX + 1];
+    size_t gl = strlen(req->group);
+    if (gl == 0 || 6 + gl > SL_NAME_MAX || !sl_name_valid(req->group, gl, false))
+        return fail(err, SL_EINVAL,
+                    "a group is a lock name (A-Z a-z 0-9 . _ - / : =) of at most 247 characters",
+                    "group", req->group, 0);
+    memcpy(name, "group/", 6);
+    memcpy(name + 6, req->group, gl + 1);
+    sl_kind kind = sl__config_resolve(eng, name, 6 + gl) ? SL_KIND_SEMAPHORE : SL_KIND_MUTEX;
+    return xadd(eng, x, kind, name, 6 + gl, 1, SL_VIA_GROUP, "group", err);
+}
+
+static int check_req(const sl_engine *eng, const sl_claim_req *req, sl_error *err)
+{
+    if (!text_valid(req->id, SL_ID_MAX, true))
+        return fail(err, SL_EINVAL, "a claim id is 1 to 64 printable characters", "id", NULL, 0);
+    if (sl__hash_find(&eng->claims, req->id, strlen(req->id)))
+        return fail(err, SL_ECONFLICT, "a claim with this id exists", "id", req->id, 0);
+    if (!text_valid(req->holder, SL_HOLDER_MAX, true))
+        return fail(err, SL_EINVAL,
+                    "holder is required: 1 to 253 printable characters naming who claims",
+                    "holder", NULL, 0);
+    if (req->nlocks > SL_LOCKS_MAX)
+        return fail(err, SL_EINVAL, "a claim has at most 64 locks", "locks", NULL,
+                    (int64_t)req->nlocks);
+    if (req->ntags > SL_TAGS_MAX)
+        return fail(err, SL_EINVAL, "a claim has at most 32 tags", "tags", NULL,
+                    (int64_t)req->ntags);
+    if (req->nlocks == 0 && req->ntags == 0 && !req->group)
+        return fail(err, SL_EINVAL, "a claim needs at least one lock, tag or group", "locks",
+                    NULL, 0);
+    if ((unsigned)req->cancel > SL_CANCEL_IN_PROGRESS)
+        return fail(err, SL_EINVAL, "cancel is none, pending or in-progress", "cancel", NULL, 0);
+    if (req->cancel != SL_CANCEL_NONE && !req->group)
+        return fail(err, SL_EINVAL, "cancel needs a group: say which claims it may cancel",
+                    "cancel", NULL, 0);
+    if (!text_valid(req->rebalance_key, SL_NAME_MAX, false))
+        return fail(err, SL_EINVAL, "a rebalance key is at most 253 printable characters",
+                    "rebalance_key", NULL, 0);
+    if (req->timeout_ms < 0)
+        return fail(err, SL_EINVAL, "timeout is 0 (none) or a positive duration", "timeout",
+                    NULL, req->timeout_ms);
+    if (sl__hash_count(&eng->claims) >= eng->opts.claims_max)
+        return fail(err, SL_ELIMIT, "the server holds as many claims as it may; retry later",
+                    NULL, NULL, (int64_t)eng->opts.claims_max);
+    return 0;
+}
+
+static size_t opt_len(const char *s)
+{
+    return s && *s ? strlen(s) + 1 : 0;
+}
+
+static char *put(char **p, const char *s, size_t len)
+{
+    char *at = *p;
+    memcpy(at, s, len);
+    at[len] = '\0';
+    *p += len + 1;
+    return at;
+}
+
+sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xlock *x, size_t n)
+{
+    size_t strings = strlen(req->id) + 1 + strlen(req->holder) + 1 + opt_len(req->group) +
+                     opt_len(req->rebalance_key);
+    for (size_t i = 0; i < n; i++)
+        strings += x[i].keylen + 1;
+    for (size_t i = 0; i < req->ntags; i++)
+        strings += strlen(req->tags[i].key) + strlen(req->tags[i].value) + 2;
+    size_t head = sizeof(sl_claim) + n * sizeof(sl_centry);
+    sl_claim *c = sl__calloc(&eng->mem, 1, head + req->ntags * sizeof(sl_tag) + strings);
+    c->tags = (sl_tag *)(void *)((char *)c + head);
+    char *p = (char *)(c->tags + req->ntags);
+    c->idlen = (uint16_t)strlen(req->id);
+    c->id = put(&p, req->id, c->idlen);
+    c->holder = put(&p, req->holder, strlen(req->holder));
+    if (opt_len(req->group))
+        c->group = put(&p, req->group, strlen(req->group));
+    if (opt_len(req->rebalance_key))
+        c->rkey = put(&p, req->rebalance_key, strlen(req->rebalance_key));
+    c->nlocks = (uint16_t)n;
+    for (size_t i = 0; i < n; i++) {
+        c->e[i].claim = c;
+        c->e[i].key = put(&p, x[i].key, x[i].keylen);
+        c->e[i].slots = x[i].slots;
+        c->e[i].via = (uint8_t)x[i].via;
+    }
+    c->ntags = (uint16_t)req->ntags;
+    for (size_t i = 0; i < req->ntags; i++) {
+        c->tags[i].key = put(&p, req->tags[i].key, strlen(req->tags[i].key));
+        c->tags[i].value = put(&p, req->tags[i].value, strlen(req->tags[i].value));
+    }
+    return c;
+}
+
+/* Indexes the claim and puts it in the list of every claim, which stays in
+ * arrival order (restored claims may come in any order). */
+void sl__claim_link(sl_engine *eng, sl_claim *c)
+{
+    sl__hash_insert(&eng->claims, &c->hnode);
+    sl_claim *after = eng->ctail;
+    while (after && after->arrival > c->arrival)
+        after = after->prev;
+    c->prev = after;
+    c->next = after ? after->next : eng->chead;
+    if (c->next)
+        c->next->prev = c;
+    else
+        eng->ctail = c;
+    if (after)
+        after->next = c;
+    else
+        eng->chead = c;
+    sl__timer_init(&c->timer, c->arrival);
+}
+
+/* The lease a claim gets when it names none: the shortest lease configured
+ * on its semaphores, else the engine's default. */
+static int64_t default_lease(const sl_engine *eng, const xclaim *x)
+{
+    int64_t best = 0;
+    for (size_t i = 0; i < x->n; i++)
+        if (x->locks[i].cfg_lease > 0 && (best == 0 || x->locks[i].cfg_lease < best))
+            best = x->locks[i].cfg_lease;
+    return best > 0 ? best : eng->opts.default_lease_ms;
+}
+
+/* Puts a claim into the queues of its locks and the global order. */
+static void claim_enqueue(sl_engine *eng, sl_claim *c)
+{
+    for (size_t i = 0; i < c->nlocks; i++) {
+        sl_centry *e = &c->e[i];
+        e->lock = sl__lock_get(eng, e->key, strlen(e->key));
+        sl__queue_add(eng, e);
+    }
+    sl__tree_insert(&eng->pending, &c->pnode, 1);
+}
+
+int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_claim **out,
+                    sl_error *err)
+{
+    sl_engine_advance(eng, now);
+    int rc = check_req(eng, req, err);
+    if (rc)
+        return rc;
+    xclaim *x = sl__malloc(&eng->mem, sizeof(*x));
+    x->n = 0;
+    rc = expand_locks(eng, req, x, err);
+    if (!rc)
+        rc = expand_tags(eng, req, x, err);
+    if (!rc)
+        rc = expand_group(eng, req, x, err);
+    if (rc) {
+        sl__free(&eng->mem, x);
+        return rc;
+    }
+    sl_claim *c = sl__claim_alloc(eng, req, x->locks, x->n);
+    c->state = SL_PENDING;
+    c->priority = req->priority;
+    c->arrived = c->life = now;
+    c->created = req->has_created ? req->created_ms : now;
+    c->arrival = eng->next_arrival++;
+    c->cancel = (uint8_t)req->cancel;
+    c->grace = req->grace_ms >= 0 ? req->grace_ms : eng->opts.default_grace_ms;
+    c->lease = req->lease_ms >= 0 ? req->lease_ms : default_lease(eng, x);
+    c->timeout = req->timeout_ms;
+    c->granted = c->revoke_at = c->ended = -1;
+    sl__free(&eng->mem, x);
+    sl__claim_link(eng, c);
+    sl__event_add(eng, SL_EV_CLAIM_QUEUED, c, now);
+    if (c->cancel != SL_CANCEL_NONE)
+        sl__group_cancel(eng, c, now);
+    claim_enqueue(eng, c);
+    sl__claim_touch(eng, c);
+    sl__claim_rearm(eng, c);
+    if (c->nlocks == 0)
+        sl__queue_grant_now(eng, c, now);
+    else
+        sl__settle(eng, now);
+    if (c->state == SL_PENDING) {
+        sl_event *ev = sl__event_add(eng, SL_EV_CLAIM_WAITING, c, now);
+        ev->rule = sl_claim_main_rule(eng, c, &ev->rule_lock);
+    }
+    *out = c;
+    return 0;
+}
+
+void sl__claim_touch(sl_engine *eng, sl_claim *c)
+{
+    if (c->dirty)
+        return;
+    c->dirty = true;
+    sl__pvec_push(&eng->mem, &eng->chg_claims, c);
+}
+
+static sl_event_type end_event(sl_state s)
+{
+    switch (s) {
+    case SL_RELEASED:
+        return SL_EV_CLAIM_RELEASED;
+    case SL_WITHDRAWN:
+        return SL_EV_CLAIM_WITHDRAWN;
+    case SL_EXPIRED:
+        return SL_EV_CLAIM_EXPIRED;
+    case SL_TIMED_OUT:
+        return SL_EV_CLAIM_TIMED_OUT;
+    case SL_SUPERSEDED:
+        return SL_EV_CLAIM_SUPERSEDED;
+    default:
+        return SL_EV_CLAIM_CANCELED;
+    }
+}
+
+/* Ends a live claim: takes it out of its queues or frees its slots, and
+ * records how it ended. The caller settles afterwards, so that one call can
+ * end several claims before anyone is let in. */
+void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason,
+                   const char *by, int64_t now)
+{
+    if (c->state == SL_PENDING) {
+        for (size_t i = 0; i < c->nlocks; i++)
+            sl__queue_remove(eng, &c->e[i]);
+        sl__tree_remove(&eng->pending, &c->pnode);
+    } else {
+        for (size_t i = 0; i < c->nlocks; i++)
+            sl__lock_holder_remove(eng, &c->e[i]);
+        eng->nheld--;
+    }
+    for (size_t i = 0; i < c->nlocks; i++) {
+        sl__lock_check_idle(eng, c->e[i].lock);
+        c->e[i].lock = NULL;
+    }
+    c->state = (uint8_t)state;
+    c->reason = (uint8_t)reason;
+    if (by && !c->by)
+        c->by = sl__strndup(&eng->mem, by, strlen(by));
+    c->ended = now;
+    c->revoke_at = -1;
+    eng->nended++;
+    sl_event *ev = sl__event_add(eng, end_event(state), c, now);
+    ev->reason = reason;
+    sl__claim_touch(eng, c);
+    sl__claim_rearm(eng, c);
+}
+
+int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now)
+{
+    sl_engine_advance(eng, now);
+    switch ((sl_state)c->state) {
+    case SL_PENDING:
+        sl__claim_end(eng, c, SL_WITHDRAWN,
+                      reason == SL_REASON_CLIENT_GONE ? reason : SL_REASON_WITHDRAWN, NULL, now);
+        break;
+    case SL_HELD:
+        sl__claim_end(eng, c, SL_RELEASED,
+                      reason == SL_REASON_CLIENT_GONE ? reason : SL_REASON_RELEASED, NULL, now);
+        break;
+    case SL_REVOKING:
+        sl__claim_end(eng, c, SL_CANCELED, SL_REASON_REVOKED_FREED, NULL, now);
+        break;
+    default:
+        return 0;
+    }
+    sl__settle(eng, now);
+    return 0;
+}
+
+int sl_claim_cancel(sl_engine *eng, sl_claim *c, int64_t now)
+{
+    sl_engine_advance(eng, now);
+    if (sl_state_ended((sl_state)c->state))
+        return SL_ECONFLICT;
+    sl__claim_end(eng, c, SL_CANCELED, SL_REASON_OPERATOR, NULL, now);
+    sl__settle(eng, now);
+    return 0;
+}
+
+int sl_claim_renew(sl_engine *eng, sl_claim *c, int64_t now)
+{
+    sl_engine_advance(eng, now);
+    if (c->state != SL_PENDING && c->state != SL_HELD)
+        return SL_ECONFLICT;
+    c->life = now;
+    sl__event_add(eng, SL_EV_CLAIM_RENEWED, c, now);
+    sl__claim_touch(eng, c);
+    sl__claim_rearm(eng, c);
+    return 0;
+}
+
+void sl_claim_watch(sl_engine *eng, sl_claim *c, int delta, int64_t now)
+{
+    sl_engine_advance(eng, now);
+    c->watchers += delta;
+    if (c->watchers < 0)
+        c->watchers = 0;
+    if (!sl_state_ended((sl_state)c->state))
+        c->life = now;
+    sl__claim_rearm(eng, c);
+}
+
+void sl__claim_free(sl_engine *eng, sl_claim *c)
+{
+    sl__free(&eng->mem, c->by);
+    sl__free(&eng->mem, c);
+}
+
+/* ---- lookups and views --------------------------------------------------- */
+
+sl_claim *sl_claim_find(const sl_engine *eng, const char *id)
+{
+    sl_hnode *n = id ? sl__hash_find(&eng->claims, id, strlen(id)) : NULL;
+    return n ? sl__container_of(n, sl_claim, hnode) : NULL;
+}
+
+const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev)
+{
+    return prev ? prev->next : eng->chead;
+}
+
+const sl_claim *sl_pending_next(const sl_engine *eng, const sl_claim *prev)
+{
+    const sl_tnode *t =
+        prev ? sl__tree_next(&prev->pnode) : sl__tree_first(&eng->pending);
+    return t ? sl__container_of(t, sl_claim, pnode) : NULL;
+}
+
+size_t sl_pending_position(const sl_claim *c)
+{
+    return c->state == SL_PENDING ? sl__tree_rank(&c->pnode) + 1 : 0;
+}
+
+void sl_claim_get(const sl_claim *c, sl_claim_view *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->id = c->id;
+    out->holder = c->holder;
+    out->state = (sl_state)c->state;
+    out->priority = c->priority;
+    out->created_ms = c->created;
+    out->arrived_ms = c->arrived;
+    out->arrival = c->arrival;
+    out->rebalance_key = c->rkey;
+    out->group = c->group;
+    out->cancel = (sl_cancel)c->cancel;
+    out->grace_ms = c->grace;
+    out->lease_ms = c->lease;
+    out->timeout_ms = c->timeout;
+    out->life_ms = c->life;
+    bool live = !sl_state_ended((sl_state)c->state);
+    out->expires_ms = live && c->lease > 0 ? c->life + c->lease : -1;
+    out->granted_ms = c->granted;
+    out->grant_seq = c->grant_seq;
+    out->revoke_at_ms = c->revoke_at;
+    out->ended_ms = c->ended;
+    out->reason = (sl_reason)c->reason;
+    out->by = c->by;
+    out->watchers = c->watchers;
+    out->nlocks = c->nlocks;
+    out->ntags = c->ntags;
+}
+
+void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_lock_view *out)
+{
+    const sl_centry *e = &c->e[i];
+    out->kind = e->key[0] == 'm' ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
+    out->key = e->key;
+    out->name = e->key + 4;
+    out->slots = e->slots;
+    out->via = (sl_via)e->via;
+    out->token = e->token;
+    out->position = c->state == SL_PENDING ? sl__queue_position(eng, e) : 0;
+}
+
+void sl_claim_tag_get(const sl_claim *c, size_t i, sl_tag *out)
+{
+    *out = c->tags[i];
+}

@@ -1,0 +1,226 @@
+/* config.c - semaphore configurations: exact names and patterns.
+ *
+ * A configuration gives a semaphore its limit, strategy and default lease.
+ * An exact name beats any pattern and the longest matching pattern wins.
+ * Patterns are few and change rarely, so matching is a scan of the patterns
+ * and a change to a pattern looks again at every semaphore not configured
+ * by exact name: the cost sits on configuration calls, never on claims. */
+#include <string.h>
+
+#include "engine_int.h"
+
+const sl_config *sl__config_resolve(const sl_engine *eng, const char *name, size_t len)
+{
+    sl_hnode *n = sl__hash_find(&eng->configs, name, len);
+    if (n)
+        return sl__container_of(n, sl_config, hnode);
+    const sl_config *best = NULL;
+    for (size_t i = 0; i < eng->patterns.n; i++) {
+        const sl_config *p = eng->patterns.v[i];
+        size_t plen = (size_t)p->len - 1;
+        if (plen <= len && memcmp(p->name, name, plen) == 0 && (!best || p->len > best->len))
+            best = p;
+    }
+    return best;
+}
+
+/* Every semaphore not configured by exact name takes its configuration
+ * again, since the set of patterns or their values changed. */
+static void reresolve_list(sl_engine *eng, sl_lock *l)
+{
+    while (l) {
+        sl_lock *next = l->next;
+        if (l->kind == SL_KIND_SEMAPHORE && (!l->cfg || l->cfg->pattern))
+            sl__lock_apply_config(eng, l, sl__config_resolve(eng, l->key + 4, l->keylen - 4u));
+        l = next;
+    }
+}
+
+static void reresolve_patterned(sl_engine *eng)
+{
+    reresolve_list(eng, eng->active_head);
+    reresolve_list(eng, eng->idle_head);
+}
+
+static int check_set(const char *name, size_t len, uint32_t limit, sl_strategy strategy,
+                     int64_t lease_ms, sl_error *err)
+{
+    if (!sl_name_valid(name, len, true)) {
+        sl__error_set(err, SL_EINVAL,
+                      "a semaphore name is 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, "
+                      "no leading or trailing '/', no '//', optionally ending in '*'",
+                      "name", name, 0);
+        return SL_EINVAL;
+    }
+    if (limit > SL_LIMIT_MAX) {
+        sl__error_set(err, SL_EINVAL, "a limit is at most 1000000000", "limit", name, limit);
+        return SL_EINVAL;
+    }
+    if ((unsigned)strategy > SL_REBALANCED) {
+        sl__error_set(err, SL_EINVAL, "strategy is strict, skip or rebalanced", "strategy",
+                      name, strategy);
+        return SL_EINVAL;
+    }
+    if (lease_ms < 0) {
+        sl__error_set(err, SL_EINVAL, "a lease is 0 (none) or a positive duration", "lease",
+                      name, lease_ms);
+        return SL_EINVAL;
+    }
+    return 0;
+}
+
+static sl_config *config_new(sl_engine *eng, const char *name, size_t len)
+{
+    sl_config *cfg = sl__calloc(&eng->mem, 1, sizeof(*cfg) + len + 1);
+    memcpy(cfg->name, name, len);
+    cfg->len = (uint16_t)len;
+    cfg->pattern = name[len - 1] == '*';
+    sl__hash_insert(&eng->configs, &cfg->hnode);
+    if (cfg->pattern)
+        sl__pvec_push(&eng->mem, &eng->patterns, cfg);
+    return cfg;
+}
+
+int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy strategy,
+               int64_t lease_ms, int64_t now, sl_error *err)
+{
+    size_t len = name ? strlen(name) : 0;
+    int rc = check_set(name, len, limit, strategy, lease_ms, err);
+    if (rc)
+        return rc;
+    sl_engine_advance(eng, now);
+    sl_hnode *n = sl__hash_find(&eng->configs, name, len);
+    sl_config *cfg = n ? sl__container_of(n, sl_config, hnode) : NULL;
+    if (!cfg) {
+        if (sl__hash_count(&eng->configs) >= eng->opts.configs_max) {
+            sl__error_set(err, SL_ELIMIT, "too many semaphore configurations", "name", name,
+                          (int64_t)eng->opts.configs_max);
+            return SL_ELIMIT;
+        }
+        cfg = config_new(eng, name, len);
+    }
+    cfg->limit = limit;
+    cfg->strategy = strategy;
+    cfg->lease_ms = lease_ms;
+    sl__event_sem(eng, SL_EV_SEMAPHORE_UPDATED, cfg, cfg->name, now);
+    sl__changes_config(eng, cfg->name);
+    if (cfg->pattern) {
+        reresolve_patterned(eng);
+    } else {
+        char key[SL_LOCK_KEY_MAX + 1];
+        size_t klen;
+        sl__lock_key(SL_KIND_SEMAPHORE, name, len, key, &klen);
+        sl__lock_apply_config(eng, sl__lock_get(eng, key, klen), cfg);
+    }
+    sl__settle(eng, now);
+    return 0;
+}
+
+static bool config_in_use(const sl_engine *eng, const sl_config *cfg)
+{
+    for (const sl_lock *l = eng->active_head; l; l = l->next)
+        if (l->cfg == cfg && sl__lock_busy(l))
+            return true;
+    return false;
+}
+
+static void unbind_list(sl_engine *eng, sl_lock *l, const sl_config *cfg)
+{
+    while (l) {
+        sl_lock *next = l->next;
+        if (l->cfg == cfg)
+            sl__lock_apply_config(eng, l, sl__config_resolve(eng, l->key + 4, l->keylen - 4u));
+        l = next;
+    }
+}
+
+int sl_sem_delete(sl_engine *eng, const char *name, int64_t now, sl_error *err)
+{
+    size_t len = name ? strlen(name) : 0;
+    sl_engine_advance(eng, now);
+    sl_hnode *n = len ? sl__hash_find(&eng->configs, name, len) : NULL;
+    if (!n) {
+        sl__error_set(err, SL_ENOTFOUND, "no semaphore or pattern is configured by that name",
+                      "name", name, 0);
+        return SL_ENOTFOUND;
+    }
+    sl_config *cfg = sl__container_of(n, sl_config, hnode);
+    if (config_in_use(eng, cfg)) {
+        sl__error_set(err, SL_ECONFLICT,
+                      "the semaphore has holders or waiters; delete it once they are gone",
+                      "name", name, 0);
+        return SL_ECONFLICT;
+    }
+    sl__hash_remove(&eng->configs, &cfg->hnode);
+    for (size_t i = 0; i < eng->patterns.n; i++) {
+        if (eng->patterns.v[i] == cfg) {
+            eng->patterns.v[i] = eng->patterns.v[--eng->patterns.n];
+            break;
+        }
+    }
+    unbind_list(eng, eng->active_head, cfg);
+    unbind_list(eng, eng->idle_head, cfg);
+    sl__event_sem(eng, SL_EV_SEMAPHORE_DELETED, NULL, cfg->name, now);
+    sl__changes_config(eng, sl__batch_strdup(eng, cfg->name, cfg->len));
+    sl__free(&eng->mem, cfg);
+    sl__settle(eng, now);
+    return 0;
+}
+
+const sl_config *sl_config_find(const sl_engine *eng, const char *name)
+{
+    sl_hnode *n = name ? sl__hash_find(&eng->configs, name, strlen(name)) : NULL;
+    return n ? sl__container_of(n, sl_config, hnode) : NULL;
+}
+
+const sl_config *sl_config_next(const sl_engine *eng, const sl_config *prev)
+{
+    sl_hnode *n = prev ? sl__hash_next(&eng->configs, &prev->hnode)
+                       : sl__hash_first(&eng->configs);
+    return n ? sl__container_of(n, sl_config, hnode) : NULL;
+}
+
+void sl_config_get(const sl_config *cfg, sl_config_view *out)
+{
+    out->name = cfg->name;
+    out->pattern = cfg->pattern;
+    out->limit = cfg->limit;
+    out->strategy = cfg->strategy;
+    out->lease_ms = cfg->lease_ms;
+}
+
+int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
+                             sl_strategy strategy, int64_t lease_ms)
+{
+    size_t len = name ? strlen(name) : 0;
+    int rc = check_set(name, len, limit, strategy, lease_ms, NULL);
+    if (rc)
+        return rc;
+    if (sl__hash_find(&eng->configs, name, len))
+        return SL_ECONFLICT;
+    sl_config *cfg = config_new(eng, name, len);
+    cfg->limit = limit;
+    cfg->strategy = strategy;
+    cfg->lease_ms = lease_ms;
+    if (cfg->pattern) {
+        reresolve_patterned(eng);
+    } else {
+        char key[SL_LOCK_KEY_MAX + 1];
+        size_t klen;
+        sl__lock_key(SL_KIND_SEMAPHORE, name, len, key, &klen);
+        sl__lock_apply_config(eng, sl__lock_get(eng, key, klen), cfg);
+    }
+    return 0;
+}
+
+void sl__config_free_all(sl_engine *eng)
+{
+    sl_pvec all = {0};
+    for (sl_hnode *n = sl__hash_first(&eng->configs); n; n = sl__hash_next(&eng->configs, n))
+        sl__pvec_push(&eng->mem, &all, sl__container_of(n, sl_config, hnode));
+    for (size_t i = 0; i < all.n; i++) {
+        sl__hash_remove(&eng->configs, &((sl_config *)all.v[i])->hnode);
+        sl__free(&eng->mem, all.v[i]);
+    }
+    sl__pvec_free(&eng->mem, &all);
+}

@@ -1,0 +1,157 @@
+/* engine.c - the engine object: creation, options, time, statistics, and
+ * the small helpers every other file of the engine shares. */
+#include <string.h>
+
+#include "engine_int.h"
+
+void sl_engine_opts_default(sl_engine_opts *opts)
+{
+    memset(opts, 0, sizeof(*opts));
+    opts->hash_key[0] = 0x736c756963652d31ull; /* embedders should pass a secret */
+    opts->hash_key[1] = 0x656e67696e652d6bull;
+    opts->default_lease_ms = 0;
+    opts->default_grace_ms = 30000;
+    opts->ended_retention_ms = 3600000;
+    opts->idle_locks_max = 100000;
+    opts->claims_max = 10000000;
+    opts->configs_max = 100000;
+}
+
+static const char *claim_key(const sl_hnode *n, size_t *len)
+{
+    const sl_claim *c = sl__container_of(n, sl_claim, hnode);
+    *len = c->idlen;
+    return c->id;
+}
+
+static const char *lock_key(const sl_hnode *n, size_t *len)
+{
+    const sl_lock *l = sl__container_of(n, sl_lock, hnode);
+    *len = l->keylen;
+    return l->key;
+}
+
+static const char *config_key(const sl_hnode *n, size_t *len)
+{
+    const sl_config *c = sl__container_of(n, sl_config, hnode);
+    *len = c->len;
+    return c->name;
+}
+
+static int pending_cmp(const sl_tnode *a, const sl_tnode *b)
+{
+    return sl__claim_order(sl__container_of(a, sl_claim, pnode),
+                           sl__container_of(b, sl_claim, pnode));
+}
+
+int sl_engine_new(const sl_engine_opts *opts, sl_engine **out)
+{
+    sl_engine_opts o;
+    if (opts)
+        o = *opts;
+    else
+        sl_engine_opts_default(&o);
+    sl_mem mem;
+    sl__mem_init(&mem, o.alloc ? o.alloc : sl__default_alloc, o.alloc ? o.alloc_ud : NULL);
+    sl_engine *eng = sl__calloc(&mem, 1, sizeof(*eng));
+    eng->mem = mem;
+    eng->opts = o;
+    uint64_t k0 = o.hash_key[0], k1 = o.hash_key[1];
+    sl__hash_init(&eng->claims, &eng->mem, claim_key, k0, k1);
+    sl__hash_init(&eng->locks, &eng->mem, lock_key, k0, k1);
+    sl__hash_init(&eng->configs, &eng->mem, config_key, k0, k1);
+    sl__tree_init(&eng->pending, pending_cmp);
+    sl__heap_init(&eng->timers, &eng->mem);
+    eng->next_seq = 1;
+    eng->next_arrival = 1;
+    eng->next_grant = 1;
+    *out = eng;
+    return 0;
+}
+
+void sl_engine_free(sl_engine *eng)
+{
+    if (!eng)
+        return;
+    sl__changes_free(eng);
+    sl__heap_free(&eng->timers); /* first: it resets the timers inside claims */
+    sl_claim *c = eng->chead;
+    while (c) {
+        sl_claim *next = c->next;
+        sl__claim_free(eng, c);
+        c = next;
+    }
+    sl__lock_free_all(eng);
+    sl__config_free_all(eng);
+    sl__hash_free(&eng->claims);
+    sl__hash_free(&eng->locks);
+    sl__hash_free(&eng->configs);
+    sl__pvec_free(&eng->mem, &eng->patterns);
+    sl__pvec_free(&eng->mem, &eng->dirty);
+    sl__pvec_free(&eng->mem, &eng->cand);
+    sl__free(&eng->mem, eng->sim);
+    sl_mem mem = eng->mem;
+    sl__free(&mem, eng);
+}
+
+void sl_engine_advance(sl_engine *eng, int64_t now)
+{
+    sl__timers_fire(eng, now);
+}
+
+int64_t sl_engine_next_deadline(const sl_engine *eng)
+{
+    const sl_timer *t = sl__heap_peek(&eng->timers);
+    return t ? t->at : INT64_MAX;
+}
+
+void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->claims = sl__hash_count(&eng->claims);
+    out->pending = sl__tree_count(&eng->pending);
+    out->held = eng->nheld;
+    out->ended = eng->nended;
+    out->locks = eng->nactive + eng->nidle;
+    out->idle_locks = eng->nidle;
+    out->configs = sl__hash_count(&eng->configs);
+    out->timers = sl__heap_count(&eng->timers);
+    out->next_seq = eng->next_seq;
+    out->grants = eng->grants;
+    out->mem_blocks = eng->mem.live;
+}
+
+void sl__pvec_push(sl_mem *m, sl_pvec *v, void *p)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 16;
+        v->v = sl__realloc(m, v->v, v->cap * sizeof(*v->v));
+    }
+    v->v[v->n++] = p;
+}
+
+void sl__pvec_free(sl_mem *m, sl_pvec *v)
+{
+    sl__free(m, v->v);
+    v->v = NULL;
+    v->n = v->cap = 0;
+}
+
+void sl__error_set(sl_error *err, int code, const char *what, const char *field,
+                   const char *name, int64_t value)
+{
+    if (!err)
+        return;
+    err->code = code;
+    err->what = what;
+    err->field[0] = '\0';
+    if (field) {
+        size_t n = strlen(field);
+        if (n >= sizeof(err->field))
+            n = sizeof(err->field) - 1;
+        memcpy(err->field, field, n);
+        err->field[n] = '\0';
+    }
+    err->name = name;
+    err->value = value;
+}

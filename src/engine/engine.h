@@ -1,0 +1,447 @@
+/* engine.h - the sluice engine: who holds what, and who waits for what.
+ *
+ * The one header other layers may include. The engine is pure: it reads no
+ * clock (every call takes `now`, milliseconds on any monotonic-enough scale
+ * the embedder picks, usually Unix time), does no I/O, knows no JSON, and
+ * allocates through the one allocator it is given. State goes in through
+ * calls; decisions come out as claim states and as a log of events and
+ * changes that the store writes and the server turns into responses.
+ *
+ * Semantics are DESIGN.md's; the comments here say what each call does, what
+ * it returns and who owns what. Every mutating call first fires the timers
+ * due at or before `now` (leases, timeouts, grace), in deadline order and at
+ * their deadlines, so the outcome does not depend on how often the embedder
+ * calls sl_engine_advance.
+ *
+ * Pointers returned by the engine (claims, locks, strings in views) stay
+ * valid until the next mutating call, except that claims stay valid until
+ * they are purged and purged claims stay valid until sl_engine_changes_clear.
+ * Return convention: 0 or a negative SL_E* code; a call that fails changes
+ * nothing. */
+#ifndef SL_ENGINE_H
+#define SL_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The allocator: fn(ud, NULL, n) allocates n bytes, fn(ud, p, n) resizes p,
+ * fn(ud, p, 0) frees p and returns NULL. It must never return NULL for n > 0:
+ * abort instead. */
+typedef void *(*sl_alloc_fn)(void *ud, void *ptr, size_t size);
+
+enum {
+    SL_OK = 0,
+    SL_EINVAL = -1,    /* the request is malformed or could never be granted */
+    SL_ENOTFOUND = -2, /* no such claim, lock or configuration */
+    SL_ECONFLICT = -3, /* the state forbids it (in use, ended, revoking, id taken) */
+    SL_EUNKNOWN = -4,  /* a semaphore with no configuration and no pattern */
+    SL_ELIMIT = -5,    /* an engine bound (claims, patterns) is reached */
+};
+
+/* Bounds the engine enforces itself (API.md's). */
+#define SL_NAME_MAX 253           /* lock names, group, tag keys and values */
+#define SL_ID_MAX 64              /* claim ids */
+#define SL_HOLDER_MAX 253         /* holder strings */
+#define SL_LOCKS_MAX 64           /* explicit locks in one claim */
+#define SL_TAGS_MAX 32            /* tags in one claim */
+#define SL_LIMIT_MAX 1000000000u  /* a semaphore's limit */
+#define SL_WHY_AHEAD_MAX 8        /* claim ids listed as "ahead" in why */
+#define SL_CLAIM_LOCKS_MAX (SL_LOCKS_MAX + 2 * SL_TAGS_MAX + 1)
+
+typedef enum { SL_KIND_MUTEX, SL_KIND_SEMAPHORE } sl_kind;
+
+typedef enum { SL_STRICT, SL_SKIP, SL_REBALANCED } sl_strategy;
+
+typedef enum {
+    SL_PENDING,
+    SL_HELD,
+    SL_REVOKING,
+    SL_RELEASED,
+    SL_WITHDRAWN,
+    SL_EXPIRED,
+    SL_TIMED_OUT,
+    SL_SUPERSEDED,
+    SL_CANCELED,
+} sl_state;
+
+typedef enum { SL_CANCEL_NONE, SL_CANCEL_PENDING, SL_CANCEL_IN_PROGRESS } sl_cancel;
+
+/* Why a pending claim waits on one lock (API.md's `rule`). */
+typedef enum {
+    SL_RULE_NONE,       /* not pending */
+    SL_RULE_AT_LIMIT,   /* fewer free slots than the claim asks for */
+    SL_RULE_BEHIND,     /* enough free slots, but claims ahead take them */
+    SL_RULE_QUOTA,      /* rebalanced: its key is at its share while another waits below */
+    SL_RULE_OTHER_LOCK, /* admissible here, blocked on another lock */
+} sl_rule;
+
+/* How a claim ended, or why it is revoking. */
+typedef enum {
+    SL_REASON_NONE,
+    SL_REASON_RELEASED,      /* its client released it (held) */
+    SL_REASON_WITHDRAWN,     /* its client withdrew it (pending) */
+    SL_REASON_CLIENT_GONE,   /* the client that created it went away before learning its id */
+    SL_REASON_LEASE,         /* no sign of life for a whole lease */
+    SL_REASON_TIMEOUT,       /* pending for longer than its timeout */
+    SL_REASON_SUPERSEDED,    /* a newer claim of its group with cancel: pending */
+    SL_REASON_REVOKED,       /* a newer claim of its group with cancel: in-progress */
+    SL_REASON_GRACE,         /* revoked, and its grace ran out */
+    SL_REASON_REVOKED_FREED, /* revoked, and its holder released it */
+    SL_REASON_OPERATOR,      /* canceled by an operator */
+} sl_reason;
+
+/* How a lock came into a claim. */
+typedef enum { SL_VIA_LOCK, SL_VIA_TAG, SL_VIA_GROUP } sl_via;
+
+typedef enum {
+    SL_EV_CLAIM_QUEUED,
+    SL_EV_CLAIM_WAITING,
+    SL_EV_CLAIM_ACQUIRED,
+    SL_EV_CLAIM_RENEWED,
+    SL_EV_CLAIM_RELEASED,
+    SL_EV_CLAIM_WITHDRAWN,
+    SL_EV_CLAIM_EXPIRED,
+    SL_EV_CLAIM_TIMED_OUT,
+    SL_EV_CLAIM_SUPERSEDED,
+    SL_EV_CLAIM_REVOKING,
+    SL_EV_CLAIM_CANCELED,
+    SL_EV_SEMAPHORE_UPDATED,
+    SL_EV_SEMAPHORE_DELETED,
+} sl_event_type;
+
+typedef struct sl_engine sl_engine;
+typedef struct sl_claim sl_claim;
+typedef struct sl_lock sl_lock;
+typedef struct sl_config sl_config;
+
+/* Static names: "pending", "strict", "at_limit", "claim.queued", ... */
+const char *sl_state_name(sl_state s);
+const char *sl_strategy_name(sl_strategy s);
+const char *sl_rule_name(sl_rule r);
+const char *sl_reason_text(sl_reason r); /* words, e.g. "released by its holder" */
+const char *sl_event_type_name(sl_event_type t);
+const char *sl_cancel_name(sl_cancel c);
+bool sl_state_ended(sl_state s);
+/* Parses the names above back; 0 or SL_EINVAL. */
+int sl_state_parse(const char *s, sl_state *out);
+int sl_strategy_parse(const char *s, sl_strategy *out);
+int sl_cancel_parse(const char *s, sl_cancel *out);
+
+/* API.md's lock names: 1 to 253 of A-Z a-z 0-9 . _ - / : =, no leading or
+ * trailing '/', no "//"; with allow_pattern a final '*' is allowed too. */
+bool sl_name_valid(const char *name, size_t len, bool allow_pattern);
+
+/* ---- the engine ---------------------------------------------------------- */
+
+typedef struct sl_engine_opts {
+    sl_alloc_fn alloc;          /* NULL: malloc/realloc/free, aborting on exhaustion */
+    void *alloc_ud;
+    uint64_t hash_key[2];       /* secret for the hash tables (clients choose names) */
+    int64_t default_lease_ms;   /* lease of claims that set none; 0 = none */
+    int64_t default_grace_ms;   /* grace of a revoking claim that set none (30 s) */
+    int64_t ended_retention_ms; /* how long ended claims stay readable (1 h) */
+    size_t idle_locks_max;      /* idle locks remembered with their tokens (100k) */
+    size_t claims_max;          /* live and retained claims at most (SL_ELIMIT past it) */
+    size_t configs_max;         /* semaphore configurations and patterns at most */
+} sl_engine_opts;
+
+void sl_engine_opts_default(sl_engine_opts *opts);
+/* Creates an empty engine. *out is freed with sl_engine_free. */
+int sl_engine_new(const sl_engine_opts *opts, sl_engine **out);
+void sl_engine_free(sl_engine *eng);
+
+/* Fires every timer due at or before now. */
+void sl_engine_advance(sl_engine *eng, int64_t now);
+/* The earliest armed deadline, INT64_MAX when none: call advance then. */
+int64_t sl_engine_next_deadline(const sl_engine *eng);
+
+typedef struct sl_engine_stats {
+    size_t claims, pending, held, ended, locks, idle_locks, configs, timers;
+    uint64_t next_seq, grants;
+    size_t mem_blocks; /* live allocations */
+} sl_engine_stats;
+void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out);
+
+/* ---- errors with details ------------------------------------------------- */
+
+/* What went wrong with a request, for the caller to word: `what` is a static
+ * sentence ("the same lock appears twice in one claim"); `field` names the
+ * offending field ("locks[2].slots"), `name` the lock or semaphore involved
+ * (borrowed from the request or the engine), `value` a number if any. */
+typedef struct sl_error {
+    int code;
+    const char *what;
+    char field[32];
+    const char *name;
+    int64_t value;
+} sl_error;
+
+/* ---- semaphores ---------------------------------------------------------- */
+
+typedef struct sl_config_view {
+    const char *name; /* a pattern ends in '*' */
+    bool pattern;
+    uint32_t limit;
+    sl_strategy strategy;
+    int64_t lease_ms; /* 0 = none set: claims use the server default */
+} sl_config_view;
+
+/* Creates or changes the configuration of semaphore `name` (or of every
+ * semaphore matching a pattern ending in '*'). Raising a limit grants at once;
+ * lowering revokes nobody; 0 pauses. Emits semaphore.updated. */
+int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy strategy,
+               int64_t lease_ms, int64_t now, sl_error *err);
+/* Removes a configuration: SL_ENOTFOUND if none, SL_ECONFLICT while a
+ * semaphore it configures has holders or waiters. Emits semaphore.deleted. */
+int sl_sem_delete(sl_engine *eng, const char *name, int64_t now, sl_error *err);
+/* The configuration named exactly `name`, NULL if none. */
+const sl_config *sl_config_find(const sl_engine *eng, const char *name);
+/* Every configuration, in no particular order: first with prev NULL. */
+const sl_config *sl_config_next(const sl_engine *eng, const sl_config *prev);
+void sl_config_get(const sl_config *cfg, sl_config_view *out);
+
+/* ---- locks --------------------------------------------------------------- */
+
+#define SL_LOCK_KEY_MAX (4 + SL_NAME_MAX) /* "mtx/" or "sem/" + name */
+
+typedef struct sl_lock_view {
+    sl_kind kind;
+    const char *name;                /* points into key */
+    char key[SL_LOCK_KEY_MAX + 1];   /* "mtx/NAME" or "sem/NAME" */
+    uint32_t limit;
+    sl_strategy strategy;
+    int64_t lease_ms;
+    const char *from_pattern; /* the pattern it was made from, or NULL */
+    bool configured;          /* a semaphore with an exact or pattern configuration */
+    uint64_t used;            /* slots held (may exceed limit after a lowering) */
+    uint64_t token;           /* the last fencing token granted on it */
+    size_t nholders, npending;
+} sl_lock_view;
+
+/* Looks a lock up by kind and name. Every mutex name answers (an unused
+ * one reads as free); a semaphore answers when configured, directly or by a
+ * pattern, else SL_ENOTFOUND. *lock is the live lock or NULL when the name
+ * has no state yet. */
+int sl_lock_lookup(const sl_engine *eng, sl_kind kind, const char *name, sl_lock_view *out,
+                   const sl_lock **lock);
+/* Every live lock (with state or a configuration), first with prev NULL. */
+const sl_lock *sl_lock_next(const sl_engine *eng, const sl_lock *prev);
+void sl_lock_get(const sl_lock *lock, sl_lock_view *out);
+
+typedef struct sl_holder_view {
+    const sl_claim *claim;
+    uint32_t slots;
+    uint64_t token;
+    int64_t since_ms;
+} sl_holder_view;
+
+/* Holders from `offset`, oldest grant first; returns how many were written. */
+size_t sl_lock_holders(const sl_lock *lock, size_t offset, sl_holder_view *out, size_t max);
+
+typedef struct sl_waiter_view {
+    const sl_claim *claim;
+    uint32_t slots;
+    size_t position; /* from 1 */
+} sl_waiter_view;
+
+/* Waiters from `offset`, in the lock's queue order (for a rebalanced lock,
+ * the order in which slots would be handed out); returns how many. */
+size_t sl_lock_waiters(sl_engine *eng, const sl_lock *lock, size_t offset, sl_waiter_view *out,
+                       size_t max);
+
+/* ---- claims -------------------------------------------------------------- */
+
+typedef struct sl_lock_req {
+    sl_kind kind;
+    const char *name;
+    uint32_t slots; /* 0 means 1 */
+} sl_lock_req;
+
+typedef struct sl_tag {
+    const char *key, *value;
+} sl_tag;
+
+typedef struct sl_claim_req {
+    const char *id;     /* unique, chosen by the caller (random, unguessable) */
+    const char *holder; /* who: 1 to SL_HOLDER_MAX printable characters */
+    const sl_lock_req *locks;
+    size_t nlocks;
+    const sl_tag *tags;
+    size_t ntags;
+    const char *group; /* NULL for none */
+    sl_cancel cancel;
+    int64_t grace_ms;   /* < 0: the engine default */
+    int32_t priority;
+    bool has_created;
+    int64_t created_ms; /* ordering time; arrival time when !has_created */
+    const char *rebalance_key; /* NULL for none */
+    int64_t lease_ms;   /* < 0: shortest configured lease, else the default */
+    int64_t timeout_ms; /* 0 = none; counts from arrival */
+} sl_claim_req;
+
+/* Adds a claim: checks it, supersedes and revokes in its group as its
+ * `cancel` says, queues it and grants whatever can be granted. On success
+ * *out is the claim (owned by the engine). Errors: SL_EINVAL (malformed, or
+ * could never be granted), SL_EUNKNOWN (a semaphore with no configuration;
+ * err->name says which), SL_ECONFLICT (the id is taken), SL_ELIMIT. */
+int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_claim **out,
+                    sl_error *err);
+sl_claim *sl_claim_find(const sl_engine *eng, const char *id);
+/* Every claim, live or retained, in arrival order: first with prev NULL. */
+const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev);
+/* Every pending claim in the one total order (priority, created, arrival). */
+const sl_claim *sl_pending_next(const sl_engine *eng, const sl_claim *prev);
+/* The claim's place in that order, from 1; 0 when not pending. O(log n). */
+size_t sl_pending_position(const sl_claim *c);
+
+/* Releases a held claim, withdraws a pending one (`reason` is
+ * SL_REASON_RELEASED/WITHDRAWN for a client's request, CLIENT_GONE when its
+ * creator vanished), ends a revoking one as canceled. An ended claim is left
+ * as it is and 0 returned. */
+int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now);
+/* Operator cancel of a live claim: it ends `canceled`. SL_ECONFLICT if ended. */
+int sl_claim_cancel(sl_engine *eng, sl_claim *c, int64_t now);
+/* Extends the lease (a sign of life) and emits claim.renewed; SL_ECONFLICT
+ * when revoking or ended: the client must stop. */
+int sl_claim_renew(sl_engine *eng, sl_claim *c, int64_t now);
+/* A request starts (+1) or stops (-1) waiting on the claim: a sign of life,
+ * and the lease cannot run out while any request waits. */
+void sl_claim_watch(sl_engine *eng, sl_claim *c, int delta, int64_t now);
+
+typedef struct sl_claim_view {
+    const char *id, *holder;
+    sl_state state;
+    int32_t priority;
+    int64_t created_ms, arrived_ms;
+    uint64_t arrival;          /* arrival sequence, the last tie-break */
+    const char *rebalance_key; /* NULL */
+    const char *group;         /* NULL */
+    sl_cancel cancel;
+    int64_t grace_ms, lease_ms, timeout_ms;
+    int64_t life_ms;      /* last sign of life */
+    int64_t expires_ms;   /* when the lease runs out; -1 when none or ended */
+    int64_t granted_ms;   /* -1 until held */
+    uint64_t grant_seq;   /* grant order across the engine, 0 until held */
+    int64_t revoke_at_ms; /* revoking: when grace runs out; else -1 */
+    int64_t ended_ms;     /* -1 while live */
+    sl_reason reason;     /* how it ended or why it is revoking */
+    const char *by;       /* the claim that superseded or revoked it, or NULL */
+    int watchers;
+    size_t nlocks, ntags;
+} sl_claim_view;
+
+void sl_claim_get(const sl_claim *c, sl_claim_view *out);
+
+typedef struct sl_claim_lock_view {
+    sl_kind kind;
+    const char *name;
+    const char *key;
+    uint32_t slots;
+    sl_via via;
+    uint64_t token;  /* fencing token once granted; 0 before */
+    size_t position; /* place in the lock's queue while pending, from 1; else 0 */
+} sl_claim_lock_view;
+
+/* Lock i of the claim, in the claim's order (explicit locks, then tags, then
+ * the group). Computes the position, hence the engine. */
+void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_lock_view *out);
+void sl_claim_tag_get(const sl_claim *c, size_t i, sl_tag *out);
+
+/* ---- why ----------------------------------------------------------------- */
+
+typedef struct sl_why {
+    size_t lock;      /* index into the claim's locks */
+    const char *key;
+    sl_rule rule;
+    uint64_t used;
+    uint32_t limit;
+    size_t position;  /* from 1 */
+    size_t nahead;    /* claims ahead of it in this lock's queue */
+    const sl_claim *ahead[SL_WHY_AHEAD_MAX]; /* the first of them, queue order */
+    size_t nshown;    /* how many of ahead[] are set */
+    uint64_t quota;   /* rebalanced: its key's share */
+    uint64_t key_used; /* rebalanced: slots its key holds */
+} sl_why;
+
+/* Explains a pending claim, one entry per lock (at most max written;
+ * returns the number of locks). 0 when the claim is not pending. */
+size_t sl_claim_why(sl_engine *eng, const sl_claim *c, sl_why *out, size_t max);
+/* The claim's main block reason: the first lock whose rule is not
+ * other_lock (quota first on a rebalanced lock). SL_RULE_NONE if not
+ * pending. *lock gets that lock's index. */
+sl_rule sl_claim_main_rule(sl_engine *eng, const sl_claim *c, size_t *lock);
+
+/* ---- events and changes -------------------------------------------------- */
+
+typedef struct sl_event {
+    uint64_t seq;
+    int64_t time_ms;
+    sl_event_type type;
+    const sl_claim *claim; /* claim events; valid until sl_engine_changes_clear */
+    sl_reason reason;      /* ended/revoking events */
+    sl_rule rule;          /* claim.waiting: the main block reason then */
+    size_t rule_lock;      /* ... on this lock of the claim */
+    const char *name;      /* semaphore events: the configuration's name */
+    uint32_t limit;        /* semaphore.updated: the new values */
+    sl_strategy strategy;
+    int64_t lease_ms;
+} sl_event;
+
+/* Everything that changed since the last sl_engine_changes_clear, for the
+ * store to write in one transaction. Valid until that clear. */
+typedef struct sl_changes {
+    sl_claim *const *claims; /* created or changed, each once */
+    size_t nclaims;
+    const char *const *purged; /* ids of claims forgotten */
+    size_t npurged;
+    const sl_lock *const *locks; /* locks whose token moved */
+    size_t nlocks;
+    const char *const *evicted; /* keys of idle locks forgotten */
+    size_t nevicted;
+    const char *const *configs; /* names of configurations set or deleted */
+    size_t nconfigs;            /* look each up: NULL means deleted */
+    const sl_event *events;
+    size_t nevents;
+    uint64_t next_seq, next_arrival, next_grant, token_floor;
+} sl_changes;
+
+void sl_engine_changes(const sl_engine *eng, sl_changes *out);
+/* Forgets the batch: frees purged claims and evicts idle locks past the
+ * bound (those evictions appear in the next batch). */
+void sl_engine_changes_clear(sl_engine *eng);
+/* Whether the batch has anything in it. */
+bool sl_engine_changes_pending(const sl_engine *eng);
+
+/* ---- rebuilding from saved state ---------------------------------------- */
+
+typedef struct sl_claim_lock_rec {
+    sl_kind kind;
+    const char *name;
+    uint32_t slots;
+    sl_via via;
+    uint64_t token;
+} sl_claim_lock_rec;
+
+/* A claim as the store saved it: the view's fields (nlocks and ntags count
+ * the arrays below; watchers is ignored) and its expanded locks and tags. */
+typedef struct sl_claim_rec {
+    sl_claim_view v;
+    const sl_claim_lock_rec *locks;
+    const sl_tag *tags;
+} sl_claim_rec;
+
+/* Call on an empty engine, in this order: counters, configurations and
+ * lock tokens, claims (any order), then restore_done. No events are
+ * emitted and the batch stays empty. */
+void sl_engine_restore_counters(sl_engine *eng, uint64_t next_seq, uint64_t next_arrival,
+                                uint64_t next_grant, uint64_t token_floor);
+int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
+                             sl_strategy strategy, int64_t lease_ms);
+int sl_engine_restore_token(sl_engine *eng, const char *key, uint64_t token);
+int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *err);
+/* Gives every live claim at least one full lease from now, then fires due
+ * timers and grants what can be granted (both recorded in the batch). */
+void sl_engine_restore_done(sl_engine *eng, int64_t now);
+
+#endif

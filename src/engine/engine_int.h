@@ -1,0 +1,215 @@
+/* engine_int.h - the engine's private structures, shared by its files only.
+ *
+ * Layout in one picture: the engine indexes claims by id, locks by key and
+ * configurations by name (hash tables). Each claim carries one entry per lock
+ * it asks for; while pending, the entry sits in that lock's queue (an
+ * order-statistic tree, so positions and "slots asked for ahead of me" are
+ * O(log n)); once granted, it moves to the lock's holder list. A rebalanced
+ * lock queues its entries per rebalance key instead. Every pending claim is
+ * also in one global tree in the total order, and every claim has one timer
+ * armed at its earliest deadline. */
+#ifndef SL_ENGINE_INT_H
+#define SL_ENGINE_INT_H
+
+#include "engine.h"
+#include "hash.h"
+#include "heap.h"
+#include "mem.h"
+#include "tree.h"
+
+/* A growable array of pointers. */
+typedef struct sl_pvec {
+    void **v;
+    size_t n, cap;
+} sl_pvec;
+
+void sl__pvec_push(sl_mem *m, sl_pvec *v, void *p);
+void sl__pvec_free(sl_mem *m, sl_pvec *v);
+
+struct sl_config {
+    sl_hnode hnode; /* eng->configs, by name */
+    uint32_t limit;
+    sl_strategy strategy;
+    int64_t lease_ms;
+    bool pattern; /* name ends in '*'; the prefix is name[0..len-1) */
+    uint16_t len;
+    char name[];
+};
+
+typedef struct sl_rkey sl_rkey;
+typedef struct sl_centry sl_centry;
+
+struct sl_lock {
+    sl_hnode hnode;             /* eng->locks, by key */
+    struct sl_lock *prev, *next; /* eng's active or idle list */
+    const sl_config *cfg;       /* semaphores: exact or pattern configuration, or NULL */
+    sl_kind kind;
+    sl_strategy strategy;
+    uint32_t limit;
+    int64_t lease_ms;
+    uint64_t used;  /* slots held, revoking holders included */
+    uint64_t token; /* last fencing token granted */
+    size_t nholders, npending;
+    sl_centry *hhead, *htail; /* holders, oldest grant first */
+    sl_tree queue;            /* strict and skip: pending entries in the total order */
+    sl_hash *rkeys;           /* rebalanced: keys present (holding or pending) */
+    sl_tree rkey_order;       /* rebalanced: keys with pending claims, by oldest pending */
+    bool idle;      /* on the idle list */
+    bool dirty;     /* on eng->dirty: admission must be looked at again */
+    bool tok_dirty; /* on eng->chg_locks */
+    uint16_t keylen;
+    char key[]; /* "mtx/NAME" or "sem/NAME"; the name is key + 4 */
+};
+
+/* One lock of one claim. */
+struct sl_centry {
+    union {
+        sl_tnode node; /* pending: in the lock's queue or its rebalance key's */
+        struct {
+            sl_centry *prev, *next;
+        } h; /* held: in the lock's holder list */
+    } u;
+    sl_claim *claim;
+    sl_lock *lock; /* while the claim is live; NULL once it has ended */
+    sl_rkey *rk;   /* rebalanced locks: the claim's key there */
+    const char *key;
+    uint64_t token;
+    uint32_t slots;
+    uint8_t via;
+    bool ok; /* scratch for the admission pass */
+};
+
+struct sl_rkey {
+    sl_hnode hnode;  /* lock->rkeys */
+    sl_tnode onode;  /* lock->rkey_order, while it has pending claims */
+    sl_tree pending; /* its pending entries, oldest first */
+    uint64_t held;   /* slots its claims hold */
+    size_t nheld, npending;
+    uint16_t len;
+    char name[];
+};
+
+struct sl_claim {
+    sl_hnode hnode;               /* eng->claims, by id */
+    struct sl_claim *prev, *next; /* eng's list of every claim, arrival order */
+    sl_tnode pnode;               /* eng->pending, while pending */
+    sl_timer timer;
+    struct sl_claim *grave_next; /* purged, waiting for the batch to be cleared */
+    const char *id, *holder, *group, *rkey;
+    char *by; /* owned */
+    sl_tag *tags;
+    uint64_t arrival, grant_seq;
+    int64_t created, arrived, lease, grace, timeout, life, granted, revoke_at, ended;
+    int32_t priority;
+    int watchers;
+    uint8_t state, cancel, reason;
+    bool dirty;     /* on eng->chg_claims */
+    bool candidate; /* on eng->cand during an admission pass */
+    uint16_t nlocks, ntags, idlen;
+    sl_centry e[]; /* then the strings: id, holder, keys, group, rkey, tags */
+};
+
+struct sl_engine {
+    sl_mem mem;
+    sl_engine_opts opts;
+    sl_hash claims, locks, configs;
+    sl_pvec patterns; /* sl_config*, the ones ending in '*' */
+    sl_claim *chead, *ctail;
+    sl_tree pending;
+    sl_lock *active_head, *active_tail, *idle_head, *idle_tail;
+    size_t nactive, nidle, nheld, nended;
+    sl_heap timers;
+    uint64_t next_seq, next_arrival, next_grant, token_floor;
+    uint64_t grants;
+    sl_pvec dirty; /* sl_lock* whose admission must be looked at */
+    sl_pvec cand;  /* sl_claim*, scratch for the admission pass */
+    void *sim;     /* scratch for rebalanced walks (rebalance.c) */
+    size_t simcap;
+    /* the batch (sl_changes) */
+    sl_pvec chg_claims, chg_locks, chg_configs, purged, evicted, strings;
+    sl_event *events;
+    size_t nevents, capevents;
+    sl_claim *grave;
+};
+
+/* One lock of a claim being built, from a request or a saved record. */
+typedef struct sl_xlock {
+    char key[SL_LOCK_KEY_MAX + 1];
+    size_t keylen;
+    uint32_t slots;
+    sl_via via;
+    int64_t cfg_lease; /* the configured lease of a semaphore, 0 if none */
+} sl_xlock;
+
+/* claim.c */
+sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xlock *x, size_t n);
+void sl__claim_link(sl_engine *eng, sl_claim *c);
+void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason,
+                   const char *by, int64_t now);
+void sl__claim_free(sl_engine *eng, sl_claim *c);
+void sl__claim_touch(sl_engine *eng, sl_claim *c); /* mark changed for the store */
+int sl__claim_order(const sl_claim *a, const sl_claim *b);       /* the total order */
+int sl__claim_age_order(const sl_claim *a, const sl_claim *b);   /* created, arrival */
+
+/* config.c */
+const sl_config *sl__config_resolve(const sl_engine *eng, const char *name, size_t len);
+void sl__config_free_all(sl_engine *eng);
+
+/* lock.c */
+sl_lock *sl__lock_find(const sl_engine *eng, const char *key, size_t len);
+sl_lock *sl__lock_get(sl_engine *eng, const char *key, size_t len); /* creates */
+void sl__lock_apply_config(sl_engine *eng, sl_lock *l, const sl_config *cfg);
+void sl__lock_check_idle(sl_engine *eng, sl_lock *l);
+void sl__lock_holder_add(sl_engine *eng, sl_centry *e); /* a grant: the token moves */
+void sl__lock_holder_insert(sl_engine *eng, sl_centry *e); /* restore: in grant order */
+void sl__lock_holder_remove(sl_engine *eng, sl_centry *e);
+void sl__lock_evict_excess(sl_engine *eng);
+void sl__lock_free_all(sl_engine *eng);
+void sl__lock_mark_dirty(sl_engine *eng, sl_lock *l);
+bool sl__lock_busy(const sl_lock *l);
+void sl__lock_key(sl_kind kind, const char *name, size_t len, char *out, size_t *outlen);
+
+/* queue.c */
+void sl__queue_add(sl_engine *eng, sl_centry *e);
+void sl__queue_remove(sl_engine *eng, sl_centry *e);
+void sl__queue_requeue(sl_engine *eng, sl_lock *l, sl_strategy strategy);
+bool sl__queue_admissible(sl_engine *eng, const sl_centry *e);
+void sl__queue_grant_now(sl_engine *eng, sl_claim *c, int64_t now);
+void sl__settle(sl_engine *eng, int64_t now);
+uint64_t sl__lock_free_slots(const sl_lock *l);
+size_t sl__queue_position(sl_engine *eng, const sl_centry *e); /* from 1 */
+uint64_t sl__queue_ahead_slots(sl_engine *eng, const sl_centry *e);
+
+/* rebalance.c */
+void sl__rk_add_pending(sl_engine *eng, sl_centry *e);
+void sl__rk_remove_pending(sl_engine *eng, sl_centry *e);
+void sl__rk_add_held(sl_engine *eng, sl_centry *e);
+void sl__rk_remove_held(sl_engine *eng, sl_centry *e);
+void sl__rk_free_all(sl_engine *eng, sl_lock *l);
+/* Walks a rebalanced lock's pending entries in the order slots would be
+ * handed out; visit returns false to stop. */
+typedef bool (*sl_rk_visit)(void *ud, sl_centry *e, size_t position, uint64_t slots_before);
+void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud);
+uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below);
+
+/* group.c */
+void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now);
+
+/* timers.c */
+void sl__claim_rearm(sl_engine *eng, sl_claim *c);
+void sl__timers_fire(sl_engine *eng, int64_t now);
+
+/* events.c */
+sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, int64_t now);
+void sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg, const char *name,
+                   int64_t now);
+void sl__changes_lock(sl_engine *eng, sl_lock *l);
+void sl__changes_config(sl_engine *eng, const char *name);
+char *sl__batch_strdup(sl_engine *eng, const char *s, size_t len);
+void sl__changes_free(sl_engine *eng);
+
+/* engine.c */
+void sl__error_set(sl_error *err, int code, const char *what, const char *field,
+                   const char *name, int64_t value);
+
+#endif

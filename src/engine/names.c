@@ -1,0 +1,144 @@
+/* names.c - the words of the model: states, strategies, rules, reasons and
+ * event types as API.md spells them, and the rule for valid lock names. */
+#include <string.h>
+
+#include "engine.h"
+
+static const char *const state_names[] = {
+    "pending", "held", "revoking", "released", "withdrawn",
+    "expired", "timed_out", "superseded", "canceled",
+};
+
+static const char *const strategy_names[] = {"strict", "skip", "rebalanced"};
+
+static const char *const rule_names[] = {"none", "at_limit", "behind", "quota", "other_lock"};
+
+static const char *const cancel_names[] = {"none", "pending", "in-progress"};
+
+static const char *const reason_texts[] = {
+    "",
+    "released by its holder",
+    "withdrawn by its client",
+    "its client went away before learning its id",
+    "its lease ran out: no renewal or wait from its client",
+    "it waited longer than its timeout",
+    "superseded by a newer claim of its group",
+    "revoked by a newer claim of its group",
+    "revoked by a newer claim of its group, and its grace ran out",
+    "revoked by a newer claim of its group, and released by its holder",
+    "canceled by an operator",
+};
+
+static const char *const event_names[] = {
+    "claim.queued",     "claim.waiting",    "claim.acquired",    "claim.renewed",
+    "claim.released",   "claim.withdrawn",  "claim.expired",     "claim.timed_out",
+    "claim.superseded", "claim.revoking",   "claim.canceled",    "semaphore.updated",
+    "semaphore.deleted",
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *pick(const char *const *names, size_t n, unsigned i)
+{
+    return i < n ? names[i] : "unknown";
+}
+
+const char *sl_state_name(sl_state s)
+{
+    return pick(state_names, COUNT(state_names), (unsigned)s);
+}
+
+const char *sl_strategy_name(sl_strategy s)
+{
+    return pick(strategy_names, COUNT(strategy_names), (unsigned)s);
+}
+
+const char *sl_rule_name(sl_rule r)
+{
+    return pick(rule_names, COUNT(rule_names), (unsigned)r);
+}
+
+const char *sl_reason_text(sl_reason r)
+{
+    return pick(reason_texts, COUNT(reason_texts), (unsigned)r);
+}
+
+const char *sl_event_type_name(sl_event_type t)
+{
+    return pick(event_names, COUNT(event_names), (unsigned)t);
+}
+
+const char *sl_cancel_name(sl_cancel c)
+{
+    return pick(cancel_names, COUNT(cancel_names), (unsigned)c);
+}
+
+bool sl_state_ended(sl_state s)
+{
+    return s != SL_PENDING && s != SL_HELD && s != SL_REVOKING;
+}
+
+static int parse(const char *const *names, size_t n, const char *s, int *out)
+{
+    for (size_t i = 0; s && i < n; i++) {
+        if (strcmp(names[i], s) == 0) {
+            *out = (int)i;
+            return 0;
+        }
+    }
+    return SL_EINVAL;
+}
+
+int sl_state_parse(const char *s, sl_state *out)
+{
+    int v;
+    int rc = parse(state_names, COUNT(state_names), s, &v);
+    if (rc == 0)
+        *out = (sl_state)v;
+    return rc;
+}
+
+int sl_strategy_parse(const char *s, sl_strategy *out)
+{
+    int v;
+    int rc = parse(strategy_names, COUNT(strategy_names), s, &v);
+    if (rc == 0)
+        *out = (sl_strategy)v;
+    return rc;
+}
+
+int sl_cancel_parse(const char *s, sl_cancel *out)
+{
+    int v;
+    int rc = parse(cancel_names, COUNT(cancel_names), s, &v);
+    if (rc == 0)
+        *out = (sl_cancel)v;
+    return rc;
+}
+
+static bool name_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '.' || ch == '_' || ch == '-' || ch == '/' || ch == ':' || ch == '=';
+}
+
+bool sl_name_valid(const char *name, size_t len, bool allow_pattern)
+{
+    if (!name || len == 0 || len > SL_NAME_MAX)
+        return false;
+    size_t body = len;
+    if (allow_pattern && name[len - 1] == '*')
+        body = len - 1;
+    for (size_t i = 0; i < body; i++) {
+        if (!name_char(name[i]))
+            return false;
+        if (name[i] == '/' && i + 1 < body && name[i + 1] == '/')
+            return false;
+    }
+    /* A pattern's prefix may end in a slash; a name may not. */
+    if (body > 0 && name[0] == '/')
+        return false;
+    if (body == len && name[len - 1] == '/')
+        return false;
+    return true;
+}

@@ -1,0 +1,214 @@
+/* rebalance.c - the rebalanced strategy: fair shares between rebalance keys.
+ *
+ * DESIGN.md: with K keys among a lock's holders and waiters, each key's
+ * quota is floor(limit / K), plus one slot for the limit mod K keys whose
+ * oldest waiting claims are oldest. Free slots go to the oldest waiting claim
+ * of a key below its quota; when no such key waits, to the oldest waiting
+ * claim of any key, so no slot idles while someone waits.
+ *
+ * A rebalanced lock keeps one queue per key (oldest first) and the keys that
+ * have waiters ordered by their oldest waiter. The order in which slots
+ * would be handed out is not stored, because each choice changes the next
+ * quota: sl__rk_walk computes it step by step from those queues, costing
+ * O(keys waiting) per step. Admission only walks as far as the free slots
+ * reach, so the cost follows the lock's limit, not the length of its queue. */
+#include <string.h>
+
+#include "engine_int.h"
+
+typedef struct rk_cursor {
+    sl_rkey *rk;
+    sl_tnode *cur; /* the next of its entries to be handed slots */
+    uint64_t held; /* slots the key holds, counting those handed out so far */
+} rk_cursor;
+
+static const char *rk_hash_key(const sl_hnode *n, size_t *len)
+{
+    const sl_rkey *rk = sl__container_of(n, sl_rkey, hnode);
+    *len = rk->len;
+    return rk->name;
+}
+
+static const sl_claim *entry_claim(const sl_tnode *t)
+{
+    return sl__container_of(t, sl_centry, u.node)->claim;
+}
+
+static int entry_cmp(const sl_tnode *a, const sl_tnode *b)
+{
+    return sl__claim_age_order(entry_claim(a), entry_claim(b));
+}
+
+static int key_cmp(const sl_tnode *a, const sl_tnode *b)
+{
+    const sl_rkey *ka = sl__container_of(a, sl_rkey, onode);
+    const sl_rkey *kb = sl__container_of(b, sl_rkey, onode);
+    return sl__claim_age_order(entry_claim(sl__tree_first(&ka->pending)),
+                               entry_claim(sl__tree_first(&kb->pending)));
+}
+
+static sl_rkey *rk_get(sl_engine *eng, sl_lock *l, const sl_claim *c)
+{
+    const char *name = c->rkey ? c->rkey : "";
+    size_t len = strlen(name);
+    if (!l->rkeys) {
+        l->rkeys = sl__calloc(&eng->mem, 1, sizeof(*l->rkeys));
+        sl__hash_init(l->rkeys, &eng->mem, rk_hash_key, eng->opts.hash_key[0],
+                      eng->opts.hash_key[1]);
+        sl__tree_init(&l->rkey_order, key_cmp);
+    }
+    sl_hnode *n = sl__hash_find(l->rkeys, name, len);
+    if (n)
+        return sl__container_of(n, sl_rkey, hnode);
+    sl_rkey *rk = sl__calloc(&eng->mem, 1, sizeof(*rk) + len + 1);
+    memcpy(rk->name, name, len);
+    rk->len = (uint16_t)len;
+    sl__tree_init(&rk->pending, entry_cmp);
+    sl__hash_insert(l->rkeys, &rk->hnode);
+    return rk;
+}
+
+static void rk_maybe_free(sl_engine *eng, sl_lock *l, sl_rkey *rk)
+{
+    if (rk->nheld > 0 || rk->npending > 0)
+        return;
+    sl__hash_remove(l->rkeys, &rk->hnode);
+    sl__free(&eng->mem, rk);
+}
+
+void sl__rk_add_pending(sl_engine *eng, sl_centry *e)
+{
+    sl_lock *l = e->lock;
+    sl_rkey *rk = rk_get(eng, l, e->claim);
+    /* The key's place among keys depends on its oldest waiter: take it out
+     * while that may change. */
+    if (rk->npending > 0)
+        sl__tree_remove(&l->rkey_order, &rk->onode);
+    sl__tree_insert(&rk->pending, &e->u.node, e->slots);
+    rk->npending++;
+    sl__tree_insert(&l->rkey_order, &rk->onode, 1);
+    e->rk = rk;
+}
+
+void sl__rk_remove_pending(sl_engine *eng, sl_centry *e)
+{
+    sl_lock *l = e->lock;
+    sl_rkey *rk = e->rk;
+    sl__tree_remove(&l->rkey_order, &rk->onode);
+    sl__tree_remove(&rk->pending, &e->u.node);
+    rk->npending--;
+    if (rk->npending > 0)
+        sl__tree_insert(&l->rkey_order, &rk->onode, 1);
+    e->rk = NULL;
+    rk_maybe_free(eng, l, rk);
+}
+
+void sl__rk_add_held(sl_engine *eng, sl_centry *e)
+{
+    sl_rkey *rk = rk_get(eng, e->lock, e->claim);
+    rk->held += e->slots;
+    rk->nheld++;
+    e->rk = rk;
+}
+
+void sl__rk_remove_held(sl_engine *eng, sl_centry *e)
+{
+    sl_rkey *rk = e->rk;
+    rk->held -= e->slots;
+    rk->nheld--;
+    e->rk = NULL;
+    rk_maybe_free(eng, e->lock, rk);
+}
+
+void sl__rk_free_all(sl_engine *eng, sl_lock *l)
+{
+    if (!l->rkeys)
+        return;
+    sl_pvec all = {0};
+    for (sl_hnode *n = sl__hash_first(l->rkeys); n; n = sl__hash_next(l->rkeys, n))
+        sl__pvec_push(&eng->mem, &all, sl__container_of(n, sl_rkey, hnode));
+    for (size_t i = 0; i < all.n; i++)
+        sl__free(&eng->mem, all.v[i]);
+    sl__pvec_free(&eng->mem, &all);
+    sl__hash_free(l->rkeys);
+    sl__free(&eng->mem, l->rkeys);
+    l->rkeys = NULL;
+}
+
+static int cursor_cmp(const rk_cursor *a, const rk_cursor *b)
+{
+    return sl__claim_age_order(entry_claim(a->cur), entry_claim(b->cur));
+}
+
+/* The cursor at r has moved to a newer entry: slide it right to its place. */
+static void cursor_resort(rk_cursor *v, size_t n, size_t r)
+{
+    rk_cursor moved = v[r];
+    size_t i = r;
+    while (i + 1 < n && cursor_cmp(&v[i + 1], &moved) < 0) {
+        v[i] = v[i + 1];
+        i++;
+    }
+    v[i] = moved;
+}
+
+static size_t pick(const rk_cursor *v, size_t n, uint64_t base, uint64_t extra)
+{
+    for (size_t r = 0; r < n; r++)
+        if (v[r].held < base + (r < extra ? 1 : 0))
+            return r;
+    return 0;
+}
+
+void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud)
+{
+    size_t n = l->rkeys ? sl__tree_count(&l->rkey_order) : 0;
+    if (n == 0)
+        return;
+    if (eng->simcap < n) {
+        eng->simcap = n * 2;
+        eng->sim = sl__realloc(&eng->mem, eng->sim, eng->simcap * sizeof(rk_cursor));
+    }
+    rk_cursor *v = eng->sim;
+    size_t i = 0;
+    for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), i++) {
+        sl_rkey *rk = sl__container_of(t, sl_rkey, onode);
+        v[i] = (rk_cursor){rk, sl__tree_first(&rk->pending), rk->held};
+    }
+    uint64_t keys = sl__hash_count(l->rkeys);
+    uint64_t base = l->limit / keys, extra = l->limit % keys;
+    uint64_t before = 0;
+    for (size_t position = 1; n > 0; position++) {
+        size_t r = pick(v, n, base, extra);
+        sl_centry *e = sl__container_of(v[r].cur, sl_centry, u.node);
+        if (!visit(ud, e, position, before))
+            return;
+        before += e->slots;
+        v[r].held += e->slots;
+        v[r].cur = sl__tree_next(v[r].cur);
+        if (v[r].cur) {
+            cursor_resort(v, n, r);
+        } else {
+            memmove(&v[r], &v[r + 1], (n - r - 1) * sizeof(*v));
+            n--;
+        }
+    }
+}
+
+uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below)
+{
+    uint64_t keys = sl__hash_count(l->rkeys);
+    uint64_t base = l->limit / keys, extra = l->limit % keys;
+    uint64_t quota = base;
+    size_t r = 0;
+    *someone_below = false;
+    for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), r++) {
+        const sl_rkey *k = sl__container_of(t, sl_rkey, onode);
+        uint64_t q = base + (r < extra ? 1 : 0);
+        if (k == rk)
+            quota = q;
+        else if (k->held < q)
+            *someone_below = true;
+    }
+    return quota;
+}

@@ -1,0 +1,256 @@
+/* tree.c - the intrusive order-statistic AVL tree behind every queue.
+ *
+ * Each node caches its subtree's height, node count and weight sum, so a
+ * claim's position in its queue and the slots asked for ahead of it come from
+ * one walk up the parent pointers. Every structural change goes through the
+ * rotations and rebalance() below, which keep those caches exact; nodes live
+ * inside other structures, so the tree only ever relinks, never copies. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tree.h"
+
+static int32_t height(const sl_tnode *n)
+{
+    return n ? n->height : 0;
+}
+
+static uint32_t count(const sl_tnode *n)
+{
+    return n ? n->count : 0;
+}
+
+static uint64_t sum(const sl_tnode *n)
+{
+    return n ? n->sum : 0;
+}
+
+static void update(sl_tnode *n)
+{
+    int32_t l = height(n->left), r = height(n->right);
+    n->height = 1 + (l > r ? l : r);
+    n->count = 1 + count(n->left) + count(n->right);
+    n->sum = n->weight + sum(n->left) + sum(n->right);
+}
+
+/* Points whatever held old (its parent, or the root) at repl instead. */
+static void replace_child(sl_tree *t, sl_tnode *parent, const sl_tnode *old, sl_tnode *repl)
+{
+    if (parent == NULL)
+        t->root = repl;
+    else if (parent->left == old)
+        parent->left = repl;
+    else
+        parent->right = repl;
+}
+
+static sl_tnode *rotate_left(sl_tree *t, sl_tnode *x)
+{
+    sl_tnode *y = x->right;
+    x->right = y->left;
+    if (y->left)
+        y->left->parent = x;
+    y->parent = x->parent;
+    replace_child(t, x->parent, x, y);
+    y->left = x;
+    x->parent = y;
+    update(x); /* x is now below y, so it must be fixed first */
+    update(y);
+    return y;
+}
+
+static sl_tnode *rotate_right(sl_tree *t, sl_tnode *x)
+{
+    sl_tnode *y = x->left;
+    x->left = y->right;
+    if (y->right)
+        y->right->parent = x;
+    y->parent = x->parent;
+    replace_child(t, x->parent, x, y);
+    y->right = x;
+    x->parent = y;
+    update(x);
+    update(y);
+    return y;
+}
+
+/* Restores balance at n and returns the node now at n's place. */
+static sl_tnode *balance(sl_tree *t, sl_tnode *n)
+{
+    int32_t b = height(n->left) - height(n->right);
+    if (b > 1) {
+        if (height(n->left->left) < height(n->left->right))
+            rotate_left(t, n->left);
+        return rotate_right(t, n);
+    }
+    if (b < -1) {
+        if (height(n->right->right) < height(n->right->left))
+            rotate_right(t, n->right);
+        return rotate_left(t, n);
+    }
+    update(n);
+    return n;
+}
+
+/* Counts and sums change on every ancestor, so this always walks to the root:
+ * O(log n) because the tree is balanced. */
+static void rebalance(sl_tree *t, sl_tnode *n)
+{
+    while (n != NULL)
+        n = balance(t, n)->parent;
+}
+
+static sl_tnode *leftmost(sl_tnode *n)
+{
+    while (n && n->left)
+        n = n->left;
+    return n;
+}
+
+static sl_tnode *rightmost(sl_tnode *n)
+{
+    while (n && n->right)
+        n = n->right;
+    return n;
+}
+
+void sl__tree_init(sl_tree *t, sl_tree_cmp cmp)
+{
+    t->root = NULL;
+    t->cmp = cmp;
+}
+
+void sl__tree_insert(sl_tree *t, sl_tnode *n, uint32_t weight)
+{
+    sl_tnode *parent = NULL, **link = &t->root;
+    while (*link != NULL) {
+        parent = *link;
+        link = t->cmp(n, parent) < 0 ? &parent->left : &parent->right;
+    }
+    n->left = n->right = NULL;
+    n->parent = parent;
+    n->weight = weight;
+    update(n);
+    *link = n;
+    rebalance(t, parent);
+}
+
+/* Puts s, n's in-order successor, where n is, so that n leaves from a place
+ * with at most one child without either payload moving. Returns the deepest
+ * node whose subtree changed. */
+static sl_tnode *splice_successor(sl_tree *t, sl_tnode *n, sl_tnode *s)
+{
+    sl_tnode *fix = s;
+    if (s != n->right) {
+        fix = s->parent;
+        fix->left = s->right;
+        if (s->right)
+            s->right->parent = fix;
+        s->right = n->right;
+        s->right->parent = s;
+    }
+    s->left = n->left;
+    s->left->parent = s;
+    s->parent = n->parent;
+    replace_child(t, n->parent, n, s);
+    return fix;
+}
+
+void sl__tree_remove(sl_tree *t, sl_tnode *n)
+{
+    sl_tnode *fix;
+    if (n->left && n->right) {
+        fix = splice_successor(t, n, leftmost(n->right));
+    } else {
+        sl_tnode *child = n->left ? n->left : n->right;
+        if (child)
+            child->parent = n->parent;
+        replace_child(t, n->parent, n, child);
+        fix = n->parent;
+    }
+    rebalance(t, fix);
+    n->left = n->right = n->parent = NULL;
+}
+
+sl_tnode *sl__tree_first(const sl_tree *t)
+{
+    return leftmost(t->root);
+}
+
+sl_tnode *sl__tree_last(const sl_tree *t)
+{
+    return rightmost(t->root);
+}
+
+sl_tnode *sl__tree_next(const sl_tnode *n)
+{
+    if (n->right)
+        return leftmost(n->right);
+    const sl_tnode *c = n;
+    sl_tnode *p = n->parent;
+    while (p && c == p->right) {
+        c = p;
+        p = p->parent;
+    }
+    return p;
+}
+
+sl_tnode *sl__tree_prev(const sl_tnode *n)
+{
+    if (n->left)
+        return rightmost(n->left);
+    const sl_tnode *c = n;
+    sl_tnode *p = n->parent;
+    while (p && c == p->left) {
+        c = p;
+        p = p->parent;
+    }
+    return p;
+}
+
+size_t sl__tree_count(const sl_tree *t)
+{
+    return count(t->root);
+}
+
+uint64_t sl__tree_sum(const sl_tree *t)
+{
+    return sum(t->root);
+}
+
+/* Every ancestor reached from its right holds itself and its left subtree
+ * ahead of n. */
+size_t sl__tree_rank(const sl_tnode *n)
+{
+    size_t r = count(n->left);
+    for (const sl_tnode *c = n; c->parent; c = c->parent)
+        if (c == c->parent->right)
+            r += (size_t)count(c->parent->left) + 1;
+    return r;
+}
+
+uint64_t sl__tree_sum_before(const sl_tnode *n)
+{
+    uint64_t s = sum(n->left);
+    for (const sl_tnode *c = n; c->parent; c = c->parent)
+        if (c == c->parent->right)
+            s += sum(c->parent->left) + c->parent->weight;
+    return s;
+}
+
+sl_tnode *sl__tree_at(const sl_tree *t, size_t rank)
+{
+    sl_tnode *n = t->root;
+    while (n != NULL) {
+        size_t l = count(n->left);
+        if (rank == l)
+            return n;
+        if (rank < l) {
+            n = n->left;
+        } else {
+            rank -= l + 1;
+            n = n->right;
+        }
+    }
+    return NULL;
+}

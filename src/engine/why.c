@@ -1,0 +1,99 @@
+/* why.c - why a pending claim waits, lock by lock, in API.md's rules.
+ *
+ * at_limit: fewer free slots than it asks for. behind: enough free slots,
+ * but claims ahead take them. quota (rebalanced, and it wins there): its key
+ * holds its share while a key below its share waits. other_lock: admissible
+ * here, blocked on another of its locks. */
+#include <string.h>
+
+#include "engine_int.h"
+
+typedef struct ahead_ctx {
+    const sl_centry *target;
+    sl_why *w;
+} ahead_ctx;
+
+static bool ahead_visit(void *ud, sl_centry *e, size_t position, uint64_t slots_before)
+{
+    ahead_ctx *a = ud;
+    (void)position;
+    (void)slots_before;
+    if (e == a->target || a->w->nshown == SL_WHY_AHEAD_MAX)
+        return false;
+    a->w->ahead[a->w->nshown++] = e->claim;
+    return true;
+}
+
+static void fill_ahead(sl_engine *eng, const sl_centry *e, sl_why *w)
+{
+    if (e->lock->strategy == SL_REBALANCED) {
+        ahead_ctx a = {e, w};
+        sl__rk_walk(eng, e->lock, ahead_visit, &a);
+        return;
+    }
+    for (sl_tnode *t = sl__tree_first(&e->lock->queue); t && t != &e->u.node;
+         t = sl__tree_next(t)) {
+        if (w->nshown == SL_WHY_AHEAD_MAX)
+            break;
+        w->ahead[w->nshown++] = sl__container_of(t, sl_centry, u.node)->claim;
+    }
+}
+
+static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
+{
+    const sl_lock *l = e->lock;
+    uint64_t free = sl__lock_free_slots(l);
+    uint64_t before = sl__queue_ahead_slots(eng, e);
+    if (w) {
+        w->used = l->used;
+        w->limit = l->limit;
+        w->position = sl__queue_position(eng, e);
+        w->nahead = w->position - 1;
+    }
+    bool fits_alone = e->slots <= free;
+    if (l->strategy == SL_SKIP)
+        return fits_alone ? SL_RULE_OTHER_LOCK : SL_RULE_AT_LIMIT;
+    if (fits_alone && before + e->slots <= free)
+        return SL_RULE_OTHER_LOCK;
+    if (l->strategy == SL_REBALANCED) {
+        bool below = false;
+        uint64_t quota = sl__rk_quota(l, e->rk, &below);
+        if (w) {
+            w->quota = quota;
+            w->key_used = e->rk->held;
+        }
+        if (e->rk->held >= quota && below)
+            return SL_RULE_QUOTA;
+    }
+    return fits_alone ? SL_RULE_BEHIND : SL_RULE_AT_LIMIT;
+}
+
+size_t sl_claim_why(sl_engine *eng, const sl_claim *c, sl_why *out, size_t max)
+{
+    if (c->state != SL_PENDING)
+        return 0;
+    for (size_t i = 0; i < c->nlocks && i < max; i++) {
+        sl_why *w = &out[i];
+        memset(w, 0, sizeof(*w));
+        w->lock = i;
+        w->key = c->e[i].key;
+        w->rule = rule_on(eng, &c->e[i], w);
+        fill_ahead(eng, &c->e[i], w);
+    }
+    return c->nlocks;
+}
+
+sl_rule sl_claim_main_rule(sl_engine *eng, const sl_claim *c, size_t *lock)
+{
+    *lock = 0;
+    if (c->state != SL_PENDING)
+        return SL_RULE_NONE;
+    for (size_t i = 0; i < c->nlocks; i++) {
+        sl_rule r = rule_on(eng, &c->e[i], NULL);
+        if (r != SL_RULE_OTHER_LOCK) {
+            *lock = i;
+            return r;
+        }
+    }
+    return SL_RULE_OTHER_LOCK;
+}
