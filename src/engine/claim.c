@@ -470,13 +470,16 @@ int sl_claim_renew(sl_engine *eng, sl_claim *c, int64_t now)
     return 0;
 }
 
+/* Fires no timers and records no change, so the server may call it while
+ * it answers a committed batch. An ended claim's purge does not wait. */
 void sl_claim_watch(sl_engine *eng, sl_claim *c, int delta, int64_t now)
 {
-    sl_engine_advance(eng, now);
     c->watchers += delta;
     if (c->watchers < 0)
         c->watchers = 0;
-    if (!sl_state_ended((sl_state)c->state))
+    if (sl_state_ended((sl_state)c->state))
+        return;
+    if (now > c->life)
         c->life = now;
     sl__claim_rearm(eng, c);
 }
@@ -552,6 +555,16 @@ void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_loc
     out->via = (sl_via)e->via;
     out->token = e->token;
     out->position = c->state == SL_PENDING ? sl__queue_position(eng, e) : 0;
+}
+
+void sl_claim_set_udata(sl_claim *c, void *udata)
+{
+    c->udata = udata;
+}
+
+void *sl_claim_udata(const sl_claim *c)
+{
+    return c->udata;
 }
 
 void sl_claim_tag_get(const sl_claim *c, size_t i, sl_tag *out)

@@ -137,6 +137,16 @@ void sl__pvec_free(sl_mem *m, sl_pvec *v)
     v->n = v->cap = 0;
 }
 
+static void copy_bounded(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 void sl__error_set(sl_error *err, int code, const char *what, const char *field,
                    const char *name, int64_t value)
 {
@@ -144,14 +154,7 @@ void sl__error_set(sl_error *err, int code, const char *what, const char *field,
         return;
     err->code = code;
     err->what = what;
-    err->field[0] = '\0';
-    if (field) {
-        size_t n = strlen(field);
-        if (n >= sizeof(err->field))
-            n = sizeof(err->field) - 1;
-        memcpy(err->field, field, n);
-        err->field[n] = '\0';
-    }
-    err->name = name;
+    copy_bounded(err->field, sizeof(err->field), field);
+    copy_bounded(err->name, sizeof(err->name), name);
     err->value = value;
 }

@@ -167,13 +167,13 @@ void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out);
 
 /* What went wrong with a request, for the caller to word: `what` is a static
  * sentence ("the same lock appears twice in one claim"); `field` names the
- * offending field ("locks[2].slots"), `name` the lock or semaphore involved
- * (borrowed from the request or the engine), `value` a number if any. */
+ * offending field ("locks[2]"), `name` the lock or semaphore involved (a
+ * copy, empty when none), `value` a number if any (a limit, a count). */
 typedef struct sl_error {
     int code;
     const char *what;
     char field[32];
-    const char *name;
+    char name[SL_NAME_MAX + 1];
     int64_t value;
 } sl_error;
 
@@ -306,7 +306,8 @@ int sl_claim_cancel(sl_engine *eng, sl_claim *c, int64_t now);
  * when revoking or ended: the client must stop. */
 int sl_claim_renew(sl_engine *eng, sl_claim *c, int64_t now);
 /* A request starts (+1) or stops (-1) waiting on the claim: a sign of life,
- * and the lease cannot run out while any request waits. */
+ * and the lease cannot run out while any request waits. Unlike the other
+ * calls it fires no timers and adds nothing to the batch. */
 void sl_claim_watch(sl_engine *eng, sl_claim *c, int delta, int64_t now);
 
 typedef struct sl_claim_view {
@@ -332,6 +333,11 @@ typedef struct sl_claim_view {
 } sl_claim_view;
 
 void sl_claim_get(const sl_claim *c, sl_claim_view *out);
+
+/* One pointer the embedder may hang on a claim (the server's waiters on it);
+ * the engine never reads it. NULL until set; gone with the claim. */
+void sl_claim_set_udata(sl_claim *c, void *udata);
+void *sl_claim_udata(const sl_claim *c);
 
 typedef struct sl_claim_lock_view {
     sl_kind kind;
@@ -394,6 +400,7 @@ typedef struct sl_changes {
     sl_claim *const *claims; /* created or changed, each once */
     size_t nclaims;
     const char *const *purged; /* ids of claims forgotten */
+    const sl_claim *const *purged_claims; /* the same claims, still readable */
     size_t npurged;
     const sl_lock *const *locks; /* locks whose token moved */
     size_t nlocks;

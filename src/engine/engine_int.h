@@ -97,6 +97,7 @@ struct sl_claim {
     struct sl_claim *grave_next; /* purged, waiting for the batch to be cleared */
     const char *id, *holder, *group, *rkey;
     char *by; /* owned */
+    void *udata;
     sl_tag *tags;
     uint64_t arrival, grant_seq;
     int64_t created, arrived, lease, grace, timeout, life, granted, revoke_at, ended;
@@ -126,7 +127,7 @@ struct sl_engine {
     void *sim;     /* scratch for rebalanced walks (rebalance.c) */
     size_t simcap;
     /* the batch (sl_changes) */
-    sl_pvec chg_claims, chg_locks, chg_configs, purged, evicted, strings;
+    sl_pvec chg_claims, chg_locks, chg_configs, purged, purged_claims, evicted, strings;
     sl_event *events;
     size_t nevents, capevents;
     sl_claim *grave;

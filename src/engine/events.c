@@ -62,6 +62,7 @@ void sl_engine_changes(const sl_engine *eng, sl_changes *out)
     out->claims = (sl_claim *const *)eng->chg_claims.v;
     out->nclaims = eng->chg_claims.n;
     out->purged = (const char *const *)eng->purged.v;
+    out->purged_claims = (const sl_claim *const *)eng->purged_claims.v;
     out->npurged = eng->purged.n;
     out->locks = (const sl_lock *const *)eng->chg_locks.v;
     out->nlocks = eng->chg_locks.n;
@@ -97,7 +98,7 @@ static void batch_reset(sl_engine *eng)
         sl__claim_free(eng, c);
     }
     eng->chg_claims.n = eng->chg_locks.n = eng->chg_configs.n = 0;
-    eng->purged.n = eng->evicted.n = eng->strings.n = 0;
+    eng->purged.n = eng->purged_claims.n = eng->evicted.n = eng->strings.n = 0;
     eng->nevents = 0;
 }
 
@@ -114,6 +115,7 @@ void sl__changes_free(sl_engine *eng)
     sl__pvec_free(&eng->mem, &eng->chg_locks);
     sl__pvec_free(&eng->mem, &eng->chg_configs);
     sl__pvec_free(&eng->mem, &eng->purged);
+    sl__pvec_free(&eng->mem, &eng->purged_claims);
     sl__pvec_free(&eng->mem, &eng->evicted);
     sl__pvec_free(&eng->mem, &eng->strings);
     sl__free(&eng->mem, eng->events);

@@ -58,6 +58,7 @@ static void purge(sl_engine *eng, sl_claim *c)
         eng->ctail = c->prev;
     eng->nended--;
     sl__pvec_push(&eng->mem, &eng->purged, sl__batch_strdup(eng, c->id, c->idlen));
+    sl__pvec_push(&eng->mem, &eng->purged_claims, c);
     c->grave_next = eng->grave;
     eng->grave = c;
 }

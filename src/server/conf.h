@@ -1,0 +1,66 @@
+/* conf.h - sluiced's configuration: defaults, the YAML file, the command line.
+ *
+ * The YAML file (libcyaml, loaded by schema, so a misspelt key is refused
+ * with its line and column) holds the listen address, the store, semaphores
+ * and patterns with limits, strategies and leases, default lease, bearer
+ * tokens, limits and log level. Command-line flags override the file. */
+#ifndef SL_SERVER_CONF_H
+#define SL_SERVER_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "store.h"
+
+typedef enum { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG } sl_log_level;
+
+typedef struct sl_conf_sem {
+    char *name; /* a pattern ends in '*' */
+    uint32_t limit;
+    sl_strategy strategy;
+    int64_t lease_ms; /* 0 = none */
+} sl_conf_sem;
+
+typedef struct sl_conf_token {
+    char *name;      /* for logs; never the secret */
+    char *token;     /* the bearer secret */
+    bool admin;      /* all names and configuration */
+    char **prefixes; /* else: lock names under these prefixes only */
+    size_t nprefixes;
+} sl_conf_token;
+
+typedef struct sl_conf {
+    char *listen; /* "127.0.0.1:7700" */
+    char *store;  /* "sqlite:./sluice.db" */
+    sl_durability durability;
+    sl_log_level log_level;
+    int64_t default_lease_ms;   /* claims that set none and whose semaphores set none; 0 */
+    int64_t max_wait_ms;        /* longest long-poll before answering pending (30 s) */
+    int64_t idle_timeout_ms;    /* an idle keep-alive connection is closed (60 s) */
+    int64_t event_retention_ms; /* events kept at least this long (24 h) */
+    int64_t claim_retention_ms; /* ended claims readable this long (1 h) */
+    size_t max_body;            /* request body bytes (64 KiB) */
+    size_t max_headers;         /* request header bytes (16 KiB) */
+    size_t max_connections;     /* open connections (4096) */
+    size_t max_claims;          /* live and retained claims (10 000 000) */
+    size_t max_streams;         /* event streams open at once (256) */
+    sl_conf_sem *semaphores;
+    size_t nsemaphores;
+    sl_conf_token *tokens;
+    size_t ntokens;
+} sl_conf;
+
+/* Fills every field with its default (strings allocated). */
+void sl_conf_defaults(sl_conf *c);
+/* Loads a YAML file over the defaults already in c. On error returns -1
+ * and err says what is wrong, where (line and column) and how to mend it. */
+int sl_conf_load_file(sl_conf *c, const char *path, char *err, size_t errlen);
+/* Checks the whole configuration (names, limits, tokens unique...). */
+int sl_conf_check(const sl_conf *c, char *err, size_t errlen);
+void sl_conf_free(sl_conf *c);
+
+int sl_log_level_parse(const char *s, sl_log_level *out);
+
+#endif

@@ -1,0 +1,34 @@
+/* duration.h - durations and timestamps as API.md writes them.
+ *
+ * Durations: a sequence of number+unit, largest unit first, units h, m, s,
+ * ms, numbers possibly fractional ("250ms", "30s", "5m", "1h30m", "1.5s",
+ * "1m30.5s"); or a plain number of seconds ("30", "1.5"); "0" means none.
+ * Output uses the same units: under a second "250ms", else hours, minutes
+ * and seconds with the zero parts left out and up to three decimals on the
+ * seconds ("1h30m", "30s", "1m30.5s").
+ * Timestamps: RFC 3339 in UTC with milliseconds, "2026-11-22T10:00:00.000Z";
+ * on input any RFC 3339 offset and 0 to 9 fraction digits are accepted. */
+#ifndef SL_SERVER_DURATION_H
+#define SL_SERVER_DURATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_DURATION_MAX_MS (100LL * 365 * 24 * 3600 * 1000) /* 100 years */
+
+/* Parses a duration string into milliseconds. 0 on success, -1 when the
+ * text is not a duration, is negative, or exceeds SL_DURATION_MAX_MS. */
+int sl_duration_parse(const char *s, int64_t *ms);
+/* Seconds as a JSON number (may be fractional) into milliseconds. */
+int sl_duration_from_seconds(double seconds, int64_t *ms);
+/* Formats milliseconds as described above ("0" for 0). Writes at most cap
+ * bytes; 32 is always enough. */
+void sl_duration_format(int64_t ms, char *buf, size_t cap);
+
+/* Parses an RFC 3339 timestamp into Unix milliseconds; 0 or -1. */
+int sl_time_parse(const char *s, int64_t *ms);
+/* Formats Unix milliseconds as "2026-11-22T10:00:00.000Z" (24 chars + NUL;
+ * cap >= 32 is always enough). */
+void sl_time_format(int64_t ms, char *buf, size_t cap);
+
+#endif

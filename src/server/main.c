@@ -1,0 +1,115 @@
+/* main.c - sluiced: the command line, then the server's life (server.c). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+static const char usage[] =
+    "usage: sluiced [--listen HOST:PORT] [--store sqlite:PATH] [--config FILE]\n"
+    "               [--durability normal|full] [--log-level error|warn|info|debug]\n"
+    "\n"
+    "sluiced decides what may run now: mutexes, semaphores and pools, queues,\n"
+    "concurrency groups and leases, over an HTTP/JSON API (API.md).\n"
+    "\n"
+    "  --listen HOST:PORT   where to listen (default 127.0.0.1:7700, loopback only)\n"
+    "  --store sqlite:PATH  where state lives (default sqlite:./sluice.db)\n"
+    "  --config FILE        a YAML configuration (docs/configuration.md); flags win\n"
+    "  --durability MODE    normal: survives a killed process (default);\n"
+    "                       full: fsync every commit, survives power loss\n"
+    "  --log-level LEVEL    error, warn, info (default) or debug\n"
+    "  --help, --version\n"
+    "\n"
+    "example: sluiced --listen 127.0.0.1:7700 --store sqlite:/var/lib/sluice/sluice.db\n";
+
+static void replace(char **field, const char *value)
+{
+    free(*field);
+    *field = strdup(value);
+    if (!*field)
+        abort();
+}
+
+typedef struct flags {
+    const char *listen, *store, *config, *durability, *log_level;
+} flags;
+
+static int parse_flags(int argc, char **argv, flags *f)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'},   {"store", required_argument, NULL, 's'},
+        {"config", required_argument, NULL, 'c'},   {"durability", required_argument, NULL, 'd'},
+        {"log-level", required_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'l': f->listen = optarg; break;
+        case 's': f->store = optarg; break;
+        case 'c': f->config = optarg; break;
+        case 'd': f->durability = optarg; break;
+        case 'v': f->log_level = optarg; break;
+        case 'h': fputs(usage, stdout); exit(0);
+        case 'V': printf("sluiced %s\n", SL_VERSION); exit(0);
+        default: fputs(usage, stderr); return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sluiced: unexpected argument \"%s\"\n%s", argv[optind], usage);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply_flags(const flags *f, sl_conf *conf)
+{
+    if (f->listen)
+        replace(&conf->listen, f->listen);
+    if (f->store)
+        replace(&conf->store, f->store);
+    if (f->durability) {
+        if (strcmp(f->durability, "full") == 0)
+            conf->durability = SL_DURABILITY_FULL;
+        else if (strcmp(f->durability, "normal") == 0)
+            conf->durability = SL_DURABILITY_NORMAL;
+        else {
+            fprintf(stderr, "sluiced: --durability is normal or full, not \"%s\"\n",
+                    f->durability);
+            return -1;
+        }
+    }
+    if (f->log_level && sl_log_level_parse(f->log_level, &conf->log_level) != 0) {
+        fprintf(stderr, "sluiced: --log-level is error, warn, info or debug, not \"%s\"\n",
+                f->log_level);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    flags f = {0};
+    if (parse_flags(argc, argv, &f) != 0)
+        return 2;
+    sl_conf conf;
+    sl_conf_defaults(&conf);
+    char err[1024];
+    if (f.config && sl_conf_load_file(&conf, f.config, err, sizeof(err)) != 0) {
+        fprintf(stderr, "sluiced: %s\n", err);
+        sl_conf_free(&conf);
+        return 2;
+    }
+    if (apply_flags(&f, &conf) != 0 || sl_conf_check(&conf, err, sizeof(err)) != 0) {
+        if (err[0])
+            fprintf(stderr, "sluiced: %s\n", err);
+        sl_conf_free(&conf);
+        return 2;
+    }
+    sl_server srv;
+    int rc = sl_server_init(&srv, &conf) == 0 ? sl_server_run(&srv) : -1;
+    sl_server_free(&srv);
+    sl_conf_free(&conf);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,158 @@
+/* metrics.c - counting and rendering what GET /metrics shows (see metrics.h). */
+#include <string.h>
+
+#include "metrics.h"
+
+/* Upper bounds in seconds: lock waits span milliseconds to hours, commits
+ * microseconds to a second, so one set of bounds covers both. */
+static const double bounds[SL_HIST_BUCKETS] = {0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1,
+                                               0.5,    1,      5,     30,    60,   600,  3600};
+
+static const char *const route_labels[SL_ROUTE_COUNT] = {
+    "other",         "/healthz",       "/metrics",           "/",
+    "/v1/semaphores", "/v1/semaphores/{name}", "/v1/mutexes", "/v1/mutexes/{name}",
+    "/v1/claims",    "/v1/claims/{id}", "/v1/claims/{id}/renew", "/v1/claims/{id}/why",
+    "/v1/queue",     "/v1/events",     "/v1/events/stream",
+};
+
+const char *sl_route_label(sl_route_id r)
+{
+    return (unsigned)r < SL_ROUTE_COUNT ? route_labels[r] : "other";
+}
+
+void sl_histogram_observe(sl_histogram *h, double seconds)
+{
+    size_t i = 0;
+    while (i < SL_HIST_BUCKETS && seconds > bounds[i])
+        i++;
+    h->counts[i]++;
+    h->count++;
+    h->sum += seconds;
+}
+
+void sl_metrics_http(sl_metrics *m, sl_route_id route, int status)
+{
+    sl_http_count *row = m->http[(unsigned)route < SL_ROUTE_COUNT ? route : SL_ROUTE_OTHER];
+    for (size_t i = 0; i < SL_STATUS_SLOTS; i++) {
+        if (row[i].status == status || row[i].status == 0) {
+            row[i].status = status;
+            row[i].count++;
+            return;
+        }
+    }
+    row[SL_STATUS_SLOTS - 1].count++; /* more distinct statuses than slots: lump */
+}
+
+void sl_metrics_events(sl_metrics *m, const sl_event *events, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const sl_event *ev = &events[i];
+        sl_claim_view v;
+        switch (ev->type) {
+        case SL_EV_CLAIM_QUEUED:
+            m->claims_created++;
+            break;
+        case SL_EV_CLAIM_ACQUIRED:
+            m->claims_acquired++;
+            sl_claim_get(ev->claim, &v);
+            sl_histogram_observe(&m->wait, (double)(ev->time_ms - v.arrived_ms) / 1000.0);
+            break;
+        case SL_EV_CLAIM_RELEASED:
+        case SL_EV_CLAIM_WITHDRAWN:
+        case SL_EV_CLAIM_EXPIRED:
+        case SL_EV_CLAIM_TIMED_OUT:
+        case SL_EV_CLAIM_SUPERSEDED:
+        case SL_EV_CLAIM_CANCELED:
+            sl_claim_get(ev->claim, &v);
+            if ((unsigned)v.state <= SL_CANCELED)
+                m->claims_ended[v.state]++;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void render_histogram(struct evbuffer *out, const char *name, const char *help,
+                             const sl_histogram *h)
+{
+    evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < SL_HIST_BUCKETS; i++) {
+        cum += h->counts[i];
+        evbuffer_add_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
+                            (unsigned long long)cum);
+    }
+    cum += h->counts[SL_HIST_BUCKETS];
+    evbuffer_add_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+                        (unsigned long long)cum, name, h->sum, name,
+                        (unsigned long long)h->count);
+}
+
+/* Lock names use only [A-Za-z0-9._-/:=*], none of which needs escaping in a
+ * Prometheus label value. */
+static void render_locks(struct evbuffer *out, const sl_engine *eng)
+{
+    static const char *const series[4][2] = {
+        {"sluice_lock_limit", "Slots of the lock."},
+        {"sluice_lock_used", "Slots held."},
+        {"sluice_lock_holders", "Claims holding the lock."},
+        {"sluice_lock_pending", "Claims waiting for the lock."},
+    };
+    for (int s = 0; s < 4; s++) {
+        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", series[s][0], series[s][1],
+                            series[s][0]);
+        for (const sl_lock *l = sl_lock_next(eng, NULL); l; l = sl_lock_next(eng, l)) {
+            sl_lock_view v;
+            sl_lock_get(l, &v);
+            uint64_t val = s == 0 ? v.limit : s == 1 ? v.used : s == 2 ? v.nholders : v.npending;
+            evbuffer_add_printf(out, "%s{lock=\"%s\"} %llu\n", series[s][0], v.key,
+                                (unsigned long long)val);
+        }
+    }
+}
+
+void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, struct evbuffer *out)
+{
+    sl_engine_stats st;
+    sl_engine_stats_get(eng, &st);
+    evbuffer_add_printf(out,
+                        "# HELP sluice_claims Claims the server holds, by state group.\n"
+                        "# TYPE sluice_claims gauge\n"
+                        "sluice_claims{state=\"pending\"} %zu\n"
+                        "sluice_claims{state=\"held\"} %zu\n"
+                        "sluice_claims{state=\"ended\"} %zu\n",
+                        st.pending, st.held, st.ended);
+    evbuffer_add_printf(out,
+                        "# HELP sluice_claims_created_total Claims created.\n"
+                        "# TYPE sluice_claims_created_total counter\n"
+                        "sluice_claims_created_total %llu\n"
+                        "# HELP sluice_claims_acquired_total Claims granted.\n"
+                        "# TYPE sluice_claims_acquired_total counter\n"
+                        "sluice_claims_acquired_total %llu\n"
+                        "# HELP sluice_claims_ended_total Claims ended, by outcome.\n"
+                        "# TYPE sluice_claims_ended_total counter\n",
+                        (unsigned long long)m->claims_created,
+                        (unsigned long long)m->claims_acquired);
+    for (int s = SL_RELEASED; s <= SL_CANCELED; s++)
+        evbuffer_add_printf(out, "sluice_claims_ended_total{outcome=\"%s\"} %llu\n",
+                            sl_state_name((sl_state)s), (unsigned long long)m->claims_ended[s]);
+    render_histogram(out, "sluice_claim_wait_seconds", "Time from a claim's arrival to its grant.",
+                     &m->wait);
+    render_histogram(out, "sluice_store_commit_seconds", "Time of one store transaction.",
+                     &m->commit);
+    evbuffer_add_printf(out,
+                        "# HELP sluice_store_commits_total Store transactions, by result.\n"
+                        "# TYPE sluice_store_commits_total counter\n"
+                        "sluice_store_commits_total{result=\"ok\"} %llu\n"
+                        "sluice_store_commits_total{result=\"error\"} %llu\n",
+                        (unsigned long long)m->commits, (unsigned long long)m->commit_failures);
+    evbuffer_add_printf(out, "# HELP sluice_http_requests_total HTTP requests, by route and "
+                             "status.\n# TYPE sluice_http_requests_total counter\n");
+    for (int r = 0; r < SL_ROUTE_COUNT; r++)
+        for (size_t i = 0; i < SL_STATUS_SLOTS && m->http[r][i].status; i++)
+            evbuffer_add_printf(out, "sluice_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+                                route_labels[r], m->http[r][i].status,
+                                (unsigned long long)m->http[r][i].count);
+    render_locks(out, eng);
+}

@@ -1,0 +1,224 @@
+/* reply.c - answers: JSON bodies, error bodies, and answers held until the
+ * turn's changes are committed.
+ *
+ * API.md: effects are applied and committed before the response is sent. A
+ * handler answers as soon as it has called the engine; when the engine has
+ * changes not yet in the store, the answer waits in a queue that the commit
+ * (commit.c) flushes once the transaction is durable, or fails with 503 if it
+ * is not. Reads wait too while changes are pending, so no answer can show a
+ * state that a crash could take back. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "server.h"
+
+struct sl_reply {
+    sl_reply *next;
+    sl_after_commit_fn after; /* instead of an answer */
+    void *after_arg;
+    struct evhttp_request *req;
+    sl_route_id route;
+    int status;
+    struct evbuffer *body;
+    const char *ctype;
+};
+
+static const char *status_text(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 422: return "Unprocessable Entity";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}
+
+static int dump_cb(const char *buf, size_t size, void *data)
+{
+    return evbuffer_add(data, buf, size);
+}
+
+void sl_json_to_buffer(json_t *body, struct evbuffer *out)
+{
+    json_dump_callback(body, dump_cb, out, JSON_COMPACT);
+    evbuffer_add(out, "\n", 1);
+}
+
+void sl_reply_add_header(struct evhttp_request *req, const char *name, const char *value)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), name, value);
+}
+
+static void send_now(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
+                     const char *ctype, struct evbuffer *body)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    if (ctype && !evhttp_find_header(h, "Content-Type"))
+        evhttp_add_header(h, "Content-Type", ctype);
+    sl_metrics_http(&srv->metrics, route, status);
+    evhttp_send_reply(req, status, status_text(status), status == 204 ? NULL : body);
+}
+
+static bool must_hold(const sl_server *srv)
+{
+    return sl_engine_changes_pending(srv->eng) || srv->store_failed;
+}
+
+static void enqueue(sl_server *srv, sl_reply *r)
+{
+    if (srv->replies_tail)
+        srv->replies_tail->next = r;
+    else
+        srv->replies_head = r;
+    srv->replies_tail = r;
+    sl_server_touch(srv);
+}
+
+static void queue_or_send(sl_server *srv, struct evhttp_request *req, sl_route_id route,
+                          int status, const char *ctype, struct evbuffer *body)
+{
+    if (!must_hold(srv)) {
+        send_now(srv, req, route, status, ctype, body);
+        evbuffer_free(body);
+        return;
+    }
+    sl_reply *r = calloc(1, sizeof(*r));
+    if (!r)
+        abort();
+    r->req = req;
+    r->route = route;
+    r->status = status;
+    r->body = body;
+    r->ctype = ctype;
+    enqueue(srv, r);
+}
+
+void sl_reply_after_commit(sl_server *srv, sl_after_commit_fn fn, void *arg)
+{
+    if (!must_hold(srv)) {
+        fn(arg, true);
+        return;
+    }
+    sl_reply *r = calloc(1, sizeof(*r));
+    if (!r)
+        abort();
+    r->after = fn;
+    r->after_arg = arg;
+    enqueue(srv, r);
+}
+
+static struct evbuffer *json_buffer(json_t *body)
+{
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf)
+        abort();
+    if (body) {
+        sl_json_to_buffer(body, buf);
+        json_decref(body);
+    }
+    return buf;
+}
+
+void sl_reply_json(sl_ctx *c, int status, json_t *body)
+{
+    queue_or_send(c->srv, c->req, c->route, status, "application/json", json_buffer(body));
+}
+
+void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
+                   json_t *body)
+{
+    queue_or_send(srv, req, route, status, "application/json", json_buffer(body));
+}
+
+void sl_reply_text(sl_ctx *c, int status, const char *ctype, struct evbuffer *body)
+{
+    struct evbuffer *own = evbuffer_new();
+    if (!own)
+        abort();
+    evbuffer_add_buffer(own, body);
+    queue_or_send(c->srv, c->req, c->route, status, ctype, own);
+}
+
+void sl_reply_empty(sl_ctx *c, int status)
+{
+    queue_or_send(c->srv, c->req, c->route, status, NULL, json_buffer(NULL));
+}
+
+void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    /* Errors change nothing, so they need not wait for a commit. */
+    struct evbuffer *buf = json_buffer(body);
+    send_now(c->srv, c->req, c->route, status, "application/json", buf);
+    evbuffer_free(buf);
+}
+
+void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
+{
+    int status = 400;
+    const char *code = "bad_request";
+    switch (err->code) {
+    case SL_ENOTFOUND: status = 404; code = "not_found"; break;
+    case SL_ECONFLICT: status = 409; code = "conflict"; break;
+    case SL_EUNKNOWN: status = 422; code = "unknown_semaphore"; break;
+    case SL_ELIMIT: status = 503; code = "unavailable"; break;
+    default: break;
+    }
+    const char *field = err->field[0] ? err->field : NULL;
+    const char *name = err->name[0] ? err->name : NULL;
+    if (field && name)
+        sl_reply_error(c, status, code, "%s (%s): %s", field, name, err->what);
+    else if (field || name)
+        sl_reply_error(c, status, code, "%s: %s", field ? field : name, err->what);
+    else
+        sl_reply_error(c, status, code, "%s", err->what);
+}
+
+void sl_reply_flush(sl_server *srv, bool committed)
+{
+    sl_reply *r = srv->replies_head;
+    srv->replies_head = srv->replies_tail = NULL;
+    while (r) {
+        sl_reply *next = r->next;
+        if (r->after) {
+            r->after(r->after_arg, committed);
+            free(r);
+            r = next;
+            continue;
+        }
+        if (committed) {
+            send_now(srv, r->req, r->route, r->status, r->ctype, r->body);
+        } else {
+            struct evbuffer *err = json_buffer(json_pack(
+                "{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+                "the store could not commit this turn's changes; their outcome is not "
+                "confirmed. Read the state again once /healthz answers 200"));
+            send_now(srv, r->req, r->route, 503, "application/json", err);
+            evbuffer_free(err);
+        }
+        evbuffer_free(r->body);
+        free(r);
+        r = next;
+    }
+}

@@ -1,0 +1,223 @@
+/* routes.c - from an HTTP request to a handler: connection limit, method and
+ * path, auth, the request's time, and the helpers handlers share for query
+ * parameters and JSON bodies. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "duration.h"
+#include "server.h"
+
+const char *sl_query_get(const sl_ctx *c, const char *key)
+{
+    return evhttp_find_header(c->query, key);
+}
+
+int sl_query_duration(sl_ctx *c, const char *key, int64_t *ms)
+{
+    const char *v = sl_query_get(c, key);
+    if (!v)
+        return 0;
+    if (sl_duration_parse(v, ms) != 0) {
+        sl_reply_error(c, 400, "bad_request",
+                       "query parameter %s=\"%s\" is not a duration; use e.g. 250ms, 20s, 5m, "
+                       "1h30m or a number of seconds",
+                       key, v);
+        return -1;
+    }
+    return 0;
+}
+
+int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
+{
+    const char *v = sl_query_get(c, key);
+    if (!v)
+        return 0;
+    char *end = NULL;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!isdigit((unsigned char)v[0]) || *end || n > max) {
+        sl_reply_error(c, 400, "bad_request",
+                       "query parameter %s=\"%s\" is not a whole number from 0 to %llu", key, v,
+                       (unsigned long long)max);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+/* Nesting depth of a JSON text, counted without parsing it: jansson allows
+ * 2048 levels, API.md 32. */
+static int json_depth(const char *p, size_t n)
+{
+    int depth = 0, max = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = p[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > max)
+                max = depth;
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+json_t *sl_body_json(sl_ctx *c)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
+    size_t n = evbuffer_get_length(in);
+    if (n > c->srv->conf->max_body) {
+        sl_reply_error(c, 413, "too_large",
+                       "the body is %zu bytes; at most %zu are accepted", n,
+                       c->srv->conf->max_body);
+        return NULL;
+    }
+    if (n == 0) {
+        sl_reply_error(c, 400, "bad_request", "a JSON object body is required");
+        return NULL;
+    }
+    const char *p = (const char *)evbuffer_pullup(in, -1);
+    if (json_depth(p, n) > SL_JSON_DEPTH_MAX) {
+        sl_reply_error(c, 400, "bad_request", "the JSON is nested deeper than %d levels",
+                       SL_JSON_DEPTH_MAX);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *body = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!body) {
+        sl_reply_error(c, 400, "bad_request", "malformed JSON at line %d, column %d: %s",
+                       jerr.line, jerr.column, jerr.text);
+        return NULL;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        sl_reply_error(c, 400, "bad_request", "the body must be a JSON object");
+        return NULL;
+    }
+    return body;
+}
+
+/* Decodes %XX in a path (API.md: %2F is accepted for '/'); -1 when malformed
+ * or when it decodes to a NUL. */
+static int decode_path(const char *in, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; in[i]; i++) {
+        char ch = in[i];
+        if (ch == '%') {
+            if (!isxdigit((unsigned char)in[i + 1]) || !isxdigit((unsigned char)in[i + 2]))
+                return -1;
+            char hex[3] = {in[i + 1], in[i + 2], 0};
+            ch = (char)strtol(hex, NULL, 16);
+            if (ch == 0)
+                return -1;
+            i += 2;
+        }
+        if (o + 1 >= cap)
+            return -1;
+        out[o++] = ch;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+static const char *prefixed(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(path, prefix, n) != 0)
+        return NULL;
+    if (path[n] == '\0')
+        return path + n;
+    if (path[n] == '/')
+        return path + n + 1;
+    return NULL;
+}
+
+static void dispatch(sl_ctx *c)
+{
+    const char *p = c->path;
+    const char *rest;
+    if ((rest = prefixed(p, "/v1/claims")))
+        sl_route_claims(c, rest);
+    else if ((rest = prefixed(p, "/v1/semaphores")))
+        sl_route_semaphores(c, rest);
+    else if ((rest = prefixed(p, "/v1/mutexes")))
+        sl_route_mutexes(c, rest);
+    else if ((rest = prefixed(p, "/v1/events")))
+        sl_route_events(c, rest);
+    else if (strcmp(p, "/v1/queue") == 0)
+        sl_route_queue(c);
+    else if (strcmp(p, "/metrics") == 0)
+        sl_route_metrics(c);
+    else
+        sl_reply_error(c, 404, "not_found",
+                       "no such endpoint: %s (see API.md: /v1/semaphores, /v1/mutexes, "
+                       "/v1/claims, /v1/queue, /v1/events, /healthz, /metrics)",
+                       p);
+}
+
+static bool too_many_connections(sl_server *srv, struct evhttp_request *req)
+{
+    if (sl_conn_admit(srv, req))
+        return false;
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add_printf(b, "{\"error\":{\"code\":\"unavailable\",\"message\":\"the server has "
+                           "%zu connections open, its limit; retry later\"}}\n",
+                        srv->conf->max_connections);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    sl_metrics_http(&srv->metrics, SL_ROUTE_OTHER, 503);
+    evhttp_send_reply(req, 503, "Service Unavailable", b);
+    evbuffer_free(b);
+    return true;
+}
+
+void sl_routes_handle(struct evhttp_request *req, void *arg)
+{
+    sl_server *srv = arg;
+    if (too_many_connections(srv, req))
+        return;
+    sl_ctx c = {.srv = srv, .req = req, .method = evhttp_request_get_command(req)};
+    struct evkeyvalq query;
+    query.tqh_first = NULL;
+    query.tqh_last = &query.tqh_first;
+    c.query = &query;
+    char path[2048];
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *raw = uri ? evhttp_uri_get_path(uri) : NULL;
+    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!raw || decode_path(raw, path, sizeof(path)) != 0 ||
+        (q && evhttp_parse_query_str(q, &query) != 0)) {
+        sl_reply_error(&c, 400, "bad_request", "the request URL is malformed or too long");
+        evhttp_clear_headers(&query);
+        return;
+    }
+    c.path = path;
+    c.now = sl_server_now(srv);
+    /* Timers due by now fire before the request is looked at, so that it sees
+     * the state the engine's rules say holds at this moment. */
+    sl_engine_advance(srv->eng, c.now);
+    if (sl_engine_changes_pending(srv->eng))
+        sl_server_touch(srv);
+    if (strcmp(path, "/healthz") == 0) {
+        c.route = SL_ROUTE_HEALTHZ;
+        sl_route_health(&c);
+    } else if (strncmp(path, "/v1/", 4) != 0 && strcmp(path, "/metrics") != 0) {
+        c.route = SL_ROUTE_UI;
+        sl_route_ui(&c);
+    } else if (sl_auth_check(&c) == 0) {
+        dispatch(&c);
+    }
+    evhttp_clear_headers(&query);
+}

@@ -1,0 +1,113 @@
+/* routes_events.c - GET /v1/events (pages, long poll) and the stream. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#include "server.h"
+
+typedef struct page_ctx {
+    json_t *events;
+    size_t count;
+} page_ctx;
+
+static int add_event(void *ud, const sl_store_event *ev)
+{
+    page_ctx *p = ud;
+    json_t *locks = json_loads(ev->locks ? ev->locks : "[]", 0, NULL);
+    json_t *o = json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s}", "seq", (json_int_t)ev->seq, "time",
+                          sl_json_time(ev->time_ms), "type", ev->type, "claim",
+                          ev->claim ? json_string(ev->claim) : json_null(), "holder",
+                          ev->holder ? json_string(ev->holder) : json_null(), "locks",
+                          locks ? locks : json_array(), "reason", ev->reason ? ev->reason : "");
+    json_array_append_new(p->events, o);
+    p->count++;
+    return 0;
+}
+
+json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, size_t limit,
+                       size_t *count)
+{
+    page_ctx p = {json_array(), 0};
+    uint64_t next = since;
+    if (sl_store_events(srv->store, since, claim_id, limit, add_event, &p, &next) != 0) {
+        sl_log(SL_LOG_ERROR, "reading the event log failed: %s", sl_store_error(srv->store));
+        json_decref(p.events);
+        *count = 0;
+        return NULL;
+    }
+    *count = p.count;
+    return json_pack("{s:o,s:I}", "events", p.events, "next", (json_int_t)next);
+}
+
+static void events_get(sl_ctx *c)
+{
+    uint64_t since = 0, limit = 1000;
+    int64_t wait = 0;
+    if (sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0 ||
+        sl_query_uint(c, "limit", SL_QUERY_LIMIT_MAX, &limit) != 0 ||
+        sl_query_duration(c, "wait", &wait) != 0)
+        return;
+    if (limit == 0)
+        limit = 1000;
+    const char *claim = sl_query_get(c, "claim");
+    if (claim && strlen(claim) > SL_ID_MAX) {
+        sl_reply_error(c, 400, "bad_request", "claim= is not a claim id");
+        return;
+    }
+    if (!c->auth.admin) {
+        sl_reply_error(c, 403, "forbidden",
+                       "the event log spans every lock: reading it needs an admin token");
+        return;
+    }
+    size_t count = 0;
+    json_t *page = sl_events_page(c->srv, since, claim, (size_t)limit, &count);
+    if (!page) {
+        sl_reply_error(c, 503, "unavailable", "the event log cannot be read right now");
+        return;
+    }
+    if (wait > c->srv->conf->max_wait_ms)
+        wait = c->srv->conf->max_wait_ms;
+    if (count == 0 && wait > 0) {
+        json_decref(page);
+        sl_wait_events(c, since, claim, (size_t)limit, wait);
+        return;
+    }
+    sl_reply_json(c, 200, page);
+}
+
+void sl_route_events(sl_ctx *c, const char *rest)
+{
+    bool stream = strcmp(rest, "stream") == 0;
+    c->route = stream ? SL_ROUTE_EVENTS_STREAM : SL_ROUTE_EVENTS;
+    if (*rest && !stream) {
+        sl_reply_error(c, 404, "not_found", "no such endpoint: %s", c->path);
+        return;
+    }
+    if (c->method != EVHTTP_REQ_GET) {
+        sl_reply_add_header(c->req, "Allow", "GET");
+        sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
+        return;
+    }
+    if (!stream) {
+        events_get(c);
+        return;
+    }
+    if (!c->auth.admin) {
+        sl_reply_error(c, 403, "forbidden",
+                       "the event stream spans every lock: reading it needs an admin token");
+        return;
+    }
+    uint64_t since = 0;
+    if (sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0)
+        return;
+    const char *last = evhttp_find_header(evhttp_request_get_input_headers(c->req),
+                                          "Last-Event-ID");
+    if (last) {
+        char *end = NULL;
+        unsigned long long v = strtoull(last, &end, 10);
+        if (end != last && *end == '\0')
+            since = v;
+    }
+    sl_stream_open(c, since);
+}

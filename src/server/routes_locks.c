@@ -1,0 +1,248 @@
+/* routes_locks.c - /v1/semaphores and /v1/mutexes: configure, read, list. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "server.h"
+
+bool sl_refuse_if_store_failed(sl_ctx *c)
+{
+    if (!c->srv->store_failed)
+        return false;
+    sl_reply_error(c, 503, "unavailable",
+                   "the store cannot commit right now, so no change is accepted; retry once "
+                   "/healthz answers 200");
+    return true;
+}
+
+static bool name_ok(sl_ctx *c, const char *name, bool pattern)
+{
+    if (sl_name_valid(name, strlen(name), pattern))
+        return true;
+    sl_reply_error(c, 400, "bad_request",
+                   "\"%s\" is not a lock name: 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, "
+                   "no leading or trailing '/', no '//'%s",
+                   name, pattern ? ", optionally ending in '*'" : "");
+    return false;
+}
+
+static bool allowed(sl_ctx *c, const char *name)
+{
+    if (sl_auth_allows(c, name))
+        return true;
+    sl_reply_error(c, 403, "forbidden", "this token may not touch \"%s\": it is outside its "
+                                        "prefixes", name);
+    return false;
+}
+
+int sl_json_duration_field(json_t *v, int64_t *ms)
+{
+    if (json_is_string(v))
+        return sl_duration_parse(json_string_value(v), ms);
+    if (json_is_number(v))
+        return sl_duration_from_seconds(json_number_value(v), ms);
+    return -1;
+}
+
+static void sem_put(sl_ctx *c, const char *name)
+{
+    if (!name_ok(c, name, true) || !allowed(c, name) || sl_refuse_if_store_failed(c))
+        return;
+    json_t *body = sl_body_json(c);
+    if (!body)
+        return;
+    json_t *limit = NULL, *strategy = NULL, *lease = NULL;
+    json_error_t jerr;
+    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s:o,s?o,s?o}", "limit", &limit, "strategy",
+                       &strategy, "lease", &lease) != 0) {
+        sl_reply_error(c, 400, "bad_request",
+                       "%s; the body is {\"limit\": N, \"strategy\": \"strict\"|\"skip\"|"
+                       "\"rebalanced\", \"lease\": \"30s\"} and only limit is required",
+                       jerr.text);
+        json_decref(body);
+        return;
+    }
+    sl_strategy st = SL_STRICT;
+    int64_t lease_ms = 0;
+    if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
+        json_integer_value(limit) > SL_LIMIT_MAX) {
+        sl_reply_error(c, 400, "bad_request", "limit must be a whole number from 0 to %u",
+                       SL_LIMIT_MAX);
+    } else if (strategy && (!json_is_string(strategy) ||
+                            sl_strategy_parse(json_string_value(strategy), &st) != 0)) {
+        sl_reply_error(c, 400, "bad_request", "strategy must be strict, skip or rebalanced");
+    } else if (lease && sl_json_duration_field(lease, &lease_ms) != 0) {
+        sl_reply_error(c, 400, "bad_request",
+                       "lease must be a duration such as \"30s\", \"5m\" or a number of seconds");
+    } else {
+        sl_error err;
+        int rc = sl_sem_set(c->srv->eng, name, (uint32_t)json_integer_value(limit), st, lease_ms,
+                            c->now, &err);
+        if (rc != 0) {
+            sl_reply_engine_error(c, &err);
+        } else {
+            sl_server_touch(c->srv);
+            sl_route_semaphores(c, NULL); /* answers with the semaphore as GET does */
+        }
+    }
+    json_decref(body);
+}
+
+static void lock_get(sl_ctx *c, sl_kind kind, const char *name)
+{
+    if (!name_ok(c, name, kind == SL_KIND_SEMAPHORE) || !allowed(c, name))
+        return;
+    size_t len = strlen(name);
+    if (kind == SL_KIND_SEMAPHORE && name[len - 1] == '*') {
+        const sl_config *cfg = sl_config_find(c->srv->eng, name);
+        if (!cfg) {
+            sl_reply_error(c, 404, "not_found", "no pattern %s is configured", name);
+            return;
+        }
+        json_t *o = sl_json_config_entry(c->srv, cfg);
+        json_object_del(o, "holders_count");
+        json_object_del(o, "pending_count");
+        json_object_set_new(o, "holders", json_array());
+        json_object_set_new(o, "pending", json_array());
+        sl_reply_json(c, 200, o);
+        return;
+    }
+    sl_lock_view v;
+    const sl_lock *lock = NULL;
+    if (sl_lock_lookup(c->srv->eng, kind, name, &v, &lock) != 0) {
+        sl_reply_error(c, 404, "not_found",
+                       "no semaphore %s: configure it with PUT /v1/semaphores/%s or a pattern",
+                       name, name);
+        return;
+    }
+    sl_reply_json(c, 200, sl_json_lock(c->srv, &v, lock, true));
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+    return strcmp(x, y);
+}
+
+/* A listing sorted by name, so that it reads the same every time. */
+static json_t *sorted(json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    json_t **v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        v[i] = json_incref(json_array_get(arr, i));
+    qsort(v, n, sizeof(*v), by_name);
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(out, v[i]);
+    free(v);
+    json_decref(arr);
+    return out;
+}
+
+/* Every configured semaphore and pattern, and every semaphore made from a
+ * pattern while it has holders or waiters. */
+static void sem_list(sl_ctx *c)
+{
+    sl_engine *eng = c->srv->eng;
+    json_t *arr = json_array();
+    for (const sl_config *cfg = sl_config_next(eng, NULL); cfg; cfg = sl_config_next(eng, cfg)) {
+        sl_config_view cv;
+        sl_config_get(cfg, &cv);
+        if (!sl_auth_allows(c, cv.name))
+            continue;
+        sl_lock_view v;
+        const sl_lock *lock = NULL;
+        if (cv.pattern)
+            json_array_append_new(arr, sl_json_config_entry(c->srv, cfg));
+        else if (sl_lock_lookup(eng, SL_KIND_SEMAPHORE, cv.name, &v, &lock) == 0)
+            json_array_append_new(arr, sl_json_lock(c->srv, &v, lock, false));
+    }
+    for (const sl_lock *l = sl_lock_next(eng, NULL); l; l = sl_lock_next(eng, l)) {
+        sl_lock_view v;
+        sl_lock_get(l, &v);
+        if (v.kind == SL_KIND_SEMAPHORE && v.from_pattern && (v.nholders || v.npending) &&
+            sl_auth_allows(c, v.name))
+            json_array_append_new(arr, sl_json_lock(c->srv, &v, l, false));
+    }
+    sl_reply_json(c, 200, json_pack("{s:o}", "semaphores", sorted(arr)));
+}
+
+static void mutex_list(sl_ctx *c)
+{
+    sl_engine *eng = c->srv->eng;
+    json_t *arr = json_array();
+    for (const sl_lock *l = sl_lock_next(eng, NULL); l; l = sl_lock_next(eng, l)) {
+        sl_lock_view v;
+        sl_lock_get(l, &v);
+        if (v.kind == SL_KIND_MUTEX && (v.nholders || v.npending) && sl_auth_allows(c, v.name))
+            json_array_append_new(arr, sl_json_lock(c->srv, &v, l, false));
+    }
+    sl_reply_json(c, 200, json_pack("{s:o}", "mutexes", sorted(arr)));
+}
+
+static void sem_delete(sl_ctx *c, const char *name)
+{
+    if (!name_ok(c, name, true) || !allowed(c, name) || sl_refuse_if_store_failed(c))
+        return;
+    sl_error err;
+    if (sl_sem_delete(c->srv->eng, name, c->now, &err) != 0) {
+        sl_reply_engine_error(c, &err);
+        return;
+    }
+    sl_server_touch(c->srv);
+    sl_reply_empty(c, 204);
+}
+
+static void method_not_allowed(sl_ctx *c, const char *allow)
+{
+    sl_reply_add_header(c->req, "Allow", allow);
+    sl_reply_error(c, 405, "method_not_allowed", "%s takes %s", c->path, allow);
+}
+
+/* rest == NULL: answer the semaphore just configured (after a PUT). */
+void sl_route_semaphores(sl_ctx *c, const char *rest)
+{
+    if (!rest) {
+        lock_get(c, SL_KIND_SEMAPHORE, c->path + strlen("/v1/semaphores/"));
+        return;
+    }
+    if (*rest == '\0') {
+        c->route = SL_ROUTE_SEMAPHORES;
+        if (c->method == EVHTTP_REQ_GET)
+            sem_list(c);
+        else
+            method_not_allowed(c, "GET");
+        return;
+    }
+    c->route = SL_ROUTE_SEMAPHORE;
+    switch (c->method) {
+    case EVHTTP_REQ_GET:
+        lock_get(c, SL_KIND_SEMAPHORE, rest);
+        break;
+    case EVHTTP_REQ_PUT:
+        sem_put(c, rest);
+        break;
+    case EVHTTP_REQ_DELETE:
+        sem_delete(c, rest);
+        break;
+    default:
+        method_not_allowed(c, "GET, PUT, DELETE");
+    }
+}
+
+void sl_route_mutexes(sl_ctx *c, const char *rest)
+{
+    c->route = *rest ? SL_ROUTE_MUTEX : SL_ROUTE_MUTEXES;
+    if (c->method != EVHTTP_REQ_GET) {
+        method_not_allowed(c, "GET");
+        return;
+    }
+    if (*rest)
+        lock_get(c, SL_KIND_MUTEX, rest);
+    else
+        mutex_list(c);
+}

@@ -1,0 +1,40 @@
+/* routes_ops.c - /healthz, /metrics, and what is not the API. */
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "server.h"
+
+void sl_route_health(sl_ctx *c)
+{
+    if (c->srv->store_failed) {
+        sl_reply_error(c, 503, "unavailable", "the store cannot commit: %s",
+                       sl_store_error(c->srv->store));
+        return;
+    }
+    sl_engine_stats st;
+    sl_engine_stats_get(c->srv->eng, &st);
+    sl_reply_json(c, 200,
+                  json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I},s:I}", "status", "ok", "version",
+                            SL_VERSION, "store", c->srv->conf->store, "claims", "pending",
+                            (json_int_t)st.pending, "held", (json_int_t)st.held, "ended",
+                            (json_int_t)st.ended, "next_seq", (json_int_t)st.next_seq));
+}
+
+void sl_route_metrics(sl_ctx *c)
+{
+    c->route = SL_ROUTE_METRICS;
+    struct evbuffer *b = evbuffer_new();
+    sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
+    sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", b);
+    evbuffer_free(b);
+}
+
+void sl_route_ui(sl_ctx *c)
+{
+    sl_reply_error(c, 404, "not_found",
+                   "no such page: %s. The HTTP API is under /v1/ (see API.md); /healthz and "
+                   "/metrics report on the server",
+                   c->path);
+}

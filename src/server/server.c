@@ -1,0 +1,326 @@
+/* server.c - sluiced's life: start (store, engine, configured semaphores,
+ * listener), the event loop, and a clean stop on SIGTERM or SIGINT. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "server.h"
+
+int64_t sl_server_now(sl_server *srv)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    /* The wall clock may step back; engine time never does. */
+    if (now < srv->last_now)
+        now = srv->last_now;
+    srv->last_now = now;
+    return now;
+}
+
+void sl_server_touch(sl_server *srv)
+{
+    /* Active events run in the order they were activated, so the commit runs
+     * after every request already read in this turn of the loop. */
+    if (!srv->store_failed)
+        event_active(srv->commit_ev, EV_TIMEOUT, 0);
+}
+
+static void commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sl_commit_run(arg);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sl_server *srv = arg;
+    srv->armed_at = INT64_MAX;
+    sl_engine_advance(srv->eng, sl_server_now(srv));
+    sl_commit_run(srv);
+}
+
+static void prune_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sl_server *srv = arg;
+    uint64_t deleted = 0;
+    int64_t before = sl_server_now(srv) - srv->conf->event_retention_ms;
+    if (sl_store_prune_events(srv->store, before, &deleted) != 0)
+        sl_log(SL_LOG_ERROR, "pruning the event log failed: %s", sl_store_error(srv->store));
+    else if (deleted)
+        sl_log(SL_LOG_DEBUG, "pruned %llu events older than the retention",
+               (unsigned long long)deleted);
+}
+
+static void stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    sl_server *srv = arg;
+    if (srv->stopping)
+        return;
+    srv->stopping = true;
+    sl_log(SL_LOG_INFO, "stopping on %s", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    event_base_loopexit(srv->base, NULL);
+}
+
+/* Splits "host:port" or "[v6]:port". */
+static int parse_listen(const char *listen, char *host, size_t cap, unsigned *port)
+{
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen)
+        return -1;
+    const char *h = listen;
+    size_t hl = (size_t)(colon - listen);
+    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (hl == 0 || hl >= cap)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    char *end;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (*end || p == 0 || p > 65535)
+        return -1;
+    *port = (unsigned)p;
+    return 0;
+}
+
+static int open_http(sl_server *srv)
+{
+    char host[256];
+    unsigned port;
+    if (parse_listen(srv->conf->listen, host, sizeof(host), &port) != 0) {
+        sl_log(SL_LOG_ERROR, "listen address \"%s\" is not HOST:PORT (e.g. 127.0.0.1:7700)",
+               srv->conf->listen);
+        return -1;
+    }
+    srv->http = evhttp_new(srv->base);
+    if (!srv->http)
+        return -1;
+    /* evhttp answers bodies past its own bound with a bare 413; ours is
+     * checked in routes.c so that bodies up to 16x the limit get a JSON 413. */
+    evhttp_set_max_body_size(srv->http, (ev_ssize_t)srv->conf->max_body * 16);
+    evhttp_set_max_headers_size(srv->http, (ev_ssize_t)srv->conf->max_headers);
+    evhttp_set_default_content_type(srv->http, "application/json");
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+    struct timeval idle = {srv->conf->idle_timeout_ms / 1000,
+                           (srv->conf->idle_timeout_ms % 1000) * 1000};
+    evhttp_set_timeout_tv(srv->http, &idle);
+    evhttp_set_gencb(srv->http, sl_routes_handle, srv);
+    if (!evhttp_bind_socket_with_handle(srv->http, host, (ev_uint16_t)port)) {
+        sl_log(SL_LOG_ERROR, "cannot listen on %s: %s (is another server using the port?)",
+               srv->conf->listen, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static sl_engine *new_engine(const sl_conf *conf)
+{
+    sl_engine_opts opts;
+    sl_engine_opts_default(&opts);
+    uint64_t key[2];
+    if (getrandom(key, sizeof(key), 0) == (ssize_t)sizeof(key)) {
+        opts.hash_key[0] = key[0];
+        opts.hash_key[1] = key[1];
+    }
+    opts.default_lease_ms = conf->default_lease_ms;
+    opts.ended_retention_ms = conf->claim_retention_ms;
+    opts.claims_max = conf->max_claims;
+    sl_engine *eng = NULL;
+    sl_engine_new(&opts, &eng);
+    return eng;
+}
+
+static bool in_file(const sl_conf *conf, const char *name)
+{
+    for (size_t i = 0; i < conf->nsemaphores; i++)
+        if (strcmp(conf->semaphores[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Semaphores the file created and no longer lists are removed when unused.
+ * Names are collected first: the engine's table must not change while it is
+ * iterated. */
+static void remove_dropped_semaphores(sl_server *srv, int64_t now)
+{
+    size_t cap = 0, n = 0;
+    char **gone = NULL;
+    for (const sl_config *cfg = sl_config_next(srv->eng, NULL); cfg;
+         cfg = sl_config_next(srv->eng, cfg)) {
+        sl_config_view v;
+        sl_config_get(cfg, &v);
+        bool found = false;
+        sl_config_source src = SL_SOURCE_API;
+        sl_store_config_source(srv->store, v.name, &found, &src);
+        if (!found || src != SL_SOURCE_FILE || in_file(srv->conf, v.name))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            gone = realloc(gone, cap * sizeof(*gone));
+            if (!gone)
+                abort();
+        }
+        gone[n] = strdup(v.name);
+        if (!gone[n])
+            abort();
+        n++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sl_error err;
+        if (sl_sem_delete(srv->eng, gone[i], now, &err) != 0)
+            sl_log(SL_LOG_WARN, "semaphore %s is no longer in the file but is in use; kept",
+                   gone[i]);
+        else
+            sl_log(SL_LOG_INFO, "semaphore %s is no longer in the file; removed", gone[i]);
+        free(gone[i]);
+    }
+    free(gone);
+}
+
+/* The configuration file's semaphores, applied at start. The rule (see
+ * docs/configuration.md): the file manages the semaphores it created; one
+ * changed through the API belongs to the API from then on, and the file never
+ * undoes that; one the file no longer lists is removed if unused. */
+static void apply_file_semaphores(sl_server *srv, int64_t now)
+{
+    sl_store_set_source(srv->store, SL_SOURCE_FILE);
+    for (size_t i = 0; i < srv->conf->nsemaphores; i++) {
+        const sl_conf_sem *s = &srv->conf->semaphores[i];
+        bool found = false;
+        sl_config_source src = SL_SOURCE_FILE;
+        sl_store_config_source(srv->store, s->name, &found, &src);
+        if (found && src == SL_SOURCE_API) {
+            sl_log(SL_LOG_WARN,
+                   "semaphore %s was last set through the API; the file's values are not "
+                   "applied (DELETE it through the API to let the file manage it again)",
+                   s->name);
+            continue;
+        }
+        sl_error err;
+        if (sl_sem_set(srv->eng, s->name, s->limit, s->strategy, s->lease_ms, now, &err) != 0)
+            sl_log(SL_LOG_ERROR, "semaphore %s from the file: %s", s->name, err.what);
+    }
+    remove_dropped_semaphores(srv, now);
+}
+
+static int open_store(sl_server *srv)
+{
+    char err[512];
+    sl_store_opts so = {srv->conf->store, srv->conf->durability};
+    if (sl_store_open(&so, &srv->store, err, sizeof(err)) != 0) {
+        sl_log(SL_LOG_ERROR, "cannot open the store %s: %s", srv->conf->store, err);
+        return -1;
+    }
+    int64_t now = sl_server_now(srv);
+    sl_store_load_stats st;
+    memset(&st, 0, sizeof(st));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (sl_store_load(srv->store, srv->eng, now, &st) != 0) {
+        sl_log(SL_LOG_ERROR, "cannot load the store %s: %s", srv->conf->store,
+               sl_store_error(srv->store));
+        return -1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+    sl_log(SL_LOG_INFO, "store %s loaded in %ld ms: %zu claims (%zu held, %zu pending), "
+                        "%zu semaphore configurations",
+           srv->conf->store, ms, st.claims, st.held, st.pending, st.configs);
+    apply_file_semaphores(srv, now);
+    /* What restoring and the file changed is committed before anyone asks. */
+    sl_changes ch;
+    sl_engine_changes(srv->eng, &ch);
+    if (sl_store_write(srv->store, srv->eng, &ch) != 0) {
+        sl_log(SL_LOG_ERROR, "cannot write the store %s: %s", srv->conf->store,
+               sl_store_error(srv->store));
+        return -1;
+    }
+    sl_engine_changes_clear(srv->eng);
+    sl_store_set_source(srv->store, SL_SOURCE_API);
+    return 0;
+}
+
+static struct event *new_event(sl_server *srv, evutil_socket_t fd, short what,
+                               event_callback_fn cb)
+{
+    struct event *ev = event_new(srv->base, fd, what, cb, srv);
+    if (!ev)
+        abort();
+    return ev;
+}
+
+int sl_server_init(sl_server *srv, sl_conf *conf)
+{
+    memset(srv, 0, sizeof(*srv));
+    srv->conf = conf;
+    srv->armed_at = INT64_MAX;
+    sl_log_set_level(conf->log_level);
+    srv->base = event_base_new();
+    if (!srv->base)
+        return -1;
+    srv->eng = new_engine(conf);
+    srv->commit_ev = new_event(srv, -1, 0, commit_cb);
+    srv->timer_ev = new_event(srv, -1, 0, timer_cb);
+    srv->retry_ev = new_event(srv, -1, 0, commit_cb);
+    srv->prune_ev = new_event(srv, -1, EV_PERSIST, prune_cb);
+    srv->sigint_ev = new_event(srv, SIGINT, EV_SIGNAL, stop_cb);
+    srv->sigterm_ev = new_event(srv, SIGTERM, EV_SIGNAL, stop_cb);
+    if (open_store(srv) != 0 || open_http(srv) != 0)
+        return -1;
+    struct timeval prune = {SL_EVENT_PRUNE_EVERY_MS / 1000, 0};
+    event_add(srv->prune_ev, &prune);
+    event_add(srv->sigint_ev, NULL);
+    event_add(srv->sigterm_ev, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sl_commit_rearm_timer(srv);
+    return 0;
+}
+
+int sl_server_run(sl_server *srv)
+{
+    sl_log(SL_LOG_INFO, "sluiced %s listening on http://%s, store %s (durability %s)",
+           SL_VERSION, srv->conf->listen, srv->conf->store,
+           srv->conf->durability == SL_DURABILITY_FULL ? "full" : "normal");
+    int rc = event_base_dispatch(srv->base);
+    /* Whatever the last turn changed is committed before the process ends. */
+    if (sl_engine_changes_pending(srv->eng))
+        sl_commit_run(srv);
+    sl_log(SL_LOG_INFO, "sluiced stopped");
+    return rc < 0 ? -1 : 0;
+}
+
+void sl_server_free(sl_server *srv)
+{
+    sl_reply_flush(srv, false); /* first: held answers may be waits not yet started */
+    sl_waits_free_all(srv);
+    sl_streams_free_all(srv);
+    sl_conns_free_all(srv); /* first: evhttp_free must not call back into freed state */
+    if (srv->http)
+        evhttp_free(srv->http);
+    struct event *evs[] = {srv->commit_ev, srv->timer_ev, srv->retry_ev,
+                           srv->prune_ev,  srv->sigint_ev, srv->sigterm_ev};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+        if (evs[i])
+            event_free(evs[i]);
+    if (srv->store)
+        sl_store_close(srv->store);
+    sl_engine_free(srv->eng);
+    if (srv->base)
+        event_base_free(srv->base);
+}

@@ -1,0 +1,203 @@
+/* server.h - sluiced's insides, shared by the files of src/server.
+ *
+ * One event loop (libevent) runs everything: HTTP requests call the engine,
+ * each turn's engine changes are committed to the store in one transaction
+ * (commit.c), and only then are the responses of that turn sent and the
+ * long-poll waiters and event streams whose state changed woken. */
+#ifndef SL_SERVER_H
+#define SL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+
+#include "conf.h"
+#include "engine.h"
+#include "metrics.h"
+#include "store.h"
+
+#define SL_VERSION "0.1.0"
+
+/* Bounds on what one request may ask for; see also sl_conf. */
+#define SL_JSON_DEPTH_MAX 32
+#define SL_QUERY_LIMIT_MAX 10000 /* events per page */
+#define SL_LIST_MAX 100000       /* entries in one listing */
+#define SL_STREAM_BACKLOG_MAX (4u << 20) /* unsent bytes before a stream is cut */
+#define SL_STREAM_HEARTBEAT_MS 15000
+#define SL_EVENT_PRUNE_EVERY_MS 60000
+
+typedef struct sl_wait sl_wait;
+typedef struct sl_stream sl_stream;
+typedef struct sl_reply sl_reply;
+
+/* A request's auth: who it is and what it may touch. */
+typedef struct sl_auth {
+    const sl_conf_token *token; /* NULL when the server has no tokens */
+    bool admin;
+} sl_auth;
+
+typedef struct sl_server {
+    sl_conf *conf;
+    struct event_base *base;
+    struct evhttp *http;
+    sl_engine *eng;
+    sl_store *store;
+    struct event *commit_ev;  /* after this turn: commit, then answer */
+    struct event *timer_ev;   /* the engine's next deadline */
+    struct event *prune_ev;   /* trims the event log now and then */
+    struct event *retry_ev;   /* retries a failed commit */
+    struct event *sigint_ev, *sigterm_ev;
+    int64_t last_now;
+    int64_t armed_at;         /* the deadline timer_ev is armed for */
+    bool store_failed;        /* a commit failed: refuse changes until one succeeds */
+    bool stopping;
+    sl_reply *replies_head, *replies_tail; /* answers held until the commit */
+    sl_wait *event_waits;     /* GET /v1/events?wait= parked */
+    sl_stream *streams;       /* GET /v1/events/stream open */
+    size_t nstreams;
+    void *conns;              /* tsearch tree of open connections */
+    size_t nconns;
+    sl_metrics metrics;
+} sl_server;
+
+/* ---- server.c ------------------------------------------------------------ */
+int sl_server_init(sl_server *srv, sl_conf *conf);
+int sl_server_run(sl_server *srv);
+void sl_server_free(sl_server *srv);
+/* Engine time: Unix milliseconds, never going backwards. */
+int64_t sl_server_now(sl_server *srv);
+/* Something changed in the engine: commit at the end of this turn. */
+void sl_server_touch(sl_server *srv);
+void sl_log(sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sl_log_set_level(sl_log_level level);
+
+/* ---- commit.c ------------------------------------------------------------ */
+/* Writes the engine's batch, then answers and wakes (see file comment). */
+void sl_commit_run(sl_server *srv);
+void sl_commit_rearm_timer(sl_server *srv);
+
+/* ---- reply.c: answers, JSON errors, answers held until the commit ------- */
+typedef struct sl_ctx sl_ctx;
+/* Sends a JSON answer now, or holds it until the commit when the engine has
+ * changes not yet in the store (no answer may show uncommitted state).
+ * Takes the reference to body. */
+void sl_reply_json(sl_ctx *c, int status, json_t *body);
+/* {"error": {"code": ..., "message": ...}}. */
+void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void sl_reply_engine_error(sl_ctx *c, const sl_error *err);
+void sl_reply_empty(sl_ctx *c, int status);
+/* A non-JSON answer (metrics, the dashboard); takes the buffer's contents. */
+void sl_reply_text(sl_ctx *c, int status, const char *ctype, struct evbuffer *body);
+/* The same for answers given later (waits): no context any more. */
+void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
+                   json_t *body);
+/* Runs fn(arg, committed) once this turn's changes are committed (at once
+ * when nothing is pending): for answers that start later, such as waits
+ * whose headers must not go out before the claim they name is durable. */
+typedef void (*sl_after_commit_fn)(void *arg, bool committed);
+void sl_reply_after_commit(sl_server *srv, sl_after_commit_fn fn, void *arg);
+/* Sends the held answers (after a commit) or fails them with 503. */
+void sl_reply_flush(sl_server *srv, bool committed);
+void sl_reply_add_header(struct evhttp_request *req, const char *name, const char *value);
+/* Serialises JSON into a buffer (compact, exact integers). */
+void sl_json_to_buffer(json_t *body, struct evbuffer *out);
+
+/* ---- routes.c ------------------------------------------------------------ */
+void sl_routes_handle(struct evhttp_request *req, void *arg);
+
+/* Everything a handler gets. */
+struct sl_ctx {
+    sl_server *srv;
+    struct evhttp_request *req;
+    sl_route_id route;
+    enum evhttp_cmd_type method;
+    const char *path;          /* decoded, without the query */
+    struct evkeyvalq *query;   /* parsed query string */
+    sl_auth auth;
+    int64_t now;
+};
+
+const char *sl_query_get(const sl_ctx *c, const char *key);
+/* A duration query parameter; absent -> *ms unchanged, 0; bad -> 400 sent, -1. */
+int sl_query_duration(sl_ctx *c, const char *key, int64_t *ms);
+int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out);
+/* The request body as JSON (object expected). NULL and an answer sent on error. */
+json_t *sl_body_json(sl_ctx *c);
+
+/* ---- routes_*.c ---------------------------------------------------------- */
+void sl_route_semaphores(sl_ctx *c, const char *rest);
+void sl_route_mutexes(sl_ctx *c, const char *rest);
+void sl_route_claims(sl_ctx *c, const char *rest);
+void sl_route_queue(sl_ctx *c);
+void sl_route_events(sl_ctx *c, const char *rest);
+void sl_route_health(sl_ctx *c);
+void sl_route_metrics(sl_ctx *c);
+void sl_route_ui(sl_ctx *c);
+/* Mutations are refused while the store cannot commit: 503 sent, true. */
+bool sl_refuse_if_store_failed(sl_ctx *c);
+
+/* ---- auth.c -------------------------------------------------------------- */
+/* Checks the Authorization header. On failure answers 401 and returns -1. */
+int sl_auth_check(sl_ctx *c);
+/* Whether the request may touch a lock name (limited tokens: prefixes). */
+bool sl_auth_allows(const sl_ctx *c, const char *name);
+bool sl_auth_allows_claim(sl_ctx *c, const sl_claim *claim);
+
+/* ---- json_out.c: engine state as API.md's JSON --------------------------- */
+json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
+json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full);
+json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg);
+json_t *sl_json_why(sl_server *srv, const sl_claim *claim);
+json_t *sl_json_time(int64_t ms);     /* null for -1 */
+json_t *sl_json_duration(int64_t ms); /* "30s", "0" */
+/* A duration field of a body: a string ("30s") or a number of seconds. */
+int sl_json_duration_field(json_t *v, int64_t *ms);
+/* Words for why a claim waits or how it ended. */
+void sl_claim_reason_words(sl_server *srv, const sl_claim *claim, char *buf, size_t cap);
+void sl_rule_words(const sl_why *w, char *buf, size_t cap);
+
+/* ---- waits.c: long polls ------------------------------------------------- */
+typedef enum {
+    SL_WAIT_CREATE, /* POST /v1/claims?wait: the creator never learnt the id */
+    SL_WAIT_CLAIM,  /* GET /v1/claims/{id}?wait */
+    SL_WAIT_EVENTS, /* GET /v1/events?wait */
+} sl_wait_kind;
+
+/* Parks a request until the claim leaves `seen` (for SL_WAIT_CREATE: is
+ * held or ends) or the wait runs out; answers with status then. Headers go
+ * out at once so that a client that hangs up is noticed. */
+void sl_wait_claim(sl_ctx *c, sl_wait_kind kind, sl_claim *claim, sl_state seen,
+                   int64_t wait_ms, int status);
+void sl_wait_events(sl_ctx *c, uint64_t since, const char *claim_id, size_t limit,
+                    int64_t wait_ms);
+/* After a commit: wake the waits on these claims, and the event waits. */
+void sl_waits_claim_changed(sl_server *srv, sl_claim *claim);
+void sl_waits_events_changed(sl_server *srv);
+/* A claim is about to be purged: its waits answer now. */
+void sl_waits_claim_purged(sl_server *srv, const sl_claim *claim);
+void sl_waits_free_all(sl_server *srv);
+/* {"events": [...], "next": M} from the store; *count events in it. NULL
+ * when the store failed. */
+json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, size_t limit,
+                       size_t *count);
+
+/* ---- stream.c: server-sent events ---------------------------------------- */
+void sl_stream_open(sl_ctx *c, uint64_t since);
+void sl_streams_push(sl_server *srv);
+void sl_streams_free_all(sl_server *srv);
+
+/* ---- conns.c: connection accounting and gone clients --------------------- */
+/* Registers the request's connection; false (and a 503 sent) when over the
+ * connection limit. */
+bool sl_conn_admit(sl_server *srv, struct evhttp_request *req);
+typedef void (*sl_conn_gone_fn)(void *arg);
+/* Calls fn(arg) if the request's client goes away; clear with NULL fn. */
+void sl_conn_on_gone(sl_server *srv, struct evhttp_request *req, sl_conn_gone_fn fn, void *arg);
+void sl_conns_free_all(sl_server *srv);
+
+#endif

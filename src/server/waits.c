@@ -1,0 +1,295 @@
+/* waits.c - long polls: POST /v1/claims?wait, GET /v1/claims/{id}?wait and
+ * GET /v1/events?wait, answered the moment the state changes.
+ *
+ * A wait sends its status line and headers first (once the change that made
+ * it is committed), then the body when it is woken, as one chunk. Sending the
+ * headers early is what makes libevent read the socket again, so a client
+ * that hangs up is noticed at once (STYLE.md): a pending claim whose creator
+ * vanished is withdrawn, a grant that would reach nobody is released.
+ *
+ * Waits on a claim hang off the claim (sl_claim_udata), so waking them after
+ * a commit costs nothing per unrelated claim. Answering a wait never changes
+ * the engine's batch (sl_claim_watch records nothing), since it happens
+ * while a committed batch is being read. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "server.h"
+
+struct sl_wait {
+    sl_server *srv;
+    struct evhttp_request *req;
+    sl_wait_kind kind;
+    sl_route_id route;
+    int status;
+    sl_claim *claim; /* claim waits */
+    sl_state seen;
+    uint64_t since; /* event waits */
+    char claim_id[SL_ID_MAX + 1];
+    size_t limit;
+    struct event *timer;
+    struct timeval wait_tv;
+    sl_wait *prev, *next;
+    bool started; /* headers sent */
+    bool gone;    /* the client hung up before the answer */
+};
+
+static sl_wait **head_of(sl_wait *w)
+{
+    return w->kind == SL_WAIT_EVENTS ? &w->srv->event_waits : NULL;
+}
+
+static void unlink_wait(sl_wait *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else if (head_of(w))
+        *head_of(w) = w->next;
+    else
+        sl_claim_set_udata(w->claim, w->next);
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
+static void link_wait(sl_wait *w)
+{
+    sl_wait *head = head_of(w) ? *head_of(w) : sl_claim_udata(w->claim);
+    w->next = head;
+    w->prev = NULL;
+    if (head)
+        head->prev = w;
+    if (head_of(w))
+        *head_of(w) = w;
+    else
+        sl_claim_set_udata(w->claim, w);
+}
+
+/* Forgets the wait. Called before its last bytes are handed to evhttp,
+ * which may free the request as soon as they are. */
+static void finish(sl_wait *w)
+{
+    unlink_wait(w);
+    if (w->kind != SL_WAIT_EVENTS)
+        sl_claim_watch(w->srv->eng, w->claim, -1, sl_server_now(w->srv));
+    if (!w->gone)
+        sl_conn_on_gone(w->srv, w->req, NULL, NULL);
+    event_free(w->timer);
+    free(w);
+}
+
+static json_t *events_page(sl_wait *w, size_t *count)
+{
+    json_t *page = sl_events_page(w->srv, w->since, w->claim_id[0] ? w->claim_id : NULL,
+                                  w->limit, count);
+    return page ? page : json_pack("{s:[],s:I}", "events", "next", (json_int_t)w->since);
+}
+
+/* Writes the answer: the body of a started reply, or a whole reply. */
+static void send_body(sl_server *srv, struct evhttp_request *req, bool started,
+                      sl_route_id route, int status, json_t *body)
+{
+    if (!started) {
+        sl_reply_send(srv, req, route, status, body);
+        return;
+    }
+    struct evbuffer *buf = evbuffer_new();
+    sl_json_to_buffer(body, buf);
+    json_decref(body);
+    evhttp_send_reply_chunk(req, buf);
+    evhttp_send_reply_end(req);
+    evbuffer_free(buf);
+}
+
+static void answer_with(sl_wait *w, json_t *body)
+{
+    sl_server *srv = w->srv;
+    struct evhttp_request *req = w->req;
+    bool started = w->started;
+    sl_route_id route = w->route;
+    int status = w->status;
+    finish(w);
+    send_body(srv, req, started, route, status, body);
+}
+
+static void answer(sl_wait *w)
+{
+    size_t count = 0;
+    answer_with(w, w->kind == SL_WAIT_EVENTS ? events_page(w, &count)
+                                             : sl_json_claim(w->srv, w->claim));
+}
+
+static bool satisfied(sl_wait *w)
+{
+    if (w->kind == SL_WAIT_EVENTS) {
+        size_t count = 0;
+        json_decref(events_page(w, &count));
+        return count > 0;
+    }
+    sl_claim_view v;
+    sl_claim_get(w->claim, &v);
+    if (w->kind == SL_WAIT_CREATE)
+        return v.state != SL_PENDING;
+    return v.state != w->seen;
+}
+
+static void timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    answer(arg);
+}
+
+/* The client hung up. If it created the claim it never learnt the id, so
+ * nobody else could release it: withdraw or release it now. evhttp has let
+ * go of the request; ending the reply frees it. */
+static void gone_cb(void *arg)
+{
+    sl_wait *w = arg;
+    w->gone = true;
+    if (w->kind == SL_WAIT_CREATE) {
+        sl_claim_release(w->srv->eng, w->claim, SL_REASON_CLIENT_GONE, sl_server_now(w->srv));
+        sl_server_touch(w->srv);
+    }
+    if (w->started) {
+        struct evhttp_request *req = w->req;
+        finish(w);
+        evhttp_send_reply_end(req);
+    }
+}
+
+/* Once the change that made the wait is committed: send the headers, or
+ * the whole answer when the state already moved (or 503 if the commit
+ * failed), and start the clock. */
+static void start(void *arg, bool committed)
+{
+    sl_wait *w = arg;
+    if (w->gone) {
+        struct evhttp_request *req = w->req;
+        finish(w);
+        evhttp_send_reply_end(req);
+        return;
+    }
+    if (!committed) {
+        answer_with(w, json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+                                 "the store could not commit; retry once /healthz answers 200"));
+        return;
+    }
+    if (satisfied(w)) {
+        answer(w);
+        return;
+    }
+    struct evkeyvalq *h = evhttp_request_get_output_headers(w->req);
+    evhttp_add_header(h, "Content-Type", "application/json");
+    evhttp_add_header(h, "Cache-Control", "no-store");
+    sl_metrics_http(&w->srv->metrics, w->route, w->status);
+    evhttp_send_reply_start(w->req, w->status, w->status == 201 ? "Created" : "OK");
+    w->started = true;
+    evtimer_add(w->timer, &w->wait_tv);
+}
+
+static sl_wait *wait_new(sl_ctx *c, sl_wait_kind kind, int status, int64_t wait_ms)
+{
+    sl_wait *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    w->srv = c->srv;
+    w->req = c->req;
+    w->kind = kind;
+    w->route = c->route;
+    w->status = status;
+    w->timer = evtimer_new(c->srv->base, timeout_cb, w);
+    w->wait_tv.tv_sec = (time_t)(wait_ms / 1000);
+    w->wait_tv.tv_usec = (suseconds_t)((wait_ms % 1000) * 1000);
+    sl_conn_on_gone(c->srv, c->req, gone_cb, w);
+    return w;
+}
+
+void sl_wait_claim(sl_ctx *c, sl_wait_kind kind, sl_claim *claim, sl_state seen,
+                   int64_t wait_ms, int status)
+{
+    sl_wait *w = wait_new(c, kind, status, wait_ms);
+    w->claim = claim;
+    w->seen = seen;
+    link_wait(w);
+    sl_claim_watch(c->srv->eng, claim, +1, c->now);
+    sl_reply_after_commit(c->srv, start, w);
+}
+
+void sl_wait_events(sl_ctx *c, uint64_t since, const char *claim_id, size_t limit,
+                    int64_t wait_ms)
+{
+    sl_wait *w = wait_new(c, SL_WAIT_EVENTS, 200, wait_ms);
+    w->since = since;
+    w->limit = limit;
+    if (claim_id)
+        snprintf(w->claim_id, sizeof(w->claim_id), "%s", claim_id);
+    link_wait(w);
+    sl_reply_after_commit(c->srv, start, w);
+}
+
+void sl_waits_claim_changed(sl_server *srv, sl_claim *claim)
+{
+    (void)srv;
+    sl_wait *w = sl_claim_udata(claim);
+    while (w) {
+        sl_wait *next = w->next;
+        if (w->started && satisfied(w))
+            answer(w);
+        w = next;
+    }
+}
+
+void sl_waits_claim_purged(sl_server *srv, const sl_claim *claim)
+{
+    (void)srv;
+    sl_wait *w = sl_claim_udata(claim);
+    while (w) {
+        sl_wait *next = w->next;
+        if (w->started)
+            answer(w);
+        w = next;
+    }
+}
+
+/* Event waits are woken by any new event and answer when their page is
+ * not empty (a claim filter may leave it empty). */
+void sl_waits_events_changed(sl_server *srv)
+{
+    sl_wait *w = srv->event_waits;
+    while (w) {
+        sl_wait *next = w->next;
+        if (w->started) {
+            size_t count = 0;
+            json_t *page = events_page(w, &count);
+            if (count > 0)
+                answer_with(w, page);
+            else
+                json_decref(page);
+        }
+        w = next;
+    }
+}
+
+static void drop(sl_wait *w)
+{
+    struct evhttp_request *req = w->req;
+    bool started = w->started;
+    finish(w);
+    if (started)
+        evhttp_send_reply_end(req);
+}
+
+/* At shutdown: end every wait's reply (unstarted ones are freed with
+ * their connection). */
+void sl_waits_free_all(sl_server *srv)
+{
+    while (srv->event_waits)
+        drop(srv->event_waits);
+    for (const sl_claim *c = sl_claim_next(srv->eng, NULL); c; c = sl_claim_next(srv->eng, c))
+        while (sl_claim_udata(c))
+            drop(sl_claim_udata(c));
+}
