@@ -5,6 +5,7 @@
  * request's bounds, and freed in one call. Tags and the group become locks
  * here (DESIGN.md: both are sugar for locks), so the rest of the engine only
  * ever sees locks. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -26,7 +27,7 @@ int sl__claim_order(const sl_claim *a, const sl_claim *b)
 }
 
 typedef struct xclaim {
-    sl_xlock locks[SL_CLAIM_LOCKS_MAX];
+    sl_xlock *locks; /* SL_CLAIM_LOCKS_MAX of them: the engine's scratch */
     size_t n;
 } xclaim;
 
@@ -192,11 +193,14 @@ static int expand_group(const sl_engine *eng, const sl_claim_req *req, xclaim *x
     return xadd(eng, x, kind, name, 6 + gl, 1, SL_VIA_GROUP, "group", err);
 }
 
-static int check_req(const sl_engine *eng, const sl_claim_req *req, sl_error *err)
+static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *idhash,
+                     sl_error *err)
 {
     if (!text_valid(req->id, SL_ID_MAX, true))
         return fail(err, SL_EINVAL, "a claim id is 1 to 64 printable characters", "id", NULL, 0);
-    if (sl__hash_find(&eng->claims, req->id, strlen(req->id)))
+    size_t idlen = strlen(req->id);
+    *idhash = sl__hash_of(&eng->claims, req->id, idlen);
+    if (sl__hash_find_hashed(&eng->claims, req->id, idlen, *idhash))
         return fail(err, SL_ECONFLICT, "a claim with this id exists", "id", req->id, 0);
     if (!text_valid(req->holder, SL_HOLDER_MAX, true))
         return fail(err, SL_EINVAL,
@@ -278,9 +282,9 @@ sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xloc
 
 /* Indexes the claim and puts it in the list of every claim, which stays in
  * arrival order (restored claims may come in any order). */
-void sl__claim_link(sl_engine *eng, sl_claim *c)
+void sl__claim_link(sl_engine *eng, sl_claim *c, uint64_t idhash)
 {
-    sl__hash_insert(&eng->claims, &c->hnode);
+    sl__hash_insert_hashed(&eng->claims, &c->hnode, idhash);
     sl_claim *after = eng->ctail;
     while (after && after->arrival > c->arrival)
         after = after->prev;
@@ -316,27 +320,25 @@ static void claim_enqueue(sl_engine *eng, sl_claim *c)
         e->lock = sl__lock_get(eng, e->key, strlen(e->key));
         sl__queue_add(eng, e);
     }
-    sl__tree_insert(&eng->pending, &c->pnode, 1);
+    sl__pending_add(eng, c);
 }
 
 int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_claim **out,
                     sl_error *err)
 {
     sl_engine_advance(eng, now);
-    int rc = check_req(eng, req, err);
+    uint64_t idhash;
+    int rc = check_req(eng, req, &idhash, err);
     if (rc)
         return rc;
-    xclaim *x = sl__malloc(&eng->mem, sizeof(*x));
-    x->n = 0;
+    xclaim xc = {sl__xlocks(eng), 0}, *x = &xc;
     rc = expand_locks(eng, req, x, err);
     if (!rc)
         rc = expand_tags(eng, req, x, err);
     if (!rc)
         rc = expand_group(eng, req, x, err);
-    if (rc) {
-        sl__free(&eng->mem, x);
+    if (rc)
         return rc;
-    }
     sl_claim *c = sl__claim_alloc(eng, req, x->locks, x->n);
     c->state = SL_PENDING;
     c->priority = req->priority;
@@ -348,8 +350,7 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     c->lease = req->lease_ms >= 0 ? req->lease_ms : default_lease(eng, x);
     c->timeout = req->timeout_ms;
     c->granted = c->revoke_at = c->ended = -1;
-    sl__free(&eng->mem, x);
-    sl__claim_link(eng, c);
+    sl__claim_link(eng, c, idhash);
     sl__event_add(eng, SL_EV_CLAIM_QUEUED, c, now);
     if (c->cancel != SL_CANCEL_NONE)
         sl__group_cancel(eng, c, now);
@@ -366,6 +367,11 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     }
     *out = c;
     return 0;
+}
+
+sl_xlock *sl__xlocks(sl_engine *eng)
+{
+    return eng->xlocks;
 }
 
 void sl__claim_touch(sl_engine *eng, sl_claim *c)
@@ -403,7 +409,7 @@ void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason
     if (c->state == SL_PENDING) {
         for (size_t i = 0; i < c->nlocks; i++)
             sl__queue_remove(eng, &c->e[i]);
-        sl__tree_remove(&eng->pending, &c->pnode);
+        sl__pending_remove(eng, c);
     } else {
         for (size_t i = 0; i < c->nlocks; i++)
             sl__lock_holder_remove(eng, &c->e[i]);
@@ -503,16 +509,67 @@ const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev)
     return prev ? prev->next : eng->chead;
 }
 
-const sl_claim *sl_pending_next(const sl_engine *eng, const sl_claim *prev)
+void sl__pending_add(sl_engine *eng, sl_claim *c)
 {
-    const sl_tnode *t =
-        prev ? sl__tree_next(&prev->pnode) : sl__tree_first(&eng->pending);
-    return t ? sl__container_of(t, sl_claim, pnode) : NULL;
+    c->pprev = NULL;
+    c->pnext = eng->phead;
+    if (eng->phead)
+        eng->phead->pprev = c;
+    eng->phead = c;
+    eng->npending++;
+    eng->psnap_ok = false;
 }
 
-size_t sl_pending_position(const sl_claim *c)
+void sl__pending_remove(sl_engine *eng, sl_claim *c)
 {
-    return c->state == SL_PENDING ? sl__tree_rank(&c->pnode) + 1 : 0;
+    if (c->pprev)
+        c->pprev->pnext = c->pnext;
+    else
+        eng->phead = c->pnext;
+    if (c->pnext)
+        c->pnext->pprev = c->pprev;
+    c->pprev = c->pnext = NULL;
+    eng->npending--;
+    eng->psnap_ok = false;
+}
+
+static int snap_cmp(const void *a, const void *b)
+{
+    return sl__claim_order(*(sl_claim *const *)a, *(sl_claim *const *)b);
+}
+
+/* The pending claims sorted in the total order, rebuilt only when asked for
+ * after a change: O(n log n) per listing instead of O(log n) per claim. */
+static void snapshot(sl_engine *eng)
+{
+    if (eng->psnap_ok)
+        return;
+    if (eng->psnap_cap < eng->npending) {
+        eng->psnap_cap = eng->npending * 2;
+        eng->psnap = sl__realloc(&eng->mem, eng->psnap, eng->psnap_cap * sizeof(*eng->psnap));
+    }
+    size_t n = 0;
+    for (sl_claim *c = eng->phead; c; c = c->pnext)
+        eng->psnap[n++] = c;
+    qsort(eng->psnap, n, sizeof(*eng->psnap), snap_cmp);
+    for (size_t i = 0; i < n; i++)
+        eng->psnap[i]->pidx = i;
+    eng->psnap_ok = true;
+}
+
+const sl_claim *sl_pending_next(sl_engine *eng, const sl_claim *prev)
+{
+    snapshot(eng);
+    size_t i = prev ? prev->pidx + 1 : 0;
+    return i < eng->npending ? eng->psnap[i] : NULL;
+}
+
+size_t sl_pending_position(sl_engine *eng, const sl_claim *c)
+{
+    if (c->state != SL_PENDING)
+        return 0;
+    snapshot(eng);
+    return c->pidx + 1;
 }
 
 void sl_claim_get(const sl_claim *c, sl_claim_view *out)
@@ -545,7 +602,7 @@ void sl_claim_get(const sl_claim *c, sl_claim_view *out)
     out->ntags = c->ntags;
 }
 
-void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_lock_view *out)
+void sl_claim_lock_peek(const sl_claim *c, size_t i, sl_claim_lock_view *out)
 {
     const sl_centry *e = &c->e[i];
     out->kind = e->key[0] == 'm' ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
@@ -554,7 +611,14 @@ void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_loc
     out->slots = e->slots;
     out->via = (sl_via)e->via;
     out->token = e->token;
-    out->position = c->state == SL_PENDING ? sl__queue_position(eng, e) : 0;
+    out->position = 0;
+}
+
+void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_lock_view *out)
+{
+    sl_claim_lock_peek(c, i, out);
+    if (c->state == SL_PENDING)
+        out->position = sl__queue_position(eng, &c->e[i]);
 }
 
 void sl_claim_set_udata(sl_claim *c, void *udata)

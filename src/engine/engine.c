@@ -38,12 +38,6 @@ static const char *config_key(const sl_hnode *n, size_t *len)
     return c->name;
 }
 
-static int pending_cmp(const sl_tnode *a, const sl_tnode *b)
-{
-    return sl__claim_order(sl__container_of(a, sl_claim, pnode),
-                           sl__container_of(b, sl_claim, pnode));
-}
-
 int sl_engine_new(const sl_engine_opts *opts, sl_engine **out)
 {
     sl_engine_opts o;
@@ -60,8 +54,10 @@ int sl_engine_new(const sl_engine_opts *opts, sl_engine **out)
     sl__hash_init(&eng->claims, &eng->mem, claim_key, k0, k1);
     sl__hash_init(&eng->locks, &eng->mem, lock_key, k0, k1);
     sl__hash_init(&eng->configs, &eng->mem, config_key, k0, k1);
-    sl__tree_init(&eng->pending, pending_cmp);
     sl__heap_init(&eng->timers, &eng->mem);
+    /* Allocated once: building a claim needs up to SL_CLAIM_LOCKS_MAX locks
+     * of scratch (37 KB), too much for the stack and the hot path. */
+    eng->xlocks = sl__malloc(&eng->mem, SL_CLAIM_LOCKS_MAX * sizeof(*eng->xlocks));
     eng->next_seq = 1;
     eng->next_arrival = 1;
     eng->next_grant = 1;
@@ -90,6 +86,8 @@ void sl_engine_free(sl_engine *eng)
     sl__pvec_free(&eng->mem, &eng->dirty);
     sl__pvec_free(&eng->mem, &eng->cand);
     sl__free(&eng->mem, eng->sim);
+    sl__free(&eng->mem, eng->xlocks);
+    sl__free(&eng->mem, eng->psnap);
     sl_mem mem = eng->mem;
     sl__free(&mem, eng);
 }
@@ -109,7 +107,7 @@ void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out)
 {
     memset(out, 0, sizeof(*out));
     out->claims = sl__hash_count(&eng->claims);
-    out->pending = sl__tree_count(&eng->pending);
+    out->pending = eng->npending;
     out->held = eng->nheld;
     out->ended = eng->nended;
     out->locks = eng->nactive + eng->nidle;

@@ -290,10 +290,12 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
 sl_claim *sl_claim_find(const sl_engine *eng, const char *id);
 /* Every claim, live or retained, in arrival order: first with prev NULL. */
 const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev);
-/* Every pending claim in the one total order (priority, created, arrival). */
-const sl_claim *sl_pending_next(const sl_engine *eng, const sl_claim *prev);
-/* The claim's place in that order, from 1; 0 when not pending. O(log n). */
-size_t sl_pending_position(const sl_claim *c);
+/* Every pending claim in the one total order (priority, created, arrival):
+ * first with prev NULL. The order is sorted when first asked for after a
+ * change (O(n log n)); iterating it then is O(1) a step. */
+const sl_claim *sl_pending_next(sl_engine *eng, const sl_claim *prev);
+/* The claim's place in that order, from 1; 0 when not pending. */
+size_t sl_pending_position(sl_engine *eng, const sl_claim *c);
 
 /* Releases a held claim, withdraws a pending one (`reason` is
  * SL_REASON_RELEASED/WITHDRAWN for a client's request, CLIENT_GONE when its
@@ -352,6 +354,10 @@ typedef struct sl_claim_lock_view {
 /* Lock i of the claim, in the claim's order (explicit locks, then tags, then
  * the group). Computes the position, hence the engine. */
 void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_lock_view *out);
+/* The same without the position (left 0), in O(1): for callers that do not
+ * show positions, such as the store, since a position on a rebalanced lock
+ * costs a walk of its queue. */
+void sl_claim_lock_peek(const sl_claim *c, size_t i, sl_claim_lock_view *out);
 void sl_claim_tag_get(const sl_claim *c, size_t i, sl_tag *out);
 
 /* ---- why ----------------------------------------------------------------- */
@@ -395,7 +401,12 @@ typedef struct sl_event {
 } sl_event;
 
 /* Everything that changed since the last sl_engine_changes_clear, for the
- * store to write in one transaction. Valid until that clear. */
+ * store to write in one transaction. Valid until that clear. A store applies
+ * it in this order: evicted locks (delete), then tokens (upsert: a key
+ * evicted at the start of the batch may have been made again and granted
+ * since), claims (upsert), purged claims (delete: a claim may be in both
+ * lists when it ended and was forgotten in one batch), configurations,
+ * events, counters. */
 typedef struct sl_changes {
     sl_claim *const *claims; /* created or changed, each once */
     size_t nclaims;

@@ -26,6 +26,15 @@ typedef struct sl_pvec {
 void sl__pvec_push(sl_mem *m, sl_pvec *v, void *p);
 void sl__pvec_free(sl_mem *m, sl_pvec *v);
 
+/* One lock of a claim being built, from a request or a saved record. */
+typedef struct sl_xlock {
+    char key[SL_LOCK_KEY_MAX + 1];
+    size_t keylen;
+    uint32_t slots;
+    sl_via via;
+    int64_t cfg_lease; /* the configured lease of a semaphore, 0 if none */
+} sl_xlock;
+
 struct sl_config {
     sl_hnode hnode; /* eng->configs, by name */
     uint32_t limit;
@@ -92,22 +101,30 @@ struct sl_rkey {
 struct sl_claim {
     sl_hnode hnode;               /* eng->claims, by id */
     struct sl_claim *prev, *next; /* eng's list of every claim, arrival order */
-    sl_tnode pnode;               /* eng->pending, while pending */
     sl_timer timer;
     struct sl_claim *grave_next; /* purged, waiting for the batch to be cleared */
+    struct sl_claim *pprev, *pnext; /* eng's list of pending claims (any order) */
+    size_t pidx;                    /* place in eng->psnap while that is valid */
     const char *id, *holder, *group, *rkey;
     char *by; /* owned */
     void *udata;
     sl_tag *tags;
-    uint64_t arrival, grant_seq;
-    int64_t created, arrived, lease, grace, timeout, life, granted, revoke_at, ended;
-    int32_t priority;
+    uint64_t grant_seq;
+    int64_t arrived, lease, grace, timeout, life, granted, revoke_at, ended;
     int watchers;
-    uint8_t state, cancel, reason;
+    uint8_t cancel, reason;
     bool dirty;     /* on eng->chg_claims */
     bool candidate; /* on eng->cand during an admission pass */
-    uint16_t nlocks, ntags, idlen;
-    sl_centry e[]; /* then the strings: id, holder, keys, group, rkey, tags */
+    uint16_t ntags, idlen;
+    /* Last, next to the entries: what every queue comparison reads. With a
+     * million waiters each tree level is a cache miss; keeping the ordering
+     * fields beside the first entry's tree node makes it one miss, not two. */
+    uint8_t state;
+    uint16_t nlocks;
+    int32_t priority;
+    int64_t created;
+    uint64_t arrival;
+    sl_centry e[]; /* then the tags and the strings: id, holder, keys, group, rkey */
 };
 
 struct sl_engine {
@@ -116,7 +133,14 @@ struct sl_engine {
     sl_hash claims, locks, configs;
     sl_pvec patterns; /* sl_config*, the ones ending in '*' */
     sl_claim *chead, *ctail;
-    sl_tree pending;
+    sl_claim *phead;  /* pending claims, unordered: the total order of all of
+                       * them is only needed for listings, so it is sorted
+                       * on demand (psnap) rather than kept in a tree that
+                       * every claim would pay for */
+    size_t npending;
+    sl_claim **psnap; /* pending claims in the total order, while psnap_ok */
+    size_t psnap_cap;
+    bool psnap_ok;
     sl_lock *active_head, *active_tail, *idle_head, *idle_tail;
     size_t nactive, nidle, nheld, nended;
     sl_heap timers;
@@ -125,6 +149,7 @@ struct sl_engine {
     sl_pvec dirty; /* sl_lock* whose admission must be looked at */
     sl_pvec cand;  /* sl_claim*, scratch for the admission pass */
     void *sim;     /* scratch for rebalanced walks (rebalance.c) */
+    sl_xlock *xlocks; /* scratch: SL_CLAIM_LOCKS_MAX locks of a claim being built */
     size_t simcap;
     /* the batch (sl_changes) */
     sl_pvec chg_claims, chg_locks, chg_configs, purged, purged_claims, evicted, strings;
@@ -133,18 +158,12 @@ struct sl_engine {
     sl_claim *grave;
 };
 
-/* One lock of a claim being built, from a request or a saved record. */
-typedef struct sl_xlock {
-    char key[SL_LOCK_KEY_MAX + 1];
-    size_t keylen;
-    uint32_t slots;
-    sl_via via;
-    int64_t cfg_lease; /* the configured lease of a semaphore, 0 if none */
-} sl_xlock;
-
 /* claim.c */
+void sl__pending_add(sl_engine *eng, sl_claim *c);
+void sl__pending_remove(sl_engine *eng, sl_claim *c);
+sl_xlock *sl__xlocks(sl_engine *eng); /* the scratch of SL_CLAIM_LOCKS_MAX locks */
 sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xlock *x, size_t n);
-void sl__claim_link(sl_engine *eng, sl_claim *c);
+void sl__claim_link(sl_engine *eng, sl_claim *c, uint64_t idhash);
 void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason,
                    const char *by, int64_t now);
 void sl__claim_free(sl_engine *eng, sl_claim *c);

@@ -21,8 +21,17 @@ typedef struct sl_timer {
     size_t index; /* place in the heap, SL_TIMER_IDLE when not armed */
 } sl_timer;
 
+/* A heap slot keeps a copy of its timer's key: sifting compares slots of
+ * the array only, and touches a timer just to tell it where it now is
+ * (a write, which the CPU need not wait for; a read of a cold claim it must). */
+typedef struct sl_hentry {
+    int64_t at;
+    uint64_t seq;
+    sl_timer *t;
+} sl_hentry;
+
 typedef struct sl_heap {
-    sl_timer **v;
+    sl_hentry *v;
     size_t n, cap;
     sl_mem *mem;
 } sl_heap;
@@ -31,7 +40,8 @@ void sl__heap_init(sl_heap *h, sl_mem *mem);
 /* Frees the array; timers still armed are left idle (index SL_TIMER_IDLE). */
 void sl__heap_free(sl_heap *h);
 void sl__timer_init(sl_timer *t, uint64_t seq); /* index = SL_TIMER_IDLE */
-/* Arms t at `at`, or moves it there if armed. */
+/* Arms t at `at`, or moves it there if armed (nothing to do if it is
+ * armed there already). */
 void sl__heap_set(sl_heap *h, sl_timer *t, int64_t at);
 /* Disarms t; harmless when it is not armed. */
 void sl__heap_cancel(sl_heap *h, sl_timer *t);

@@ -227,7 +227,10 @@ int sl_engine_restore_token(sl_engine *eng, const char *key, uint64_t token)
         !sl_name_valid(key + 4, len - 4, false))
         return SL_EINVAL;
     sl_lock *l = sl__lock_get(eng, key, len);
-    if (token > l->token)
+    /* The saved token is this lock's own last one: put it back as it was,
+     * even below token_floor (the floor is where locks made later start;
+     * this one was made before the floor rose). Holders only raise it. */
+    if (l->nholders == 0 || token > l->token)
         l->token = token;
     return 0;
 }

@@ -1,20 +1,23 @@
 /* queue.c - queues and admission: who may be granted, and granting them.
  *
  * A pending claim is granted when it is admissible on every one of its locks
- * at the same moment (DESIGN.md). Any change that could let someone in (a
- * release, a raised limit, a new or departed waiter) marks the lock dirty;
- * sl__settle then takes, from each dirty lock, the waiters that fit in its
- * free slots by its strategy (the candidates), and tries them in the one
- * total order, each against the state left by the grants before it.
+ * at the same moment (DESIGN.md). The rule is that of full passes: try every
+ * waiter in the one total order, each against the state left by the grants
+ * before it, and pass again until a pass grants nothing. Trying every waiter
+ * would cost O(n) per change, so a pass only tries the waiters that could be
+ * admissible: any change that could let someone in (a release, a raised
+ * limit, a waiter arriving or leaving) marks the lock dirty, and the pass
+ * takes from each dirty lock the waiters that fit in its free slots by its
+ * strategy (the candidates), in the total order (a heap).
  *
- * Why one ordered pass is exact for strict and skip: granting a claim moves
- * its slots from "asked for ahead of me" to "used", which leaves every
- * strict waiter behind it where it was and only shrinks what skip waiters
- * can have, so a waiter refused in the pass stays refused. Rebalanced locks
- * reorder as keys gain slots, so a grant there marks the lock dirty and the
- * pass runs again until nothing more can be granted. */
-#include <stdlib.h>
-
+ * Why that is exact: on a strict or skip lock a grant never makes another
+ * waiter admissible (it moves slots from "asked for ahead of me" to "used",
+ * or shrinks what is free), so a waiter that is not a candidate could not
+ * have been granted in a full pass. On a rebalanced lock a grant moves keys
+ * toward their quotas and so reorders the order of choice: right after it,
+ * the lock's new candidates that come later in the total order join this
+ * pass, and the lock is marked dirty so that earlier ones are tried in the
+ * next pass, exactly where a full pass would find them. */
 #include "engine_int.h"
 
 uint64_t sl__lock_free_slots(const sl_lock *l)
@@ -137,17 +140,62 @@ uint64_t sl__queue_ahead_slots(sl_engine *eng, const sl_centry *e)
     return f.before;
 }
 
-static void candidate(sl_engine *eng, sl_claim *c)
+static int cand_cmp(const void *a, const void *b)
 {
-    if (c->candidate)
+    return sl__claim_order(*(const sl_claim *const *)a, *(const sl_claim *const *)b);
+}
+
+/* eng->cand is a binary min-heap in the total order: the pass takes the
+ * candidates in that order while grants may add more behind the one taken. */
+static void heap_push(sl_engine *eng, sl_claim *c)
+{
+    sl__pvec_push(&eng->mem, &eng->cand, c);
+    void **v = eng->cand.v;
+    size_t i = eng->cand.n - 1;
+    while (i > 0 && cand_cmp(&v[i], &v[(i - 1) / 2]) < 0) {
+        void *t = v[i];
+        v[i] = v[(i - 1) / 2];
+        v[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static sl_claim *heap_pop(sl_engine *eng)
+{
+    void **v = eng->cand.v;
+    sl_claim *top = v[0];
+    v[0] = v[--eng->cand.n];
+    size_t n = eng->cand.n, i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && cand_cmp(&v[l], &v[m]) < 0)
+            m = l;
+        if (r < n && cand_cmp(&v[r], &v[m]) < 0)
+            m = r;
+        if (m == i)
+            break;
+        void *t = v[i];
+        v[i] = v[m];
+        v[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+/* A candidate of this pass; with a floor, only one that comes after it in
+ * the total order (one before it waits for the next pass). */
+static void candidate(sl_engine *eng, sl_claim *c, const sl_claim *floor)
+{
+    if (c->candidate || (floor && sl__claim_order(c, floor) <= 0))
         return;
     c->candidate = true;
-    sl__pvec_push(&eng->mem, &eng->cand, c);
+    heap_push(eng, c);
 }
 
 typedef struct collect_ctx {
     sl_engine *eng;
     uint64_t free;
+    const sl_claim *floor;
 } collect_ctx;
 
 static bool collect_visit(void *ud, sl_centry *e, size_t position, uint64_t slots_before)
@@ -156,7 +204,7 @@ static bool collect_visit(void *ud, sl_centry *e, size_t position, uint64_t slot
     (void)position;
     if (slots_before + e->slots > cc->free)
         return false;
-    candidate(cc->eng, e->claim);
+    candidate(cc->eng, e->claim, cc->floor);
     return true;
 }
 
@@ -164,13 +212,13 @@ static bool collect_visit(void *ud, sl_centry *e, size_t position, uint64_t slot
  * locks free. Strict: the prefix of the queue that fits. Skip: every waiter
  * that fits by itself (the amortised walk DESIGN.md allows). Rebalanced:
  * the prefix of the order of choice that fits. */
-static void collect(sl_engine *eng, sl_lock *l)
+static void collect(sl_engine *eng, sl_lock *l, const sl_claim *floor)
 {
     uint64_t free = sl__lock_free_slots(l);
     if (free == 0 || l->npending == 0)
         return;
     if (l->strategy == SL_REBALANCED) {
-        collect_ctx cc = {eng, free};
+        collect_ctx cc = {eng, free, floor};
         sl__rk_walk(eng, l, collect_visit, &cc);
         return;
     }
@@ -184,13 +232,8 @@ static void collect(sl_engine *eng, sl_lock *l)
         } else if (e->slots > free) {
             continue;
         }
-        candidate(eng, e->claim);
+        candidate(eng, e->claim, floor);
     }
-}
-
-static int cand_cmp(const void *a, const void *b)
-{
-    return sl__claim_order(*(const sl_claim *const *)a, *(const sl_claim *const *)b);
 }
 
 static bool admissible_everywhere(sl_engine *eng, const sl_claim *c)
@@ -205,7 +248,7 @@ static void grant(sl_engine *eng, sl_claim *c, int64_t now)
 {
     for (size_t i = 0; i < c->nlocks; i++)
         sl__queue_remove(eng, &c->e[i]);
-    sl__tree_remove(&eng->pending, &c->pnode);
+    sl__pending_remove(eng, c);
     for (size_t i = 0; i < c->nlocks; i++)
         sl__lock_holder_add(eng, &c->e[i]);
     c->state = SL_HELD;
@@ -224,25 +267,34 @@ void sl__queue_grant_now(sl_engine *eng, sl_claim *c, int64_t now)
     grant(eng, c, now);
 }
 
+/* A grant on a rebalanced lock can move waiters up its order of choice;
+ * those that come after the granted claim in the total order are tried in
+ * this pass, as a full pass over every waiter would. */
+static void grant_and_follow(sl_engine *eng, sl_claim *c, int64_t now)
+{
+    grant(eng, c, now);
+    for (size_t i = 0; i < c->nlocks; i++)
+        if (c->e[i].lock->strategy == SL_REBALANCED)
+            collect(eng, c->e[i].lock, c);
+}
+
 void sl__settle(sl_engine *eng, int64_t now)
 {
     while (eng->dirty.n > 0) {
         for (size_t i = 0; i < eng->dirty.n; i++) {
             sl_lock *l = eng->dirty.v[i];
             l->dirty = false;
-            collect(eng, l);
+            collect(eng, l, NULL);
         }
         eng->dirty.n = 0;
         if (eng->cand.n == 0)
             break;
-        qsort(eng->cand.v, eng->cand.n, sizeof(*eng->cand.v), cand_cmp);
-        for (size_t i = 0; i < eng->cand.n; i++) {
-            sl_claim *c = eng->cand.v[i];
+        while (eng->cand.n > 0) {
+            sl_claim *c = heap_pop(eng);
             c->candidate = false;
             if (c->state == SL_PENDING && admissible_everywhere(eng, c))
-                grant(eng, c, now);
+                grant_and_follow(eng, c, now);
         }
-        eng->cand.n = 0;
     }
     for (size_t i = 0; i < eng->dirty.n; i++)
         ((sl_lock *)eng->dirty.v[i])->dirty = false;

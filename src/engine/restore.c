@@ -36,15 +36,31 @@ static int check_rec(const sl_engine *eng, const sl_claim_rec *rec, sl_xlock *x,
     for (size_t i = 0; i < v->nlocks; i++) {
         const sl_claim_lock_rec *lr = &rec->locks[i];
         size_t len = lr->name ? strlen(lr->name) : 0;
-        if (!sl_name_valid(lr->name, len, false) || lr->slots == 0) {
+        bool twice = false;
+        if (sl_name_valid(lr->name, len, false)) {
+            sl__lock_key(lr->kind, lr->name, len, x[i].key, &x[i].keylen);
+            for (size_t j = 0; j < i; j++)
+                twice |= x[j].keylen == x[i].keylen && memcmp(x[j].key, x[i].key, x[i].keylen) == 0;
+        }
+        /* As sl_claim_create would have it: a known kind and origin, and no
+         * lock twice (the queues assume one entry per claim and lock). */
+        if (!sl_name_valid(lr->name, len, false) || lr->slots == 0 ||
+            (unsigned)lr->kind > SL_KIND_SEMAPHORE || (unsigned)lr->via > SL_VIA_GROUP || twice) {
             sl__error_set(err, SL_EINVAL, "a saved claim has a malformed lock", "locks",
                           lr->name, 0);
             return SL_EINVAL;
         }
-        sl__lock_key(lr->kind, lr->name, len, x[i].key, &x[i].keylen);
         x[i].slots = lr->slots;
         x[i].via = lr->via;
         x[i].cfg_lease = 0;
+    }
+    /* Tags are copied with strlen: a missing key or value must stop here. */
+    for (size_t i = 0; i < v->ntags; i++) {
+        const sl_tag *t = &rec->tags[i];
+        if (!t->key || !*t->key || !t->value || !*t->value) {
+            sl__error_set(err, SL_EINVAL, "a saved claim has a malformed tag", "tags", t->key, 0);
+            return SL_EINVAL;
+        }
     }
     return 0;
 }
@@ -92,19 +108,17 @@ static void rec_place(sl_engine *eng, sl_claim *c)
             sl__lock_holder_insert(eng, e);
     }
     if (c->state == SL_PENDING)
-        sl__tree_insert(&eng->pending, &c->pnode, 1);
+        sl__pending_add(eng, c);
     else
         eng->nheld++;
 }
 
 int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *err)
 {
-    sl_xlock *x = sl__malloc(&eng->mem, SL_CLAIM_LOCKS_MAX * sizeof(*x));
+    sl_xlock *x = sl__xlocks(eng);
     int rc = check_rec(eng, rec, x, err);
-    if (rc) {
-        sl__free(&eng->mem, x);
+    if (rc)
         return rc;
-    }
     sl_claim_req req;
     memset(&req, 0, sizeof(req));
     req.id = rec->v.id;
@@ -114,9 +128,8 @@ int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *e
     req.tags = rec->tags;
     req.ntags = rec->v.ntags;
     sl_claim *c = sl__claim_alloc(eng, &req, x, rec->v.nlocks);
-    sl__free(&eng->mem, x);
     rec_fields(eng, c, rec);
-    sl__claim_link(eng, c);
+    sl__claim_link(eng, c, sl__hash_of(&eng->claims, c->id, c->idlen));
     rec_place(eng, c);
     return 0;
 }

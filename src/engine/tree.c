@@ -117,21 +117,33 @@ static sl_tnode *rightmost(sl_tnode *n)
 void sl__tree_init(sl_tree *t, sl_tree_cmp cmp)
 {
     t->root = NULL;
+    t->first = t->last = NULL;
     t->cmp = cmp;
 }
 
+/* A node that orders after all others (a claim joining the back of its
+ * queue, the common case) is hung under the last one without a search. */
 void sl__tree_insert(sl_tree *t, sl_tnode *n, uint32_t weight)
 {
     sl_tnode *parent = NULL, **link = &t->root;
-    while (*link != NULL) {
-        parent = *link;
-        link = t->cmp(n, parent) < 0 ? &parent->left : &parent->right;
+    if (t->last && t->cmp(n, t->last) > 0) {
+        parent = t->last;
+        link = &parent->right;
+    } else {
+        while (*link != NULL) {
+            parent = *link;
+            link = t->cmp(n, parent) < 0 ? &parent->left : &parent->right;
+        }
     }
     n->left = n->right = NULL;
     n->parent = parent;
     n->weight = weight;
     update(n);
     *link = n;
+    if (!t->first || t->cmp(n, t->first) < 0)
+        t->first = n;
+    if (!t->last || t->cmp(n, t->last) > 0)
+        t->last = n;
     rebalance(t, parent);
 }
 
@@ -159,6 +171,10 @@ static sl_tnode *splice_successor(sl_tree *t, sl_tnode *n, sl_tnode *s)
 void sl__tree_remove(sl_tree *t, sl_tnode *n)
 {
     sl_tnode *fix;
+    if (n == t->first)
+        t->first = sl__tree_next(n);
+    if (n == t->last)
+        t->last = sl__tree_prev(n);
     if (n->left && n->right) {
         fix = splice_successor(t, n, leftmost(n->right));
     } else {
@@ -174,12 +190,12 @@ void sl__tree_remove(sl_tree *t, sl_tnode *n)
 
 sl_tnode *sl__tree_first(const sl_tree *t)
 {
-    return leftmost(t->root);
+    return t->first;
 }
 
 sl_tnode *sl__tree_last(const sl_tree *t)
 {
-    return rightmost(t->root);
+    return t->last;
 }
 
 sl_tnode *sl__tree_next(const sl_tnode *n)

@@ -28,6 +28,8 @@ typedef int (*sl_tree_cmp)(const sl_tnode *a, const sl_tnode *b);
 
 typedef struct sl_tree {
     sl_tnode *root;
+    sl_tnode *first, *last; /* kept, not searched: queues are mostly taken at
+                             * the head and joined at the tail */
     sl_tree_cmp cmp;
 } sl_tree;
 
@@ -36,8 +38,8 @@ void sl__tree_init(sl_tree *t, sl_tree_cmp cmp);
 void sl__tree_insert(sl_tree *t, sl_tnode *n, uint32_t weight);
 /* Removes n, which must be in t. O(log n). n's fields are garbage after. */
 void sl__tree_remove(sl_tree *t, sl_tnode *n);
-sl_tnode *sl__tree_first(const sl_tree *t); /* NULL when empty */
-sl_tnode *sl__tree_last(const sl_tree *t);
+sl_tnode *sl__tree_first(const sl_tree *t); /* NULL when empty; O(1) */
+sl_tnode *sl__tree_last(const sl_tree *t); /* O(1) */
 sl_tnode *sl__tree_next(const sl_tnode *n); /* NULL after the last */
 sl_tnode *sl__tree_prev(const sl_tnode *n); /* NULL before the first */
 size_t sl__tree_count(const sl_tree *t);

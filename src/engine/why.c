@@ -43,7 +43,6 @@ static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
 {
     const sl_lock *l = e->lock;
     uint64_t free = sl__lock_free_slots(l);
-    uint64_t before = sl__queue_ahead_slots(eng, e);
     if (w) {
         w->used = l->used;
         w->limit = l->limit;
@@ -53,7 +52,10 @@ static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
     bool fits_alone = e->slots <= free;
     if (l->strategy == SL_SKIP)
         return fits_alone ? SL_RULE_OTHER_LOCK : SL_RULE_AT_LIMIT;
-    if (fits_alone && before + e->slots <= free)
+    /* The slots asked ahead matter only when its own fit, so the walk that
+     * sums them (O(log n); longer on a rebalanced lock) is skipped for a
+     * claim that waits at the limit: every claim.waiting event asks this. */
+    if (fits_alone && sl__queue_ahead_slots(eng, e) + e->slots <= free)
         return SL_RULE_OTHER_LOCK;
     if (l->strategy == SL_REBALANCED) {
         bool below = false;

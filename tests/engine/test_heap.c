@@ -114,12 +114,14 @@ static void check(const world *w)
         if (!w->armed[i])
             CHECK(w->t[i].index == SL_TIMER_IDLE);
         else
-            CHECK(w->t[i].index < h->n && h->v[w->t[i].index] == &w->t[i]);
+            CHECK(w->t[i].index < h->n && h->v[w->t[i].index].t == &w->t[i] &&
+                  h->v[w->t[i].index].at == w->t[i].at &&
+                  h->v[w->t[i].index].seq == w->t[i].seq);
     }
     CHECK(sl__heap_count(h) == armed);
     CHECK(h->n <= h->cap);
     for (size_t i = 1; i < h->n; i++)
-        CHECK(!before(h->v[i], h->v[(i - 1) / 2]));
+        CHECK(!before(h->v[i].t, h->v[(i - 1) / 2].t));
     CHECK(sl__heap_peek(h) == ref_min(w));
 }
 

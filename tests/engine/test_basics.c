@@ -1,0 +1,37 @@
+/* test_basics.c - the first rules: a mutex, its queue, priorities, tokens. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "support.h"
+
+static void mutex_queue_and_priority(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    t_claim(eng, 1, "id=a m:deploy");
+    t_claim(eng, 2, "id=b m:deploy");
+    t_claim(eng, 3, "id=c m:deploy prio=5");
+    assert_int_equal(t_state(eng, "a"), SL_HELD);
+    assert_int_equal(t_position(eng, "c", 0), 1);
+    assert_int_equal(t_position(eng, "b", 0), 2);
+    assert_string_equal(t_events(eng), "claim.queued:a claim.acquired:a claim.queued:b "
+                                       "claim.waiting:b claim.queued:c claim.waiting:c");
+    t_release(eng, 4, "a");
+    assert_int_equal(t_state(eng, "c"), SL_HELD);
+    assert_int_equal(t_token(eng, "a", 0), 1);
+    assert_int_equal(t_token(eng, "c", 0), 2);
+    assert_string_equal(t_events(eng), "claim.released:a claim.acquired:c");
+    t_free(eng);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mutex_queue_and_priority),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
