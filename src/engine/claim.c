@@ -551,7 +551,8 @@ static void snapshot(sl_engine *eng)
     size_t n = 0;
     for (sl_claim *c = eng->phead; c; c = c->pnext)
         eng->psnap[n++] = c;
-    qsort(eng->psnap, n, sizeof(*eng->psnap), snap_cmp);
+    if (n > 1) /* psnap is NULL while nothing was ever pending: qsort wants a pointer */
+        qsort(eng->psnap, n, sizeof(*eng->psnap), snap_cmp);
     for (size_t i = 0; i < n; i++)
         eng->psnap[i]->pidx = i;
     eng->psnap_ok = true;

@@ -85,6 +85,7 @@ void sl_engine_free(sl_engine *eng)
     sl__pvec_free(&eng->mem, &eng->patterns);
     sl__pvec_free(&eng->mem, &eng->dirty);
     sl__pvec_free(&eng->mem, &eng->cand);
+    sl__pvec_free(&eng->mem, &eng->arrivals);
     sl__free(&eng->mem, eng->sim);
     sl__free(&eng->mem, eng->xlocks);
     sl__free(&eng->mem, eng->psnap);

@@ -402,11 +402,11 @@ typedef struct sl_event {
 
 /* Everything that changed since the last sl_engine_changes_clear, for the
  * store to write in one transaction. Valid until that clear. A store applies
- * it in this order: evicted locks (delete), then tokens (upsert: a key
- * evicted at the start of the batch may have been made again and granted
- * since), claims (upsert), purged claims (delete: a claim may be in both
- * lists when it ended and was forgotten in one batch), configurations,
- * events, counters. */
+ * deletions first: evicted locks, then purged claims; then the upserts:
+ * tokens (a key evicted at the start of the batch may have been made again
+ * and granted since), claims (skipping a changed claim that sl_claim_find
+ * no longer returns: it ended and was forgotten in this batch, and its id
+ * may even be in use again), configurations, events, counters. */
 typedef struct sl_changes {
     sl_claim *const *claims; /* created or changed, each once */
     size_t nclaims;

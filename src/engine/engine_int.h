@@ -148,6 +148,7 @@ struct sl_engine {
     uint64_t grants;
     sl_pvec dirty; /* sl_lock* whose admission must be looked at */
     sl_pvec cand;  /* sl_claim*, scratch for the admission pass */
+    sl_pvec arrivals; /* sl_claim* that joined strict or skip queues: candidates */
     void *sim;     /* scratch for rebalanced walks (rebalance.c) */
     sl_xlock *xlocks; /* scratch: SL_CLAIM_LOCKS_MAX locks of a claim being built */
     size_t simcap;

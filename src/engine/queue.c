@@ -25,18 +25,26 @@ uint64_t sl__lock_free_slots(const sl_lock *l)
     return l->limit > l->used ? l->limit - l->used : 0;
 }
 
+/* A waiter joining a strict or skip queue can only make itself admissible
+ * there (it adds to what is asked ahead of those behind it, and leaves the
+ * free slots alone), so it alone is a candidate: the lock's other waiters
+ * are not walked again. On a rebalanced lock a new key changes every quota. */
 void sl__queue_add(sl_engine *eng, sl_centry *e)
 {
     sl_lock *l = e->lock;
     l->npending++;
-    if (l->strategy == SL_REBALANCED)
+    if (l->strategy == SL_REBALANCED) {
         sl__rk_add_pending(eng, e);
-    else
+        sl__lock_mark_dirty(eng, l);
+    } else {
         sl__tree_insert(&l->queue, &e->u.node, e->slots);
-    sl__lock_mark_dirty(eng, l);
+        sl__pvec_push(&eng->mem, &eng->arrivals, e->claim);
+    }
     sl__lock_check_idle(eng, l);
 }
 
+/* A waiter leaving a skip queue changes nobody's chances there (they depend
+ * on the free slots only); on a strict one those behind it move up. */
 void sl__queue_remove(sl_engine *eng, sl_centry *e)
 {
     sl_lock *l = e->lock;
@@ -45,7 +53,8 @@ void sl__queue_remove(sl_engine *eng, sl_centry *e)
         sl__rk_remove_pending(eng, e);
     else
         sl__tree_remove(&l->queue, &e->u.node);
-    sl__lock_mark_dirty(eng, l);
+    if (l->strategy != SL_SKIP)
+        sl__lock_mark_dirty(eng, l);
 }
 
 static bool collect_pending(void *ud, sl_centry *e, size_t position, uint64_t slots_before)
@@ -280,13 +289,19 @@ static void grant_and_follow(sl_engine *eng, sl_claim *c, int64_t now)
 
 void sl__settle(sl_engine *eng, int64_t now)
 {
-    while (eng->dirty.n > 0) {
+    while (eng->dirty.n > 0 || eng->arrivals.n > 0) {
         for (size_t i = 0; i < eng->dirty.n; i++) {
             sl_lock *l = eng->dirty.v[i];
             l->dirty = false;
             collect(eng, l, NULL);
         }
         eng->dirty.n = 0;
+        for (size_t i = 0; i < eng->arrivals.n; i++) {
+            sl_claim *c = eng->arrivals.v[i];
+            if (c->state == SL_PENDING)
+                candidate(eng, c, NULL);
+        }
+        eng->arrivals.n = 0;
         if (eng->cand.n == 0)
             break;
         while (eng->cand.n > 0) {

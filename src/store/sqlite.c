@@ -1,0 +1,267 @@
+/* sqlite.c - the embedded store: one SQLite file in WAL mode.
+ *
+ * Opening checks the file's directory, sets the journal and durability
+ * pragmas, migrates the schema (sqlite_schema.c) and prepares every
+ * statement a batch or a read of the event log needs, once. Writing
+ * batches is sqlite_write.c, rebuilding the engine sqlite_load.c, the event
+ * log sqlite_events.c.
+ *
+ * Durability: WAL with synchronous=NORMAL makes every committed transaction
+ * survive a killed process (the WAL is written before COMMIT returns; it is
+ * fsynced only at checkpoints, so power loss may lose the last commits);
+ * synchronous=FULL fsyncs the WAL at every commit and survives power loss
+ * too. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sqlite_int.h"
+
+/* How long a statement waits for a lock another connection holds (a backup
+ * or an operator's sqlite3 shell, say) before failing. */
+#define SQ_BUSY_TIMEOUT_MS 5000
+/* The WAL is checkpointed every 1000 pages (SQLite's default) and then
+ * reused from its start; a burst may grow it, and this is what it is cut
+ * back to after a checkpoint, in bytes. */
+#define SQ_WAL_KEEP "67108864"
+
+static const char *const stmt_sql[SQ_COUNT] = {
+    [SQ_BEGIN] = "BEGIN IMMEDIATE",
+    [SQ_COMMIT] = "COMMIT",
+    [SQ_ROLLBACK] = "ROLLBACK",
+    [SQ_CLAIM_UPSERT] =
+        "INSERT INTO claims (arrival, id, holder, state, priority, created, arrived,"
+        " rebalance_key, grp, cancel, grace, lease, timeout, life, granted, grant_seq,"
+        " revoke_at, ended, reason, by_claim, locks, tags)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
+        " ?17, ?18, ?19, ?20, ?21, ?22)"
+        " ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, state = excluded.state,"
+        " priority = excluded.priority, created = excluded.created,"
+        " arrived = excluded.arrived, rebalance_key = excluded.rebalance_key,"
+        " grp = excluded.grp, cancel = excluded.cancel, grace = excluded.grace,"
+        " lease = excluded.lease, timeout = excluded.timeout, life = excluded.life,"
+        " granted = excluded.granted, grant_seq = excluded.grant_seq,"
+        " revoke_at = excluded.revoke_at, ended = excluded.ended,"
+        " reason = excluded.reason, by_claim = excluded.by_claim,"
+        " locks = excluded.locks, tags = excluded.tags",
+    [SQ_CLAIM_DELETE] = "DELETE FROM claims WHERE id = ?1",
+    [SQ_LOCK_UPSERT] = "INSERT INTO locks (key, token) VALUES (?1, ?2)"
+                       " ON CONFLICT (key) DO UPDATE SET token = excluded.token",
+    [SQ_LOCK_DELETE] = "DELETE FROM locks WHERE key = ?1",
+    [SQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5)"
+                         " ON CONFLICT (name) DO UPDATE SET lim = excluded.lim,"
+                         " strategy = excluded.strategy, lease_ms = excluded.lease_ms,"
+                         " source = excluded.source",
+    [SQ_CONFIG_DELETE] = "DELETE FROM configs WHERE name = ?1",
+    [SQ_EVENT_INSERT] = "INSERT INTO events (seq, time, type, claim, holder, locks, reason)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [SQ_META_UPDATE] = "UPDATE meta SET next_seq = ?1, next_arrival = ?2, next_grant = ?3,"
+                       " token_floor = ?4 WHERE id = 1",
+    [SQ_EVENTS_ALL] = "SELECT seq, time, type, claim, holder, locks, reason FROM events"
+                      " WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+    [SQ_EVENTS_CLAIM] = "SELECT seq, time, type, claim, holder, locks, reason FROM events"
+                        " WHERE claim = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2",
+    [SQ_LAST_SEQ] = "SELECT max(seq) FROM events",
+    [SQ_CONFIG_SOURCE] = "SELECT source FROM configs WHERE name = ?1",
+    /* Events are appended in time order, so the old ones are a prefix of
+     * the log: this walks from the oldest and stops at the first it keeps. */
+    [SQ_PRUNE_FIRST_KEPT] = "SELECT seq FROM events WHERE time >= ?1 ORDER BY seq LIMIT 1",
+    [SQ_PRUNE] = "DELETE FROM events WHERE seq < ?1",
+};
+
+static const sl_store_ops sqlite_ops;
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n, size);
+    if (!p)
+        abort();
+    return p;
+}
+
+int sl__sqlite_fail(sl_sqlite *sq, const char *doing)
+{
+    return sl__store_fail(&sq->base, SL_STORE_EIO, "the store %s: %s: %s", sq->path, doing,
+                          sqlite3_errmsg(sq->db));
+}
+
+void sl__sqlite_reset(sqlite3_stmt *s)
+{
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+}
+
+/* Refuses a path whose directory is missing: SQLite would only say "unable
+ * to open database file". */
+static int check_dir(const char *path, char *err, size_t errlen)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    if (slash && n == 0)
+        n = 1; /* "/file": the root */
+    if (n >= sizeof(dir)) {
+        snprintf(err, errlen, "the store path is too long (%zu bytes): use a shorter one",
+                 strlen(path));
+        return SL_STORE_EIO;
+    }
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = '\0';
+    struct stat sb;
+    const char *why = NULL;
+    if (stat(dir, &sb) != 0)
+        why = strerror(errno);
+    else if (!S_ISDIR(sb.st_mode))
+        why = "not a directory";
+    if (why) {
+        snprintf(err, errlen,
+                 "the directory %s of the store %s is unusable (%s): create it, or point "
+                 "the store URL elsewhere",
+                 dir, path, why);
+        return SL_STORE_EIO;
+    }
+    return 0;
+}
+
+/* Runs a pragma and returns its first column's text in out (may be ""). */
+static int pragma(sqlite3 *db, const char *sql, char *out, size_t cap)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        if (out && cap) {
+            const char *t = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+            snprintf(out, cap, "%s", t ? t : "");
+        }
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static void sqlite_close(sl_store *st)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    for (int i = 0; i < SQ_COUNT; i++)
+        sqlite3_finalize(sq->stmt[i]);
+    sqlite3_close(sq->db);
+    sl__sq_buf_free(&sq->locks_json);
+    sl__sq_buf_free(&sq->tags_json);
+    free(sq->path);
+    free(sq);
+}
+
+static int open_fail(sl_sqlite *sq, char *err, size_t errlen, const char *doing)
+{
+    snprintf(err, errlen, "cannot use the store %s: %s: %s", sq->path, doing,
+             sq->db ? sqlite3_errmsg(sq->db) : "out of memory");
+    sqlite_close(&sq->base);
+    return SL_STORE_EIO;
+}
+
+/* journal_mode=WAL answers the mode it ended in: an in-memory database
+ * stays "memory" (fine for tests); anything else means WAL is unavailable
+ * on this file system, and without it a reader would block the writer. */
+static int set_pragmas(sl_sqlite *sq, const sl_store_opts *opts, bool memory, char *err,
+                       size_t errlen)
+{
+    char mode[16];
+    if (pragma(sq->db, "PRAGMA journal_mode=WAL", mode, sizeof(mode)) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot switch to WAL mode");
+    if (strcmp(mode, memory ? "memory" : "wal") != 0) {
+        snprintf(err, errlen,
+                 "cannot use the store %s: SQLite could not put it in WAL mode (it stayed in "
+                 "\"%s\" mode): put it on a local file system",
+                 sq->path, mode);
+        sqlite_close(&sq->base);
+        return SL_STORE_EIO;
+    }
+    const char *sync = opts->durability == SL_DURABILITY_FULL ? "PRAGMA synchronous=FULL"
+                                                              : "PRAGMA synchronous=NORMAL";
+    if (pragma(sq->db, sync, NULL, 0) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot set its durability");
+    if (pragma(sq->db, "PRAGMA journal_size_limit=" SQ_WAL_KEEP, NULL, 0) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot bound its WAL");
+    return 0;
+}
+
+int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out, char *err,
+                    size_t errlen)
+{
+    bool memory = strcmp(path, ":memory:") == 0;
+    int rc = memory ? 0 : check_dir(path, err, errlen);
+    if (rc)
+        return rc;
+    sl_sqlite *sq = xcalloc(1, sizeof(*sq));
+    sq->base.ops = &sqlite_ops;
+    sq->base.source = SL_SOURCE_API;
+    size_t plen = strlen(path);
+    sq->path = xcalloc(1, plen + 1);
+    memcpy(sq->path, path, plen);
+
+    /* NOMUTEX: one thread uses the store (store.h), so SQLite's own locking
+     * of every call is pure cost. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &sq->db, flags, NULL) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot open it");
+    sqlite3_extended_result_codes(sq->db, 1);
+    sqlite3_busy_timeout(sq->db, SQ_BUSY_TIMEOUT_MS);
+    rc = set_pragmas(sq, opts, memory, err, errlen);
+    if (rc)
+        return rc;
+    rc = sl__sqlite_migrate(sq->db, sl__sqlite_migrations, sl__sqlite_nmigrations, &sq->base.schema,
+                            sq->base.err, sizeof(sq->base.err));
+    if (rc) {
+        snprintf(err, errlen, "cannot use the store %s: %s", sq->path, sq->base.err);
+        sqlite_close(&sq->base);
+        return rc;
+    }
+    sq->base.err[0] = '\0';
+    for (int i = 0; i < SQ_COUNT; i++)
+        if (sqlite3_prepare_v3(sq->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &sq->stmt[i],
+                               NULL) != SQLITE_OK)
+            return open_fail(sq, err, errlen, "cannot prepare its statements");
+    *out = &sq->base;
+    return 0;
+}
+
+static int sqlite_config_source(sl_store *st, const char *name, bool *found, sl_config_source *out)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    sqlite3_stmt *s = sq->stmt[SQ_CONFIG_SOURCE];
+    *found = false;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        int64_t v = sqlite3_column_int64(s, 0);
+        if (v != SL_SOURCE_API && v != SL_SOURCE_FILE) {
+            sl__sqlite_reset(s);
+            return sl__store_fail(st, SL_STORE_EDATA,
+                                  "the store %s: configuration %.253s has an unknown source "
+                                  "(%lld)",
+                                  sq->path, name, (long long)v);
+        }
+        *found = true;
+        *out = (sl_config_source)v;
+    } else if (rc != SQLITE_DONE) {
+        rc = sl__sqlite_fail(sq, "cannot read a configuration's source");
+        sl__sqlite_reset(s);
+        return rc;
+    }
+    sl__sqlite_reset(s);
+    return 0;
+}
+
+static const sl_store_ops sqlite_ops = {
+    .close = sqlite_close,
+    .load = sl__sqlite_load,
+    .write = sl__sqlite_write,
+    .config_source = sqlite_config_source,
+    .events = sl__sqlite_events,
+    .last_seq = sl__sqlite_last_seq,
+    .prune_events = sl__sqlite_prune_events,
+};

@@ -1,0 +1,104 @@
+/* sqlite_int.h - the SQLite backend's private parts, shared by sqlite.c
+ * (open, statements, errors), sqlite_schema.c (schema and migrations),
+ * sqlite_write.c (batches), sqlite_load.c (rebuilding the engine),
+ * sqlite_events.c (the event log) and sqlite_json.c (the JSON columns).
+ * Tests include it to reach the migration runner and the JSON readers. */
+#ifndef SL_SQLITE_INT_H
+#define SL_SQLITE_INT_H
+
+#include <sqlite3.h>
+
+#include "store_int.h"
+
+/* Statements prepared once at open and kept (every one a batch or a read
+ * of the log runs); load's statements run once per start and are prepared
+ * there. */
+typedef enum {
+    SQ_BEGIN,
+    SQ_COMMIT,
+    SQ_ROLLBACK,
+    SQ_CLAIM_UPSERT,
+    SQ_CLAIM_DELETE,
+    SQ_LOCK_UPSERT,
+    SQ_LOCK_DELETE,
+    SQ_CONFIG_UPSERT,
+    SQ_CONFIG_DELETE,
+    SQ_EVENT_INSERT,
+    SQ_META_UPDATE,
+    SQ_EVENTS_ALL,
+    SQ_EVENTS_CLAIM,
+    SQ_LAST_SEQ,
+    SQ_CONFIG_SOURCE,
+    SQ_PRUNE_FIRST_KEPT,
+    SQ_PRUNE,
+    SQ_COUNT
+} sq_stmt;
+
+/* JSON text of one claim's locks or tags. Bounded: a claim has at most
+ * SL_CLAIM_LOCKS_MAX locks of SL_NAME_MAX-character names and SL_TAGS_MAX
+ * tags; with every character escaped as \u00XX that is below 256 KiB. */
+#define SQ_JSON_MAX (256 * 1024)
+
+/* An event's reason in words (store.c's sl_store_event_reason): a reason
+ * text, a claim id and a lock key fit with room to spare. */
+#define SQ_REASON_MAX 512
+
+typedef struct sq_buf {
+    char *p;
+    size_t n, cap;
+    bool over; /* something did not fit under SQ_JSON_MAX */
+} sq_buf;
+
+/* sqlite_json.c: the JSON text of a claim's locks ([[kind, name, slots,
+ * via, token], ...]; positions are not saved, and not computed), of its tags ([[key, value], ...])
+ * and of an event's lock keys (["mtx/a", "sem/b"]); b->over is set when the
+ * text would pass SQ_JSON_MAX. */
+void sl__sq_buf_reset(sq_buf *b);
+void sl__sq_buf_free(sq_buf *b);
+void sl__sq_locks_json(const sl_claim *c, size_t n, sq_buf *b);
+void sl__sq_tags_json(const sl_claim *c, size_t n, sq_buf *b);
+void sl__sq_event_locks_json(const sl_event *ev, size_t nlocks, sq_buf *b);
+/* Parse what the writers above wrote: len bytes of text are copied into
+ * scratch (at least len + 1 bytes), where the strings are decoded and out's
+ * names point. At most max entries; *n gets how many. Returns 0, -1 when
+ * the text is not such an array, -2 when it has more than max entries, -3
+ * when entry *n is malformed. */
+int sl__sq_parse_locks(const char *text, size_t len, char *scratch, sl_claim_lock_rec *out,
+                       size_t max, size_t *n);
+int sl__sq_parse_tags(const char *text, size_t len, char *scratch, sl_tag *out, size_t max,
+                      size_t *n);
+
+typedef struct sl_sqlite {
+    sl_store base;
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *stmt[SQ_COUNT];
+    sq_buf locks_json, tags_json; /* reused by every write */
+} sl_sqlite;
+
+/* The schema this build writes, and the migrations that lead to it:
+ * sl__sqlite_migrations[v] takes a store from version v to v + 1. */
+extern const char *const sl__sqlite_migrations[];
+extern const int sl__sqlite_nmigrations;
+
+/* Brings db to version n by running scripts[v..n-1], one transaction each;
+ * *version gets the version it ends at. SL_STORE_EVERSION when the store is
+ * already past n, SL_STORE_EIO when it is not a sluice store or a script
+ * fails (that script's transaction is rolled back). */
+int sl__sqlite_migrate(sqlite3 *db, const char *const *scripts, int n, int *version, char *err,
+                       size_t errlen);
+
+/* Sets the store's message from the database's last error, prefixed by
+ * what was being done, and returns SL_STORE_EIO. */
+int sl__sqlite_fail(sl_sqlite *sq, const char *doing);
+/* Resets and clears the bindings of a cached statement. */
+void sl__sqlite_reset(sqlite3_stmt *s);
+
+int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
+int sl__sqlite_write(sl_store *st, sl_engine *eng, const sl_changes *ch);
+int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
+                      sl_store_event_fn fn, void *ud, uint64_t *next);
+int sl__sqlite_last_seq(sl_store *st, uint64_t *out);
+int sl__sqlite_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted);
+
+#endif

@@ -1,0 +1,215 @@
+/* store.c - the store's public face: the URL picks a backend, every other
+ * call goes through that backend's table, and the words of an event's
+ * reason (the same whatever the backend). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store_int.h"
+
+void sl__store_vfail(char *buf, size_t cap, const char *fmt, va_list ap)
+{
+    if (cap == 0)
+        return;
+    int n = vsnprintf(buf, cap, fmt, ap);
+    if (n < 0)
+        buf[0] = '\0';
+}
+
+int sl__store_fail(sl_store *st, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sl__store_vfail(st->err, sizeof(st->err), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static int url_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int url_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sl__store_vfail(err, errlen, fmt, ap);
+    va_end(ap);
+    return SL_STORE_EURL;
+}
+
+int sl_store_open(const sl_store_opts *opts, sl_store **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (errlen)
+        err[0] = '\0';
+    const char *url = opts ? opts->url : NULL;
+    if (!url || !*url)
+        return url_fail(err, errlen,
+                        "no store URL given: use sqlite:PATH (the embedded store, e.g. "
+                        "sqlite:/var/lib/sluice/sluice.db)");
+    if (strncmp(url, "sqlite:", 7) == 0) {
+        if (url[7] == '\0')
+            return url_fail(err, errlen,
+                            "the store URL \"%s\" names no file: use sqlite:PATH, e.g. "
+                            "sqlite:/var/lib/sluice/sluice.db",
+                            url);
+        return sl__sqlite_open(url + 7, opts, out, err, errlen);
+    }
+    return url_fail(err, errlen,
+                    "the store URL \"%.200s\" is not understood: supported is sqlite:PATH "
+                    "(the embedded store, e.g. sqlite:/var/lib/sluice/sluice.db)",
+                    url);
+}
+
+void sl_store_close(sl_store *st)
+{
+    if (st)
+        st->ops->close(st);
+}
+
+const char *sl_store_error(const sl_store *st)
+{
+    return st->err;
+}
+
+int sl_store_schema_version(const sl_store *st)
+{
+    return st->schema;
+}
+
+int sl_store_current_schema(void)
+{
+    return sl__sqlite_nmigrations;
+}
+
+int sl_store_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats)
+{
+    st->err[0] = '\0';
+    return st->ops->load(st, eng, now, stats);
+}
+
+void sl_store_set_source(sl_store *st, sl_config_source src)
+{
+    st->source = src;
+}
+
+int sl_store_config_source(sl_store *st, const char *name, bool *found, sl_config_source *out)
+{
+    st->err[0] = '\0';
+    return st->ops->config_source(st, name, found, out);
+}
+
+int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch)
+{
+    st->err[0] = '\0';
+    return st->ops->write(st, eng, ch);
+}
+
+int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
+                    sl_store_event_fn fn, void *ud, uint64_t *next)
+{
+    st->err[0] = '\0';
+    return st->ops->events(st, since, claim, limit, fn, ud, next);
+}
+
+int sl_store_last_seq(sl_store *st, uint64_t *out)
+{
+    st->err[0] = '\0';
+    return st->ops->last_seq(st, out);
+}
+
+int sl_store_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted)
+{
+    st->err[0] = '\0';
+    return st->ops->prune_events(st, before_ms, deleted);
+}
+
+/* ---- reasons ------------------------------------------------------------- */
+
+/* A duration as API.md writes it in words: "30s" when whole seconds. */
+static void duration(char *buf, size_t cap, int64_t ms)
+{
+    if (ms % 1000 == 0)
+        snprintf(buf, cap, "%" PRId64 "s", ms / 1000);
+    else
+        snprintf(buf, cap, "%" PRId64 "ms", ms);
+}
+
+/* How a claim ended or why it is revoking, naming the claim that superseded
+ * or revoked it. */
+static void ended_reason(const sl_event *ev, char *buf, size_t cap)
+{
+    sl_claim_view v;
+    sl_claim_get(ev->claim, &v);
+    const char *text = sl_reason_text(ev->reason);
+    if (!v.by || !*v.by) {
+        snprintf(buf, cap, "%s", text);
+        return;
+    }
+    switch (ev->reason) {
+    case SL_REASON_SUPERSEDED:
+    case SL_REASON_REVOKED:
+        snprintf(buf, cap, "%s (%s)", text, v.by);
+        break;
+    case SL_REASON_GRACE:
+    case SL_REASON_REVOKED_FREED:
+        snprintf(buf, cap, "%s (revoked by %s)", text, v.by);
+        break;
+    default:
+        snprintf(buf, cap, "%s", text);
+        break;
+    }
+}
+
+void sl_store_event_reason(sl_engine *eng, const sl_event *ev, char *buf, size_t cap)
+{
+    (void)eng; /* everything needed is in the event and its claim */
+    if (cap == 0)
+        return;
+    buf[0] = '\0';
+    switch (ev->type) {
+    case SL_EV_CLAIM_QUEUED:
+        break;
+    case SL_EV_CLAIM_WAITING: {
+        sl_claim_view v;
+        sl_claim_get(ev->claim, &v);
+        if (ev->rule == SL_RULE_NONE || ev->rule_lock >= v.nlocks) {
+            snprintf(buf, cap, "waiting");
+            break;
+        }
+        sl_claim_lock_view lv;
+        sl_claim_lock_peek(ev->claim, ev->rule_lock, &lv);
+        snprintf(buf, cap, "%s on %s", sl_rule_name(ev->rule), lv.key);
+        break;
+    }
+    case SL_EV_CLAIM_ACQUIRED:
+        snprintf(buf, cap, "granted");
+        break;
+    case SL_EV_CLAIM_RENEWED:
+        snprintf(buf, cap, "lease renewed");
+        break;
+    case SL_EV_CLAIM_RELEASED:
+    case SL_EV_CLAIM_WITHDRAWN:
+    case SL_EV_CLAIM_EXPIRED:
+    case SL_EV_CLAIM_TIMED_OUT:
+    case SL_EV_CLAIM_SUPERSEDED:
+    case SL_EV_CLAIM_REVOKING:
+    case SL_EV_CLAIM_CANCELED:
+        ended_reason(ev, buf, cap);
+        break;
+    case SL_EV_SEMAPHORE_UPDATED: {
+        char lease[32] = "no lease";
+        if (ev->lease_ms > 0) {
+            char d[24];
+            duration(d, sizeof(d), ev->lease_ms);
+            snprintf(lease, sizeof(lease), "lease %s", d);
+        }
+        snprintf(buf, cap, "limit %" PRIu32 ", strategy %s, %s", ev->limit,
+                 sl_strategy_name(ev->strategy), lease);
+        break;
+    }
+    case SL_EV_SEMAPHORE_DELETED:
+        snprintf(buf, cap, "configuration removed");
+        break;
+    }
+}

@@ -1,0 +1,134 @@
+/* store.h - where the engine's state lives between runs.
+ *
+ * The server hands the store every batch of engine changes (one turn of the
+ * event loop) and the store writes it in one transaction; no response that
+ * reports a change is sent before that transaction commits. On start the
+ * store rebuilds the engine from what it saved: configurations, lock tokens,
+ * claims (held, revoking, pending and recently ended), counters, so that
+ * tokens, queue order and the event sequence continue. It also keeps the
+ * event log, which GET /v1/events reads.
+ *
+ * A store is opened from a URL: "sqlite:PATH" (the embedded default; WAL;
+ * "sqlite::memory:" for tests). Its functions return 0 or a negative
+ * SL_STORE_E* code; on error a message is left in sl_store_error(). Nothing
+ * here is thread-safe: the server calls the store from its one event loop
+ * (the SQLite connection is opened without SQLite's own mutexes). One
+ * process at a time may use a store file: nothing stops a second one, and
+ * two engines writing one file would overwrite each other's state. */
+#ifndef SL_STORE_H
+#define SL_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+enum {
+    SL_STORE_OK = 0,
+    SL_STORE_EIO = -100,      /* the database failed (disk, locking, corruption) */
+    SL_STORE_EVERSION = -101, /* written by a newer sluice: refuse to touch it */
+    SL_STORE_EURL = -102,     /* the store URL is not understood */
+    SL_STORE_EDATA = -103,    /* a saved row could not be restored */
+};
+
+typedef struct sl_store sl_store;
+
+typedef enum {
+    SL_DURABILITY_NORMAL, /* survives a killed process (WAL, synchronous=NORMAL) */
+    SL_DURABILITY_FULL,   /* survives power loss too (fsync every commit) */
+} sl_durability;
+
+typedef struct sl_store_opts {
+    const char *url; /* "sqlite:PATH" */
+    sl_durability durability;
+} sl_store_opts;
+
+/* Opens (creating if needed) and migrates the store to the current schema.
+ * On failure *out is NULL and err holds a sentence saying what and how to
+ * mend: SL_STORE_EURL, SL_STORE_EVERSION (a newer sluice wrote it; the file
+ * is left untouched) or SL_STORE_EIO (a missing directory, a file that is
+ * not a sluice store, a failed migration: rolled back). */
+int sl_store_open(const sl_store_opts *opts, sl_store **out, char *err, size_t errlen);
+void sl_store_close(sl_store *st);
+/* The last error's message; valid until the next store call. */
+const char *sl_store_error(const sl_store *st);
+/* The schema version the store is at (and the one this build writes). */
+int sl_store_schema_version(const sl_store *st);
+int sl_store_current_schema(void);
+
+typedef struct sl_store_load_stats {
+    size_t configs, locks, claims, pending, held, ended; /* held counts revoking too */
+    int64_t elapsed_ms;                                  /* filled by the caller if it wants */
+} sl_store_load_stats;
+
+/* Rebuilds an empty engine from the store (sl_engine_restore_*), then calls
+ * sl_engine_restore_done(eng, now). The engine's batch holds what
+ * restore_done changed (expired leases, say): write it as usual. A saved
+ * row that cannot be restored fails with SL_STORE_EDATA naming it; the
+ * engine is then partly rebuilt and must be freed. Tokens continue exactly,
+ * except on a lock that was never granted since it was made: it has no
+ * saved token and starts again from the token floor (a jump forward). */
+int sl_store_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
+
+/* Where a semaphore configuration came from: the configuration file, or
+ * the API. Configurations written by sl_store_write take the store's
+ * current source (sl_store_set_source; SL_SOURCE_API by default). */
+typedef enum { SL_SOURCE_API, SL_SOURCE_FILE } sl_config_source;
+void sl_store_set_source(sl_store *st, sl_config_source src);
+/* The saved source of a configuration; SL_STORE_OK and *found false when
+ * the store has none by that name. */
+int sl_store_config_source(sl_store *st, const char *name, bool *found, sl_config_source *out);
+
+/* Writes one batch in one transaction: every changed claim (upsert), purged
+ * claims (delete), moved tokens, evicted locks (delete), configurations set
+ * (upsert, with the current source) or deleted, the events, and the
+ * counters. Deletions go first: a purged id may belong to a new claim of
+ * the same batch, an evicted key to a lock made again. Does not clear the
+ * engine's batch: the caller does, after this returns 0. On error
+ * (SL_STORE_EIO) nothing of the batch is written, and the same batch may be
+ * written again. An empty batch writes nothing. */
+int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch);
+
+/* One event as stored, the fields of API.md's event. Strings are valid
+ * during the callback only. */
+typedef struct sl_store_event {
+    uint64_t seq;
+    int64_t time_ms;
+    const char *type;
+    const char *claim;  /* NULL for semaphore events */
+    const char *holder; /* NULL for semaphore events */
+    const char *locks;  /* a JSON array of lock keys: ["mtx/a","sem/b"] */
+    const char *reason; /* words, may be empty */
+} sl_store_event;
+
+/* Return non-zero to stop early. */
+typedef int (*sl_store_event_fn)(void *ud, const sl_store_event *ev);
+
+/* Calls fn for the events with seq > since (and of that claim, when claim
+ * is not NULL), oldest first, at most limit. *next is API.md's `next`: the
+ * last seq examined, i.e. the last one passed to fn when the limit was
+ * reached or fn stopped, else the last seq in the log, or since when that
+ * is higher (an empty log, a since past the end). fn must not call
+ * sl_store_events itself. SL_STORE_EDATA for a damaged row. */
+int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
+                    sl_store_event_fn fn, void *ud, uint64_t *next);
+/* The highest seq stored (0 when none). */
+int sl_store_last_seq(sl_store *st, uint64_t *out);
+/* Deletes the events older than before_ms, keeping at least the newest one
+ * so that the sequence is never lost. Returns how many through *deleted.
+ * Events are appended in time order, so what goes is the oldest part of the
+ * log, up to the first event at or after before_ms: the cost is that of the
+ * events deleted, not of the log. */
+int sl_store_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted);
+
+/* Words for an event's reason, as stored and as the API shows them: how a
+ * claim ended ("superseded by a newer claim of its group (ID)"), why it
+ * waits ("at_limit on sem/db"), "granted", "lease renewed", a semaphore's
+ * new values ("limit 3, strategy strict, lease 30s" or "no lease"),
+ * "configuration removed"; "" for claim.queued. Call it while the event's
+ * claim is valid (before sl_engine_changes_clear). Writes at most cap bytes,
+ * always terminated. */
+void sl_store_event_reason(sl_engine *eng, const sl_event *ev, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,639 @@
+/* test_sqlite.c - the SQLite store's file and log: URLs, opening and
+ * creating, migrations and a schema too new, durability pragmas,
+ * configuration sources, the event log (rows, reasons, since/claim/limit and
+ * `next`), pruning, and a failed batch leaving nothing behind. Rebuilding
+ * the engine is test_sqlite_restore.c; killed writers test_sqlite_crash.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sqlite_int.h"
+#include "store_support.h"
+#include "support.h"
+
+/* ---- opening ------------------------------------------------------------- */
+
+static int try_open(const char *url, sl_store **st, char *err, size_t cap)
+{
+    sl_store_opts o = {url, SL_DURABILITY_NORMAL};
+    return sl_store_open(&o, st, err, cap);
+}
+
+static void urls_refused(void **state)
+{
+    (void)state;
+    sl_store *st = (sl_store *)1;
+    char err[512];
+    assert_int_equal(try_open("postgres://localhost/sluice", &st, err, sizeof(err)), SL_STORE_EURL);
+    assert_null(st);
+    assert_non_null(strstr(err, "postgres://localhost/sluice"));
+    assert_non_null(strstr(err, "supported is sqlite:PATH"));
+    assert_int_equal(try_open("sqlite:", &st, err, sizeof(err)), SL_STORE_EURL);
+    assert_non_null(strstr(err, "names no file"));
+    assert_int_equal(try_open("", &st, err, sizeof(err)), SL_STORE_EURL);
+    assert_int_equal(try_open(NULL, &st, err, sizeof(err)), SL_STORE_EURL);
+    assert_non_null(strstr(err, "sqlite:PATH"));
+}
+
+static void missing_directory_refused(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    char url[4200], err[512];
+    snprintf(url, sizeof(url), "sqlite:%s/nope/sluice.db", dir);
+    sl_store *st = NULL;
+    assert_int_equal(try_open(url, &st, err, sizeof(err)), SL_STORE_EIO);
+    assert_null(st);
+    assert_non_null(strstr(err, "/nope"));
+    assert_non_null(strstr(err, "create it"));
+    ts_rmdir(dir);
+}
+
+static void create_then_reopen(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    assert_int_equal(sl_store_current_schema(), 1);
+    assert_int_equal(sl_store_schema_version(st), 1);
+    assert_string_equal(sl_store_error(st), "");
+
+    sqlite3 *db = ts_db(dir);
+    assert_string_equal(ts_text(db, "PRAGMA journal_mode"), "wal");
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM schema_version"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                                "name IN ('meta', 'configs', 'locks', 'claims', 'events')"),
+                     5);
+    assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 1);
+    sqlite3_close(db);
+
+    /* Something written survives a reopen, which does not migrate again. */
+    sl_engine *eng = t_engine();
+    t_sem(eng, 1, "db", 2, SL_STRICT);
+    ts_commit(st, eng);
+    sl_store_close(st);
+    st = ts_open(dir, SL_DURABILITY_FULL);
+    assert_int_equal(sl_store_schema_version(st), 1);
+    sl_engine *back = ts_load(st, NULL, 2, NULL);
+    ts_same(eng, back);
+    sl_engine_free(eng);
+    t_free(back);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* "sqlite::memory:" is a whole store that lives as long as it is open
+ * (tests of the layers above use it); there is no WAL in memory. */
+static void memory_store(void **state)
+{
+    (void)state;
+    sl_store_opts o = {"sqlite::memory:", SL_DURABILITY_NORMAL};
+    sl_store *st = NULL;
+    char err[512];
+    assert_int_equal(sl_store_open(&o, &st, err, sizeof(err)), 0);
+    assert_int_equal(sl_store_schema_version(st), 1);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 1, "id=a m:x");
+    ts_commit(st, eng);
+    sl_engine *back = ts_load(st, NULL, 2, NULL);
+    ts_same(eng, back);
+    sl_engine_free(eng);
+    t_free(back);
+    sl_store_close(st);
+}
+
+/* synchronous is per connection: read it on the store's own. */
+static void durability_pragmas(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sqlite3 *db = ((sl_sqlite *)st)->db;
+    assert_int_equal(ts_int(db, "PRAGMA synchronous"), 1);
+    assert_string_equal(ts_text(db, "PRAGMA journal_mode"), "wal");
+    assert_true(ts_int(db, "PRAGMA busy_timeout") > 0);
+    assert_int_equal(ts_int(db, "PRAGMA journal_size_limit"), 64 * 1024 * 1024);
+    sl_store_close(st);
+    st = ts_open(dir, SL_DURABILITY_FULL);
+    assert_int_equal(ts_int(((sl_sqlite *)st)->db, "PRAGMA synchronous"), 2);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+static void foreign_files_refused(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    char url[4200], err[1024];
+    snprintf(url, sizeof(url), "sqlite:%s", ts_path(dir));
+    FILE *f = fopen(ts_path(dir), "w");
+    assert_non_null(f);
+    fputs("this is not a database, it is a long enough line of text to be read as one\n", f);
+    for (int i = 0; i < 100; i++)
+        fputs("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n", f);
+    fclose(f);
+    sl_store *st = NULL;
+    assert_int_equal(try_open(url, &st, err, sizeof(err)), SL_STORE_EIO);
+    assert_null(st);
+    assert_non_null(strstr(err, "not a database"));
+    ts_rmdir(dir);
+
+    /* An SQLite file of someone else's: refused, and left as it was. */
+    dir = ts_tmpdir();
+    snprintf(url, sizeof(url), "sqlite:%s", ts_path(dir));
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(ts_path(dir), &db), SQLITE_OK);
+    ts_exec(db, "CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT)");
+    assert_int_equal(try_open(url, &st, err, sizeof(err)), SL_STORE_EIO);
+    assert_non_null(strstr(err, "not a sluice store"));
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master"), 1);
+    sqlite3_close(db);
+    ts_rmdir(dir);
+}
+
+static void newer_schema_refused(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store_close(ts_open(dir, SL_DURABILITY_NORMAL));
+    sqlite3 *db = ts_db(dir);
+    ts_exec(db, "UPDATE schema_version SET version = 2");
+    char err[1024];
+    sl_store *st = (sl_store *)1;
+    assert_int_equal(try_open(ts_url(dir), &st, err, sizeof(err)), SL_STORE_EVERSION);
+    assert_null(st);
+    assert_non_null(strstr(err, "schema version 2"));
+    assert_non_null(strstr(err, "up to 1"));
+    assert_non_null(strstr(err, "newer sluice"));
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+
+    /* A damaged version table is refused too, not "migrated". */
+    ts_exec(db, "DELETE FROM schema_version");
+    assert_int_equal(try_open(ts_url(dir), &st, err, sizeof(err)), SL_STORE_EIO);
+    assert_non_null(strstr(err, "damaged"));
+    sqlite3_close(db);
+    ts_rmdir(dir);
+}
+
+/* The runner with a longer list than this build's: each step is one
+ * transaction with its version, a failing step leaves the version before
+ * it, and the store then refuses the file as too new. */
+static void migrations_step_by_step(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store_close(ts_open(dir, SL_DURABILITY_NORMAL));
+    sqlite3 *db = ts_db(dir);
+    const char *scripts[] = {
+        sl__sqlite_migrations[0],
+        "CREATE TABLE extra (x INTEGER); INSERT INTO extra VALUES (7);",
+        "CREATE TABLE extra2 (x INTEGER); INSERT INTO no_such_table VALUES (1);",
+    };
+    char err[512];
+    int version = 0;
+    assert_int_equal(sl__sqlite_migrate(db, scripts, 2, &version, err, sizeof(err)), 0);
+    assert_int_equal(version, 2);
+    assert_int_equal(ts_int(db, "SELECT x FROM extra"), 7);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+
+    assert_int_equal(sl__sqlite_migrate(db, scripts, 3, &version, err, sizeof(err)), SL_STORE_EIO);
+    assert_non_null(strstr(err, "from schema version 2 to 3"));
+    assert_non_null(strstr(err, "no_such_table"));
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'extra2'"), 0);
+    /* The connection is usable: the failed step left no transaction open. */
+    assert_int_equal(sqlite3_get_autocommit(db), 1);
+
+    assert_int_equal(sl__sqlite_migrate(db, scripts, 1, &version, err, sizeof(err)),
+                     SL_STORE_EVERSION);
+    sqlite3_close(db);
+
+    /* A new file goes from nothing to the last version, all steps. */
+    sqlite3 *fresh = NULL;
+    assert_int_equal(sqlite3_open(":memory:", &fresh), SQLITE_OK);
+    assert_int_equal(sl__sqlite_migrate(fresh, scripts, 2, &version, err, sizeof(err)), 0);
+    assert_int_equal(version, 2);
+    assert_int_equal(ts_int(fresh, "SELECT x FROM extra"), 7);
+    assert_int_equal(ts_int(fresh, "SELECT count(*) FROM meta"), 1);
+    sqlite3_close(fresh);
+    ts_rmdir(dir);
+}
+
+/* ---- configuration sources ----------------------------------------------- */
+
+static sl_config_source source_of(sl_store *st, const char *name, bool *found)
+{
+    sl_config_source src = (sl_config_source)99;
+    assert_int_equal(sl_store_config_source(st, name, found, &src), 0);
+    return src;
+}
+
+static void config_sources(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    bool found = true;
+
+    sl_store_set_source(st, SL_SOURCE_FILE);
+    t_sem(eng, 1, "from-file", 2, SL_STRICT);
+    t_sem(eng, 1, "jobs/*", 4, SL_SKIP);
+    ts_commit(st, eng);
+    sl_store_set_source(st, SL_SOURCE_API);
+    t_sem(eng, 2, "from-api", 3, SL_REBALANCED);
+    ts_commit(st, eng);
+
+    assert_int_equal(source_of(st, "from-file", &found), SL_SOURCE_FILE);
+    assert_true(found);
+    assert_int_equal(source_of(st, "jobs/*", &found), SL_SOURCE_FILE);
+    assert_int_equal(source_of(st, "from-api", &found), SL_SOURCE_API);
+    source_of(st, "nothing", &found);
+    assert_false(found);
+
+    /* Changed through the API, a file's configuration becomes the API's. */
+    t_sem(eng, 3, "from-file", 5, SL_STRICT);
+    ts_commit(st, eng);
+    assert_int_equal(source_of(st, "from-file", &found), SL_SOURCE_API);
+    /* Deleted: gone from the store. */
+    sl_error err;
+    assert_int_equal(sl_sem_delete(eng, "jobs/*", 4, &err), 0);
+    ts_commit(st, eng);
+    source_of(st, "jobs/*", &found);
+    assert_false(found);
+
+    sl_store_close(st);
+    st = ts_open(dir, SL_DURABILITY_NORMAL);
+    assert_int_equal(source_of(st, "from-file", &found), SL_SOURCE_API);
+    assert_true(found);
+    sl_engine *back = ts_load(st, NULL, 5, NULL);
+    ts_same(eng, back);
+    assert_null(sl_config_find(back, "jobs/*"));
+    sl_engine_free(eng);
+    t_free(back);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* ---- the event log ------------------------------------------------------- */
+
+#define SEEN_MAX 64
+
+typedef struct seen {
+    char rows[SEEN_MAX][640];
+    uint64_t seqs[SEEN_MAX];
+    size_t n;
+    size_t stop_after; /* 0: never stop */
+} seen;
+
+static int collect(void *ud, const sl_store_event *ev)
+{
+    seen *s = ud;
+    assert_true(s->n < SEEN_MAX);
+    snprintf(s->rows[s->n], sizeof(s->rows[0]), "%llu %lld %s %s %s %s %s",
+             (unsigned long long)ev->seq, (long long)ev->time_ms, ev->type,
+             ev->claim ? ev->claim : "-", ev->holder ? ev->holder : "-", ev->locks, ev->reason);
+    s->seqs[s->n++] = ev->seq;
+    return s->stop_after && s->n >= s->stop_after;
+}
+
+/* The seqs passed and `next`, as "4 5 7 | 9". */
+static const char *query(sl_store *st, uint64_t since, const char *claim, size_t limit,
+                         size_t stop_after)
+{
+    static char out[512];
+    seen s;
+    memset(&s, 0, sizeof(s));
+    s.stop_after = stop_after;
+    uint64_t next = 12345;
+    assert_int_equal(sl_store_events(st, since, claim, limit, collect, &s, &next), 0);
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < s.n; i++)
+        n += (size_t)snprintf(out + n, sizeof(out) - n, "%llu ", (unsigned long long)s.seqs[i]);
+    snprintf(out + n, sizeof(out) - n, "| %llu", (unsigned long long)next);
+    return out;
+}
+
+static void events_rows_and_paging(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+
+    uint64_t last = 99;
+    assert_int_equal(sl_store_last_seq(st, &last), 0);
+    assert_int_equal(last, 0);
+    assert_string_equal(query(st, 0, NULL, 10, 0), "| 0");
+    assert_string_equal(query(st, 5, NULL, 10, 0), "| 5");
+
+    sl_error err;
+    assert_int_equal(sl_sem_set(eng, "db", 1, SL_STRICT, 30000, 10, &err), 0); /* 1 */
+    t_claim(eng, 20, "id=a holder=wf/a s:db");                                 /* 2 3 */
+    t_claim(eng, 30, "id=b holder=wf/b s:db m:deploy");                        /* 4 5 */
+    ts_commit(st, eng);
+    t_release(eng, 40, "a");                                    /* 6 7 */
+    t_sem(eng, 50, "other", 2, SL_SKIP);                        /* 8 */
+    assert_int_equal(sl_sem_delete(eng, "other", 60, &err), 0); /* 9 */
+    ts_commit(st, eng);
+
+    seen s;
+    memset(&s, 0, sizeof(s));
+    uint64_t next = 0;
+    assert_int_equal(sl_store_events(st, 0, NULL, 100, collect, &s, &next), 0);
+    assert_int_equal(s.n, 9);
+    assert_int_equal(next, 9);
+    assert_string_equal(s.rows[0], "1 10 semaphore.updated - - [\"sem/db\"] "
+                                   "limit 1, strategy strict, lease 30s");
+    assert_string_equal(s.rows[1], "2 20 claim.queued a wf/a [\"sem/db\"] ");
+    assert_string_equal(s.rows[2], "3 20 claim.acquired a wf/a [\"sem/db\"] granted");
+    assert_string_equal(s.rows[3], "4 30 claim.queued b wf/b [\"sem/db\",\"mtx/deploy\"] ");
+    assert_string_equal(s.rows[4],
+                        "5 30 claim.waiting b wf/b [\"sem/db\",\"mtx/deploy\"] at_limit on sem/db");
+    assert_string_equal(s.rows[5],
+                        "6 40 claim.released a wf/a [\"sem/db\"] released by its holder");
+    assert_string_equal(s.rows[6],
+                        "7 40 claim.acquired b wf/b [\"sem/db\",\"mtx/deploy\"] granted");
+    assert_string_equal(s.rows[7], "8 50 semaphore.updated - - [\"sem/other\"] "
+                                   "limit 2, strategy skip, no lease");
+    assert_string_equal(s.rows[8], "9 60 semaphore.deleted - - [\"sem/other\"] "
+                                   "configuration removed");
+
+    /* since and limit: next is the last seq passed when the limit is hit. */
+    assert_string_equal(query(st, 3, NULL, 2, 0), "4 5 | 5");
+    assert_string_equal(query(st, 5, NULL, 2, 0), "6 7 | 7");
+    assert_string_equal(query(st, 7, NULL, 5, 0), "8 9 | 9");
+    assert_string_equal(query(st, 9, NULL, 5, 0), "| 9");
+    assert_string_equal(query(st, 100, NULL, 5, 0), "| 100");
+    assert_string_equal(query(st, 0, NULL, 0, 0), "| 0");
+    /* A claim's events: the end of the log moves next past the others. */
+    assert_string_equal(query(st, 0, "b", 100, 0), "4 5 7 | 9");
+    assert_string_equal(query(st, 0, "b", 2, 0), "4 5 | 5");
+    assert_string_equal(query(st, 5, "b", 1, 0), "7 | 7");
+    assert_string_equal(query(st, 7, "b", 1, 0), "| 9");
+    assert_string_equal(query(st, 0, "nobody", 10, 0), "| 9");
+    /* The callback stops early: next is the last it saw. */
+    assert_string_equal(query(st, 0, NULL, 100, 2), "1 2 | 2");
+    assert_string_equal(query(st, 0, "a", 100, 1), "2 | 2");
+
+    /* The log and its sequence survive a reopen. */
+    sl_store_close(st);
+    st = ts_open(dir, SL_DURABILITY_NORMAL);
+    assert_int_equal(sl_store_last_seq(st, &last), 0);
+    assert_int_equal(last, 9);
+    assert_string_equal(query(st, 8, NULL, 10, 0), "9 | 9");
+    sl_engine *back = ts_load(st, NULL, 70, NULL);
+    t_release(back, 80, "b");
+    ts_commit(st, back);
+    assert_string_equal(query(st, 9, NULL, 10, 0), "10 | 10");
+
+    sl_engine_free(eng);
+    t_free(back);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* The reason words of every kind of event, straight from the engine's. */
+static const char *reasons(sl_engine *eng)
+{
+    static char out[2048];
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    size_t n = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < ch.nevents; i++) {
+        char r[SQ_REASON_MAX];
+        sl_store_event_reason(eng, &ch.events[i], r, sizeof(r));
+        n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s: %s", i ? "; " : "",
+                              sl_event_type_name(ch.events[i].type), r);
+    }
+    sl_engine_changes_clear(eng);
+    return out;
+}
+
+static void event_reasons(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    t_sem(eng, 1, "pool", 2, SL_STRICT);
+    assert_string_equal(reasons(eng), "semaphore.updated: limit 2, strategy strict, no lease");
+    sl_error err;
+    assert_int_equal(sl_sem_set(eng, "slow", 1, SL_REBALANCED, 1500, 1, &err), 0);
+    assert_string_equal(reasons(eng),
+                        "semaphore.updated: limit 1, strategy rebalanced, lease 1500ms");
+
+    t_claim(eng, 2, "id=h1 s:pool*2");
+    t_claim(eng, 3, "id=w1 s:pool");
+    assert_string_equal(reasons(eng), "claim.queued: ; claim.acquired: granted; "
+                                      "claim.queued: ; claim.waiting: at_limit on sem/pool");
+    t_claim(eng, 4, "id=g1 m:x group=G lease=100");
+    t_claim(eng, 5, "id=g2 m:y group=G");
+    t_claim(eng, 6, "id=g3 m:z group=G cancel=pending");
+    assert_string_equal(reasons(eng),
+                        "claim.queued: ; claim.acquired: granted; "
+                        "claim.queued: ; claim.waiting: at_limit on mtx/group/G; "
+                        "claim.queued: ; "
+                        "claim.superseded: superseded by a newer claim of its group (g3); "
+                        "claim.waiting: at_limit on mtx/group/G");
+    assert_int_equal(sl_claim_renew(eng, t_find(eng, "g1"), 50), 0);
+    assert_string_equal(reasons(eng), "claim.renewed: lease renewed");
+    t_claim(eng, 60, "id=g4 m:w group=G cancel=in-progress grace=0");
+    assert_string_equal(reasons(eng),
+                        "claim.queued: ; "
+                        "claim.superseded: superseded by a newer claim of its group (g4); "
+                        "claim.canceled: revoked by a newer claim of its group (g4); "
+                        "claim.acquired: granted");
+    /* With a grace: revoking first, then canceled when the grace runs out
+     * or when its holder lets go. */
+    t_claim(eng, 61, "id=k1 m:k1 group=K");
+    t_claim(eng, 61, "id=k2 m:k2 group=K2");
+    reasons(eng);
+    t_claim(eng, 62, "id=k3 m:k3 group=K cancel=in-progress grace=10");
+    t_claim(eng, 62, "id=k4 m:k4 group=K2 cancel=in-progress grace=10");
+    assert_string_equal(reasons(eng), "claim.queued: ; "
+                                      "claim.revoking: revoked by a newer claim of its group (k3); "
+                                      "claim.waiting: at_limit on mtx/group/K; "
+                                      "claim.queued: ; "
+                                      "claim.revoking: revoked by a newer claim of its group (k4); "
+                                      "claim.waiting: at_limit on mtx/group/K2");
+    t_release(eng, 63, "k2");
+    sl_engine_advance(eng, 72);
+    assert_string_equal(reasons(eng),
+                        "claim.canceled: revoked by a newer claim of its group, and released "
+                        "by its holder (revoked by k4); claim.acquired: granted; "
+                        "claim.canceled: revoked by a newer claim of its group, and its "
+                        "grace ran out (revoked by k3); claim.acquired: granted");
+    t_claim(eng, 70, "id=t1 m:q lease=10");
+    t_claim(eng, 70, "id=t2 m:q timeout=5");
+    reasons(eng);
+    sl_engine_advance(eng, 90);
+    assert_string_equal(reasons(eng),
+                        "claim.timed_out: it waited longer than its timeout; "
+                        "claim.expired: its lease ran out: no renewal or wait from its client");
+    assert_int_equal(sl_claim_cancel(eng, t_find(eng, "w1"), 91), 0);
+    assert_string_equal(reasons(eng), "claim.canceled: canceled by an operator");
+    t_release(eng, 92, "h1");
+    assert_string_equal(reasons(eng), "claim.released: released by its holder");
+    assert_int_equal(sl_sem_delete(eng, "slow", 93, &err), 0);
+    assert_string_equal(reasons(eng), "semaphore.deleted: configuration removed");
+
+    /* Cut to the buffer, never past it. */
+    t_claim(eng, 94, "id=w2 s:pool*2");
+    t_claim(eng, 94, "id=w3 s:pool*2");
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    char small[8];
+    memset(small, 'X', sizeof(small));
+    sl_store_event_reason(eng, &ch.events[3], small, 6);
+    assert_string_equal(small, "at_li");
+    assert_int_equal(small[6], 'X');
+    sl_engine_changes_clear(eng);
+    t_free(eng);
+}
+
+static void prune_keeps_newest(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    uint64_t deleted = 99;
+    assert_int_equal(sl_store_prune_events(st, 1000, &deleted), 0); /* empty log */
+    assert_int_equal(deleted, 0);
+    t_claim(eng, 100, "id=a m:x"); /* 1 2 at 100 */
+    t_claim(eng, 200, "id=b m:x"); /* 3 4 at 200 */
+    t_release(eng, 300, "a");      /* 5 6 at 300 */
+    ts_commit(st, eng);
+
+    assert_int_equal(sl_store_prune_events(st, 100, &deleted), 0);
+    assert_int_equal(deleted, 0);
+    assert_int_equal(sl_store_prune_events(st, 201, &deleted), 0);
+    assert_int_equal(deleted, 4);
+    assert_string_equal(query(st, 0, NULL, 10, 0), "5 6 | 6");
+    /* Everything is old: the newest stays, so the sequence is never lost. */
+    assert_int_equal(sl_store_prune_events(st, INT64_MAX, &deleted), 0);
+    assert_int_equal(deleted, 1);
+    assert_string_equal(query(st, 0, NULL, 10, 0), "6 | 6");
+    assert_int_equal(sl_store_prune_events(st, INT64_MAX, &deleted), 0);
+    assert_int_equal(deleted, 0);
+    uint64_t last = 0;
+    assert_int_equal(sl_store_last_seq(st, &last), 0);
+    assert_int_equal(last, 6);
+
+    t_release(eng, 400, "b");
+    ts_commit(st, eng);
+    assert_string_equal(query(st, 0, NULL, 10, 0), "6 7 | 7");
+    sl_store_close(st);
+    ts_rmdir(dir);
+    t_free(eng);
+}
+
+/* ---- a failed batch ------------------------------------------------------ */
+
+static void failed_batch_rolls_back(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    t_sem(eng, 1, "db", 1, SL_STRICT);
+    t_claim(eng, 2, "id=a s:db m:one");
+    ts_commit(st, eng);
+
+    /* The batch: a released (its row updated, the lock's token unchanged),
+     * b granted (a new row, tokens moved), a new configuration, and the
+     * events; the trigger fails the release event, late in the batch. */
+    sqlite3 *db = ts_db(dir);
+    ts_exec(db, "CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.type = 'claim.released'"
+                " BEGIN SELECT RAISE(ABORT, 'boom: the disk is on fire'); END");
+    t_release(eng, 3, "a");
+    t_claim(eng, 4, "id=b s:db m:two");
+    t_sem(eng, 5, "new", 4, SL_SKIP);
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(sl_store_write(st, eng, &ch), SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_error(st), "boom: the disk is on fire"));
+    assert_non_null(strstr(sl_store_error(st), "cannot save an event"));
+
+    assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'a'"), SL_HELD);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM configs"), 1);
+    assert_int_equal(ts_int(db, "SELECT token FROM locks WHERE key = 'sem/db'"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM locks WHERE key = 'mtx/two'"), 0);
+    assert_int_equal(ts_int(db, "SELECT max(seq) FROM events"), 3);
+    assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 4);
+
+    /* The batch is still the engine's: once the fault is gone it goes in. */
+    ts_exec(db, "DROP TRIGGER boom");
+    assert_int_equal(sl_store_write(st, eng, &ch), 0);
+    sl_engine_changes_clear(eng);
+    assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'a'"), SL_RELEASED);
+    assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'b'"), SL_HELD);
+    assert_int_equal(ts_int(db, "SELECT token FROM locks WHERE key = 'sem/db'"), 2);
+    assert_int_equal(ts_int(db, "SELECT source FROM configs WHERE name = 'new'"), 0);
+    assert_int_equal(ts_int(db, "SELECT max(seq) FROM events"), 7);
+    assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 8);
+    sqlite3_close(db);
+
+    sl_engine *back = ts_load(st, NULL, 6, NULL);
+    ts_same(eng, back);
+    sl_engine_free(eng);
+    t_free(back);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* A store another connection keeps locked: the write fails after the busy
+ * timeout instead of waiting for ever, and nothing is half-written. */
+static void locked_store_fails_cleanly(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sqlite3_busy_timeout(((sl_sqlite *)st)->db, 1); /* keep the test short */
+    sl_engine *eng = t_engine();
+    t_claim(eng, 1, "id=a m:x");
+    sqlite3 *db = ts_db(dir);
+    ts_exec(db, "BEGIN IMMEDIATE");
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(sl_store_write(st, eng, &ch), SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_error(st), "locked"));
+    ts_exec(db, "COMMIT");
+    assert_int_equal(sl_store_write(st, eng, &ch), 0);
+    sl_engine_changes_clear(eng);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
+    sqlite3_close(db);
+    sl_store_close(st);
+    ts_rmdir(dir);
+    t_free(eng);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(urls_refused),
+        cmocka_unit_test(missing_directory_refused),
+        cmocka_unit_test(create_then_reopen),
+        cmocka_unit_test(memory_store),
+        cmocka_unit_test(durability_pragmas),
+        cmocka_unit_test(foreign_files_refused),
+        cmocka_unit_test(newer_schema_refused),
+        cmocka_unit_test(migrations_step_by_step),
+        cmocka_unit_test(config_sources),
+        cmocka_unit_test(events_rows_and_paging),
+        cmocka_unit_test(event_reasons),
+        cmocka_unit_test(prune_keeps_newest),
+        cmocka_unit_test(failed_batch_rolls_back),
+        cmocka_unit_test(locked_store_fails_cleanly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
