@@ -199,8 +199,8 @@ static const char *listen_problem(const char *s)
             return usage;
         bool colon = false;
         for (const char *p = s + 1; p < end; p++) {
-            bool hex = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') ||
-                       (*p >= 'A' && *p <= 'F');
+            bool hex =
+                (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F');
             if (!hex && *p != ':' && *p != '.')
                 return usage;
             colon = colon || *p == ':';
@@ -566,13 +566,14 @@ static const cyaml_schema_field_t top_fields[] = {
     CYAML_FIELD_MAPPING_PTR("limits", OPT_NULL, raw_conf, limits, limits_fields),
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
-    CYAML_FIELD_SEQUENCE("tokens", OPT_NULL, raw_conf, tokens, &token_schema, 0,
-                         CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE("tokens", OPT_NULL, raw_conf, tokens, &token_schema, 0, CYAML_UNLIMITED),
     CYAML_FIELD_END,
 };
 
+/* Nullable: a file of only "---" (an empty document) sets nothing, like an
+ * empty file. */
 static const cyaml_schema_value_t top_schema = {
-    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, raw_conf, top_fields),
+    CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER_NULL, raw_conf, top_fields),
 };
 
 #undef STR
@@ -613,14 +614,13 @@ typedef struct walk {
     bool stop;          /* found the target, or a problem */
     bool found;         /* the target */
     bool problem;
-    yaml_mark_t mark;   /* where the target or the problem is */
+    yaml_mark_t mark; /* where the target or the problem is */
     char path[PATH_CAP];
     char msg[MSG_CAP];
 } walk;
 
-__attribute__((format(printf, 4, 5))) static void walk_problem(walk *w, yaml_mark_t mark,
-                                                               const char *path,
-                                                               const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void
+walk_problem(walk *w, yaml_mark_t mark, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -642,7 +642,8 @@ static bool walk_next(walk *w, yaml_event_t *ev)
     if (yaml_parser_parse(&w->parser, ev))
         return true;
     const yaml_parser_t *p = &w->parser;
-    walk_problem(w, p->problem_mark, "", "YAML syntax error: %s%s%s; check the indentation, the "
+    walk_problem(w, p->problem_mark, "",
+                 "YAML syntax error: %s%s%s; check the indentation, the "
                  "quotes and the colons",
                  p->problem ? p->problem : "unreadable", p->context ? " " : "",
                  p->context ? p->context : "");
@@ -713,8 +714,7 @@ static void walk_seq(walk *w, const cyaml_schema_value_t *sv, const char *path)
     }
 }
 
-static void walk_map(walk *w, const cyaml_schema_value_t *sv, const char *path,
-                     yaml_mark_t start)
+static void walk_map(walk *w, const cyaml_schema_value_t *sv, const char *path, yaml_mark_t start)
 {
     const cyaml_schema_field_t *fields = sv->mapping.fields;
     uint64_t seen = 0; /* our schemas have fewer than 64 keys */
@@ -847,8 +847,8 @@ static bool locate(const loader *ld, const char *path, bool key, yaml_mark_t *ma
 /* ---- errors ------------------------------------------------------------------ */
 
 /* "FILE:LINE:COL: PATH: MSG", the place found by walking the file. */
-__attribute__((format(printf, 3, 4))) static int fail(loader *ld, const char *path,
-                                                      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(loader *ld, const char *path, const char *fmt,
+                                                      ...)
 {
     char msg[MSG_CAP];
     va_list ap;
@@ -867,10 +867,16 @@ __attribute__((format(printf, 3, 4))) static int fail(loader *ld, const char *pa
 /* libcyaml refused the file: say what and where (see the file comment). */
 static void cyaml_failed(loader *ld, cyaml_err_t e)
 {
-    /* libcyaml's first message, on one line. */
-    char first[256];
-    size_t n = strcspn(ld->log, "\n");
-    snprintf(first, sizeof(first), "%.*s", (int)n, ld->log);
+    /* libcyaml's first message, on one line (not its backtrace). */
+    char first[256] = "";
+    for (const char *line = ld->log; *line;) {
+        size_t n = strcspn(line, "\n");
+        if (line[0] != ' ' && strncmp(line, "Load: Backtrace:", 16) != 0) {
+            snprintf(first, sizeof(first), "%.*s", (int)n, line);
+            break;
+        }
+        line += n + (line[n] == '\n');
+    }
 
     walk w;
     memset(&w, 0, sizeof(w));
@@ -881,12 +887,25 @@ static void cyaml_failed(loader *ld, cyaml_err_t e)
                  *first ? first : cyaml_strerror(e));
         return;
     }
-    /* Nothing we know of: libcyaml's whole log, lines joined. */
-    for (size_t i = 0; i < ld->loglen; i++)
-        if (ld->log[i] == '\n')
-            ld->log[i] = i + 1 < ld->loglen ? ';' : '\0';
+    /* Nothing we know of: libcyaml's whole log (its backtrace has lines and
+     * columns), on one line: "a\n  b\n" becomes "a; b". */
+    char joined[LOG_CAP];
+    size_t n = 0;
+    for (const char *p = ld->log; *p && n + 3 < sizeof(joined); p++) {
+        if (*p != '\n') {
+            joined[n++] = *p;
+            continue;
+        }
+        while (p[1] == ' ')
+            p++;
+        if (p[1]) {
+            joined[n++] = ';';
+            joined[n++] = ' ';
+        }
+    }
+    joined[n] = '\0';
     snprintf(ld->err, ld->errlen, "%s: %s: %s", ld->file, cyaml_strerror(e),
-             ld->loglen ? ld->log : "(no details)");
+             n ? joined : "(no details)");
 }
 
 /* ---- the conversions ----------------------------------------------------------- */
@@ -916,8 +935,7 @@ static int conv_count(loader *ld, const char *path, const char *s, uint64_t max,
             v = v * 10 + d;
     }
     if (i == 0 || s[i] != '\0')
-        return fail(ld, path, "\"%.100s\" is not a whole number; write digits only, like 65536",
-                    s);
+        return fail(ld, path, "\"%.100s\" is not a whole number; write digits only, like 65536", s);
     if (over || v > max)
         return fail(ld, path, "%.100s is more than the largest allowed, %llu", s,
                     (unsigned long long)max);
@@ -1008,10 +1026,10 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
                         r->durability);
     }
     if (r->log_level && sl_log_level_parse(r->log_level, &n->log_level) != 0)
-        return fail(ld, "log_level", "\"%.100s\" is not a log level; use error, warn, info or debug",
-                    r->log_level);
-    if (r->default_lease && conv_duration(ld, "default_lease", r->default_lease,
-                                          &n->default_lease_ms) != 0)
+        return fail(ld, "log_level",
+                    "\"%.100s\" is not a log level; use error, warn, info or debug", r->log_level);
+    if (r->default_lease &&
+        conv_duration(ld, "default_lease", r->default_lease, &n->default_lease_ms) != 0)
         return -1;
 
     if (r->limits) {
@@ -1061,7 +1079,8 @@ static int read_file(loader *ld)
 {
     FILE *f = fopen(ld->file, "rb");
     if (!f) {
-        snprintf(ld->err, ld->errlen, "%s: cannot open the configuration file: %s; check the path "
+        snprintf(ld->err, ld->errlen,
+                 "%s: cannot open the configuration file: %s; check the path "
                  "and its permissions",
                  ld->file, strerror(errno));
         return -1;
@@ -1089,12 +1108,14 @@ static int read_file(loader *ld)
     }
     int rc = 0;
     if (ferror(f)) {
-        snprintf(ld->err, ld->errlen, "%s: cannot read the configuration file: %s; check that it "
+        snprintf(ld->err, ld->errlen,
+                 "%s: cannot read the configuration file: %s; check that it "
                  "is a readable file",
                  ld->file, strerror(errno));
         rc = -1;
     } else if (len > SL_CONF_FILE_MAX) {
-        snprintf(ld->err, ld->errlen, "%s: the file is larger than %u MiB; is it the "
+        snprintf(ld->err, ld->errlen,
+                 "%s: the file is larger than %u MiB; is it the "
                  "configuration file?",
                  ld->file, SL_CONF_FILE_MAX >> 20);
         rc = -1;
@@ -1129,8 +1150,8 @@ int sl_conf_load_file(sl_conf *c, const char *path, char *err, size_t errlen)
         .flags = CYAML_CFG_DEFAULT, /* unknown keys are errors */
     };
     raw_conf *raw = NULL;
-    cyaml_err_t e = cyaml_load_data(ld.text, ld.len, &cfg, &top_schema, (cyaml_data_t **)&raw,
-                                    NULL);
+    cyaml_err_t e =
+        cyaml_load_data(ld.text, ld.len, &cfg, &top_schema, (cyaml_data_t **)&raw, NULL);
     if (e != CYAML_OK) {
         cyaml_failed(&ld, e);
         free(ld.text);

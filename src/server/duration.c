@@ -243,9 +243,9 @@ static int64_t days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;                                    /* [0, 399] */
-    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;  /* [0, 365] */
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;            /* [0, 146096] */
+    int64_t yoe = y - era * 400;                                   /* [0, 399] */
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* [0, 365] */
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* [0, 146096] */
     return era * 146097 + doe - 719468;
 }
 
@@ -368,7 +368,7 @@ void sl_time_format(int64_t ms, char *buf, size_t cap)
     int hour = (int)(rem / 3600000), min = (int)(rem / 60000 % 60), sec = (int)(rem / 1000 % 60);
     int milli = (int)(rem % 1000);
     char tmp[64];
-    int n = snprintf(tmp, sizeof(tmp), "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, m,
-                     d, hour, min, sec, milli);
+    int n = snprintf(tmp, sizeof(tmp), "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, m, d,
+                     hour, min, sec, milli);
     put(buf, cap, tmp, n > 0 ? (size_t)n : 0);
 }

@@ -207,7 +207,8 @@ static void claims_list(sl_ctx *c)
         sl_reply_error(c, 400, "bad_request", "state=\"%s\" is not a claim state", s);
         return;
     }
-    if (lock && strncmp(lock, "mtx/", 4) != 0 && strncmp(lock, "sem/", 4) != 0) {
+    if (lock && ((strncmp(lock, "mtx/", 4) != 0 && strncmp(lock, "sem/", 4) != 0) ||
+                 !sl_name_valid(lock + 4, strlen(lock + 4), false))) {
         sl_reply_error(c, 400, "bad_request",
                        "lock=\"%s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
         return;

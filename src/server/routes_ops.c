@@ -6,8 +6,20 @@
 
 #include "server.h"
 
+/* /healthz and /metrics take GET (and HEAD); anything else is 405. */
+static bool get_only(sl_ctx *c)
+{
+    if (c->method == EVHTTP_REQ_GET || c->method == EVHTTP_REQ_HEAD)
+        return true;
+    sl_reply_add_header(c->req, "Allow", "GET");
+    sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
+    return false;
+}
+
 void sl_route_health(sl_ctx *c)
 {
+    if (!get_only(c))
+        return;
     if (c->srv->store_failed) {
         sl_reply_error(c, 503, "unavailable", "the store cannot commit: %s",
                        sl_store_error(c->srv->store));
@@ -25,6 +37,8 @@ void sl_route_health(sl_ctx *c)
 void sl_route_metrics(sl_ctx *c)
 {
     c->route = SL_ROUTE_METRICS;
+    if (!get_only(c))
+        return;
     struct evbuffer *b = evbuffer_new();
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
     sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", b);

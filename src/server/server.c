@@ -115,8 +115,12 @@ static int open_http(sl_server *srv)
     evhttp_set_max_body_size(srv->http, (ev_ssize_t)srv->conf->max_body * 16);
     evhttp_set_max_headers_size(srv->http, (ev_ssize_t)srv->conf->max_headers);
     evhttp_set_default_content_type(srv->http, "application/json");
+    /* PATCH and OPTIONS are let through so that the routes answer them with
+     * a JSON 405 naming the methods they take (evhttp would send an HTML
+     * 501); methods evhttp does not know still get its 501. */
     evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD);
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
+                                              EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
     struct timeval idle = {srv->conf->idle_timeout_ms / 1000,
                            (srv->conf->idle_timeout_ms % 1000) * 1000};
     evhttp_set_timeout_tv(srv->http, &idle);

@@ -11,10 +11,13 @@
  * a commit costs nothing per unrelated claim. Answering a wait never changes
  * the engine's batch (sl_claim_watch records nothing), since it happens
  * while a committed batch is being read. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 
 #include "server.h"
@@ -33,8 +36,10 @@ struct sl_wait {
     struct event *timer;
     struct timeval wait_tv;
     sl_wait *prev, *next;
-    bool started; /* headers sent */
-    bool gone;    /* the client hung up before the answer */
+    bool started;   /* headers sent */
+    bool unwatched; /* the claim's watch has ended */
+    bool gone;         /* the client hung up before the answer */
+    bool release_next; /* the creator hung up unseen: release on the next turn */
 };
 
 static sl_wait **head_of(sl_wait *w)
@@ -68,13 +73,19 @@ static void link_wait(sl_wait *w)
         sl_claim_set_udata(w->claim, w);
 }
 
+static void unwatch(sl_wait *w)
+{
+    if (w->kind != SL_WAIT_EVENTS && !w->unwatched)
+        sl_claim_watch(w->srv->eng, w->claim, -1, sl_server_now(w->srv));
+    w->unwatched = true;
+}
+
 /* Forgets the wait. Called before its last bytes are handed to evhttp,
  * which may free the request as soon as they are. */
 static void finish(sl_wait *w)
 {
     unlink_wait(w);
-    if (w->kind != SL_WAIT_EVENTS)
-        sl_claim_watch(w->srv->eng, w->claim, -1, sl_server_now(w->srv));
+    unwatch(w);
     if (!w->gone)
         sl_conn_on_gone(w->srv, w->req, NULL, NULL);
     event_free(w->timer);
@@ -115,9 +126,47 @@ static void answer_with(sl_wait *w, json_t *body)
     send_body(srv, req, started, route, status, body);
 }
 
+/* Whether the client closed its end although evhttp has not seen it yet
+ * (the close and the change that wakes the wait were read in one turn). */
+static bool client_hung_up(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0)
+        return false;
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* A creator that hung up would never learn of its grant, which nobody could
+ * then release: the claim is released instead. Not now: a wait is answered
+ * while the committed batch is read, which must not change; the wait's
+ * timer does it on the next turn (timeout_cb). */
+static bool release_if_creator_gone(sl_wait *w)
+{
+    if (w->kind != SL_WAIT_CREATE || w->release_next)
+        return false;
+    sl_claim_view v;
+    sl_claim_get(w->claim, &v);
+    if (sl_state_ended(v.state) || !client_hung_up(w->req))
+        return false;
+    w->release_next = true;
+    evtimer_del(w->timer);
+    struct timeval now = {0, 0};
+    evtimer_add(w->timer, &now);
+    return true;
+}
+
+/* The wait's end is a sign of life: the claim is read after it, so that
+ * its `expires` counts from now. */
 static void answer(sl_wait *w)
 {
     size_t count = 0;
+    if (release_if_creator_gone(w))
+        return;
+    unwatch(w);
     answer_with(w, w->kind == SL_WAIT_EVENTS ? events_page(w, &count)
                                              : sl_json_claim(w->srv, w->claim));
 }
@@ -140,7 +189,12 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    answer(arg);
+    sl_wait *w = arg;
+    if (w->release_next) {
+        sl_claim_release(w->srv->eng, w->claim, SL_REASON_CLIENT_GONE, sl_server_now(w->srv));
+        sl_server_touch(w->srv);
+    }
+    answer(w);
 }
 
 /* The client hung up. If it created the claim it never learnt the id, so

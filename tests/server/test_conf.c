@@ -1,0 +1,938 @@
+/* test_conf.c - src/server/conf.c: defaults, the YAML file, the checks.
+ *
+ * Files are written into a fresh mkdtemp directory. Covered: the defaults;
+ * a full file loads into exactly the values it says; sections left out keep
+ * their defaults; the example in docs/configuration.md loads; every kind of
+ * error gives its exact message with the file, line, column and key path
+ * (unknown, repeated and missing keys, wrong shapes, YAML syntax, each
+ * value's conversion, each whole-configuration check); a failed load
+ * changes nothing; libcyaml prints nothing; sl_conf_check on its own; the
+ * listen and store forms. Leaks are ASan's to find (every path frees). */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "conf.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static char dir[64];  /* the temporary directory */
+static char file[96]; /* dir/config.yaml */
+
+static int make_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/sluice-conf-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(file, sizeof(file), "%s/config.yaml", dir);
+    return 0;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    unlink(file);
+    return rmdir(dir);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Defaults, then the text as dir/config.yaml over them. */
+static int load_text(sl_conf *c, const char *yaml, char *err, size_t errlen)
+{
+    write_text(file, yaml);
+    sl_conf_defaults(c);
+    return sl_conf_load_file(c, file, err, errlen);
+}
+
+static void assert_defaults(const sl_conf *c)
+{
+    assert_string_equal(c->listen, "127.0.0.1:7700");
+    assert_string_equal(c->store, "sqlite:./sluice.db");
+    assert_int_equal(c->durability, SL_DURABILITY_NORMAL);
+    assert_int_equal(c->log_level, SL_LOG_INFO);
+    assert_int_equal(c->default_lease_ms, 0);
+    assert_int_equal(c->max_wait_ms, 30000);
+    assert_int_equal(c->idle_timeout_ms, 60000);
+    assert_int_equal(c->event_retention_ms, 24 * 3600 * 1000);
+    assert_int_equal(c->claim_retention_ms, 3600 * 1000);
+    assert_int_equal(c->max_body, 65536);
+    assert_int_equal(c->max_headers, 16384);
+    assert_int_equal(c->max_connections, 4096);
+    assert_int_equal(c->max_claims, 10000000);
+    assert_int_equal(c->max_streams, 256);
+    assert_int_equal(c->nsemaphores, 0);
+    assert_null(c->semaphores);
+    assert_int_equal(c->ntokens, 0);
+    assert_null(c->tokens);
+}
+
+/* ---- what loads ------------------------------------------------------------ */
+
+static void defaults_are_documented_values(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512] = "";
+    sl_conf_defaults(&c);
+    assert_defaults(&c);
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    assert_string_equal(err, "");
+    sl_conf_free(&c);
+    /* Freed is zeroed: a second free is harmless. */
+    assert_null(c.listen);
+    sl_conf_free(&c);
+    sl_conf_free(NULL);
+}
+
+static const char full_yaml[] = "listen: 0.0.0.0:8800\n"
+                                "store: sqlite:/var/lib/sluice/sluice.db\n"
+                                "durability: full\n"
+                                "log_level: debug\n"
+                                "default_lease: 1h30m\n"
+                                "limits:\n"
+                                "  max_body: 1000\n"
+                                "  max_headers: \"2000\"\n"
+                                "  max_connections: 30\n"
+                                "  max_claims: 40\n"
+                                "  max_streams: 5\n"
+                                "  max_wait: 10s\n"
+                                "  idle_timeout: 2m\n"
+                                "  event_retention: 48h\n"
+                                "  claim_retention: 1.5\n"
+                                "semaphores:\n"
+                                "  - name: db\n"
+                                "    limit: 3\n"
+                                "    strategy: strict\n"
+                                "    lease: 30s\n"
+                                "  - name: \"tenant/*\"\n"
+                                "    limit: 2\n"
+                                "  - name: queue/builds\n"
+                                "    limit: 0\n"
+                                "    strategy: rebalanced\n"
+                                "    lease: 250ms\n"
+                                "  - {name: runs, limit: 1000000000, strategy: skip}\n"
+                                "tokens:\n"
+                                "  - name: ci\n"
+                                "    token: \"s3cret-ci\"\n"
+                                "    admin: true\n"
+                                "  - name: team-a\n"
+                                "    token: s3cret-a\n"
+                                "    prefixes: [\"team-a/\", team-b/x]\n"
+                                "  - name: reader\n"
+                                "    token: s3cret-r\n"
+                                "    admin: False\n"
+                                "    prefixes:\n"
+                                "      - ro/\n";
+
+static void full_file_loads_every_value(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512] = "";
+    assert_int_equal(load_text(&c, full_yaml, err, sizeof(err)), 0);
+    assert_string_equal(err, "");
+    assert_string_equal(c.listen, "0.0.0.0:8800");
+    assert_string_equal(c.store, "sqlite:/var/lib/sluice/sluice.db");
+    assert_int_equal(c.durability, SL_DURABILITY_FULL);
+    assert_int_equal(c.log_level, SL_LOG_DEBUG);
+    assert_int_equal(c.default_lease_ms, 5400000);
+    assert_int_equal(c.max_body, 1000);
+    assert_int_equal(c.max_headers, 2000);
+    assert_int_equal(c.max_connections, 30);
+    assert_int_equal(c.max_claims, 40);
+    assert_int_equal(c.max_streams, 5);
+    assert_int_equal(c.max_wait_ms, 10000);
+    assert_int_equal(c.idle_timeout_ms, 120000);
+    assert_int_equal(c.event_retention_ms, 48LL * 3600 * 1000);
+    assert_int_equal(c.claim_retention_ms, 1500); /* a bare number is seconds */
+
+    assert_int_equal(c.nsemaphores, 4);
+    assert_string_equal(c.semaphores[0].name, "db");
+    assert_int_equal(c.semaphores[0].limit, 3);
+    assert_int_equal(c.semaphores[0].strategy, SL_STRICT);
+    assert_int_equal(c.semaphores[0].lease_ms, 30000);
+    assert_string_equal(c.semaphores[1].name, "tenant/*");
+    assert_int_equal(c.semaphores[1].limit, 2);
+    assert_int_equal(c.semaphores[1].strategy, SL_STRICT); /* the default */
+    assert_int_equal(c.semaphores[1].lease_ms, 0);         /* none */
+    assert_string_equal(c.semaphores[2].name, "queue/builds");
+    assert_int_equal(c.semaphores[2].limit, 0);
+    assert_int_equal(c.semaphores[2].strategy, SL_REBALANCED);
+    assert_int_equal(c.semaphores[2].lease_ms, 250);
+    assert_string_equal(c.semaphores[3].name, "runs");
+    assert_int_equal(c.semaphores[3].limit, SL_LIMIT_MAX);
+    assert_int_equal(c.semaphores[3].strategy, SL_SKIP);
+
+    assert_int_equal(c.ntokens, 3);
+    assert_string_equal(c.tokens[0].name, "ci");
+    assert_string_equal(c.tokens[0].token, "s3cret-ci");
+    assert_true(c.tokens[0].admin);
+    assert_int_equal(c.tokens[0].nprefixes, 0);
+    assert_string_equal(c.tokens[1].name, "team-a");
+    assert_string_equal(c.tokens[1].token, "s3cret-a");
+    assert_false(c.tokens[1].admin);
+    assert_int_equal(c.tokens[1].nprefixes, 2);
+    assert_string_equal(c.tokens[1].prefixes[0], "team-a/");
+    assert_string_equal(c.tokens[1].prefixes[1], "team-b/x");
+    assert_false(c.tokens[2].admin);
+    assert_int_equal(c.tokens[2].nprefixes, 1);
+    assert_string_equal(c.tokens[2].prefixes[0], "ro/");
+
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    sl_conf_free(&c);
+}
+
+static void omitted_sections_keep_defaults(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "",
+        "# nothing but a comment\n",
+        "---\n",
+        "limits:\n",
+        "limits: {}\n",
+        "semaphores:\n",
+        "semaphores: []\n",
+        "tokens:\n",
+        "tokens: []\n",
+        "limits:\nsemaphores:\ntokens:\n",
+    };
+    for (size_t i = 0; i < COUNT(texts); i++) {
+        sl_conf c;
+        char err[512] = "";
+        if (load_text(&c, texts[i], err, sizeof(err)) != 0)
+            fail_msg("\"%s\" was refused: %s", texts[i], err);
+        assert_defaults(&c);
+        sl_conf_free(&c);
+    }
+
+    /* One key changes one value; the rest stay. */
+    sl_conf c;
+    char err[512] = "";
+    assert_int_equal(
+        load_text(&c, "log_level: warn\nlimits:\n  max_streams: 9\n", err, sizeof(err)), 0);
+    assert_int_equal(c.log_level, SL_LOG_WARN);
+    assert_int_equal(c.max_streams, 9);
+    c.log_level = SL_LOG_INFO;
+    c.max_streams = 256;
+    assert_defaults(&c);
+    sl_conf_free(&c);
+}
+
+/* The first ```yaml block of docs/configuration.md is a working file. */
+static void documented_example_loads(void **state)
+{
+    (void)state;
+    FILE *f = fopen(SLUICE_SOURCE_DIR "/docs/configuration.md", "rb");
+    assert_non_null(f);
+    static char doc[64 * 1024];
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    fclose(f);
+    doc[n] = '\0';
+    char *start = strstr(doc, "```yaml\n");
+    assert_non_null(start);
+    start += strlen("```yaml\n");
+    char *end = strstr(start, "```");
+    assert_non_null(end);
+    *end = '\0';
+
+    sl_conf c;
+    char err[512] = "";
+    if (load_text(&c, start, err, sizeof(err)) != 0)
+        fail_msg("the documented example was refused: %s", err);
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    assert_string_equal(c.store, "sqlite:/var/lib/sluice/sluice.db");
+    assert_int_equal(c.nsemaphores, 3);
+    assert_string_equal(c.semaphores[0].name, "db");
+    assert_int_equal(c.semaphores[0].lease_ms, 30000);
+    assert_string_equal(c.semaphores[1].name, "tenant/*");
+    assert_int_equal(c.ntokens, 2);
+    assert_true(c.tokens[0].admin);
+    assert_string_equal(c.tokens[1].prefixes[0], "team-a/");
+    /* The documented limits are the defaults. */
+    sl_conf d;
+    sl_conf_defaults(&d);
+    assert_int_equal(c.max_body, d.max_body);
+    assert_int_equal(c.max_headers, d.max_headers);
+    assert_int_equal(c.max_connections, d.max_connections);
+    assert_int_equal(c.max_claims, d.max_claims);
+    assert_int_equal(c.max_streams, d.max_streams);
+    assert_int_equal(c.max_wait_ms, d.max_wait_ms);
+    assert_int_equal(c.idle_timeout_ms, d.idle_timeout_ms);
+    assert_int_equal(c.event_retention_ms, d.event_retention_ms);
+    assert_int_equal(c.claim_retention_ms, d.claim_retention_ms);
+    assert_int_equal(c.default_lease_ms, d.default_lease_ms);
+    sl_conf_free(&d);
+    sl_conf_free(&c);
+}
+
+static void values_in_every_form(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512] = "";
+    assert_int_equal(load_text(&c,
+                               "listen: \"[::1]:7700\"\n"
+                               "store: 'sqlite:./x.db'\n"
+                               "default_lease: 0.25\n"
+                               "limits:\n"
+                               "  max_wait: 45\n"
+                               "  idle_timeout: 1m30.5s\n"
+                               "  event_retention: 876000h\n"
+                               "  claim_retention: 1ms\n"
+                               "tokens:\n"
+                               "  - {name: a, token: x, admin: TRUE}\n",
+                               err, sizeof(err)),
+                     0);
+    assert_string_equal(c.listen, "[::1]:7700");
+    assert_string_equal(c.store, "sqlite:./x.db");
+    assert_int_equal(c.default_lease_ms, 250);
+    assert_int_equal(c.max_wait_ms, 45000);
+    assert_int_equal(c.idle_timeout_ms, 90500);
+    assert_int_equal(c.event_retention_ms, 3153600000000LL);
+    assert_int_equal(c.claim_retention_ms, 1);
+    assert_true(c.tokens[0].admin);
+    sl_conf_free(&c);
+
+    static const struct {
+        const char *text;
+        sl_log_level level;
+    } levels[] = {{"log_level: error\n", SL_LOG_ERROR},
+                  {"log_level: warn\n", SL_LOG_WARN},
+                  {"log_level: info\n", SL_LOG_INFO},
+                  {"log_level: debug\n", SL_LOG_DEBUG}};
+    for (size_t i = 0; i < COUNT(levels); i++) {
+        assert_int_equal(load_text(&c, levels[i].text, err, sizeof(err)), 0);
+        assert_int_equal(c.log_level, levels[i].level);
+        sl_conf_free(&c);
+    }
+}
+
+/* ---- what is refused, and how it is said ----------------------------------- */
+
+typedef struct {
+    const char *yaml;
+    const char *want; /* the message after "<dir>/" */
+    bool exact;       /* else want is its beginning */
+} bad_file;
+
+static const bad_file bad_files[] = {
+    /* Structure: libcyaml refuses, the walk places it. */
+    {"listen: 127.0.0.1:7700\nlisen: x\n",
+     "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, durability, "
+     "log_level, default_lease, limits, semaphores, tokens (libcyaml: Load: Unexpected key: "
+     "lisen)",
+     true},
+    {"limits:\n  max_body: 1\n  max_bdy: 2\n",
+     "config.yaml:3:3: limits: unknown key \"max_bdy\"; the keys here are max_body, max_headers, "
+     "max_connections, max_claims, max_streams, max_wait, idle_timeout, event_retention, "
+     "claim_retention (libcyaml: Load: Unexpected key: max_bdy)",
+     true},
+    {"semaphores:\n  - name: a\n    limit: 1\n  - name: b\n    lmit: 2\n",
+     "config.yaml:5:5: semaphores[1]: unknown key \"lmit\"; the keys here are name, limit, "
+     "strategy, lease (libcyaml: Load: Unexpected key: lmit)",
+     true},
+    {"tokens:\n  - name: a\n    token: x\n    prefix: [a/]\n",
+     "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, admin, "
+     "prefixes (libcyaml: Load: Unexpected key: prefix)",
+     true},
+    {"Listen: 127.0.0.1:7700\n", "config.yaml:1:1: unknown key \"Listen\"", false},
+    {"listen: 127.0.0.1:1\nstore: sqlite:x\nlisten: 127.0.0.1:2\n",
+     "config.yaml:3:1: listen: is given twice; keep one (libcyaml: Load: Mapping field already "
+     "seen: listen)",
+     true},
+    {"semaphores:\n  - name: a\n",
+     "config.yaml:2:5: semaphores[0]: \"limit\" is missing; every entry here needs name, limit "
+     "(libcyaml: Load: Missing required mapping field: limit)",
+     true},
+    {"tokens:\n  - name: x\n    admin: true\n",
+     "config.yaml:2:5: tokens[0]: \"token\" is missing; every entry here needs name, token "
+     "(libcyaml: Load: Missing required mapping field: token)",
+     true},
+    {"semaphores: db\n",
+     "config.yaml:1:13: semaphores: expected a list (entries on lines starting with \"- \", or "
+     "[a, b]), found a single value (libcyaml: ",
+     false},
+    {"listen: [a, b]\n", "config.yaml:1:9: listen: expected a single value, found a list", false},
+    {"limits: 5\n",
+     "config.yaml:1:9: limits: expected keys with values (key: value, one per line), found a "
+     "single value",
+     false},
+    {"semaphores:\n  - db\n",
+     "config.yaml:2:5: semaphores[0]: expected keys with values (key: value, one per line), "
+     "found a single value",
+     false},
+    {"semaphores:\n  -\n",
+     "config.yaml:2:4: semaphores[0]: expected keys with values (key: value, one per line), "
+     "found a single value (libcyaml: Load: Expecting MAPPING, got event: SCALAR)",
+     true},
+    {"- listen\n",
+     "config.yaml:1:1: expected keys with values (key: value, one per line), "
+     "found a list",
+     false},
+    {"? [a]\n: b\n",
+     "config.yaml:1:3: a key must be a single word, like listen (libcyaml: ", false},
+    {"listen: \"127.0.0.1:7700\n", "config.yaml:2:1: YAML syntax error: ", false},
+    {"limits:\n\tmax_body: 1\n", "config.yaml:2:1: YAML syntax error: ", false},
+    {"listen: a: b\n", "config.yaml:1:10: YAML syntax error: mapping values are not allowed",
+     false},
+
+    /* Values: converted, and placed by the walk. */
+    {"semaphores:\n  - name: db\n    limit: 3\n  - name: b\n    limit: 1\n    strategy: fast\n",
+     "config.yaml:6:15: semaphores[1].strategy: \"fast\" is not a strategy; use strict, skip or "
+     "rebalanced",
+     true},
+    {"semaphores:\n  - name: db\n    limit: 1\n    lease: forever\n",
+     "config.yaml:4:12: semaphores[0].lease: \"forever\" is not a duration; write a number and "
+     "units h, m, s or ms, largest first, like 250ms, 30s, 5m or 1h30m (a bare number is "
+     "seconds; at most 100 years)",
+     true},
+    {"limits:\n  max_wait: 30 s\n",
+     "config.yaml:2:13: limits.max_wait: \"30 s\" is not a duration;", false},
+    {"default_lease: 30s1m\n", "config.yaml:1:16: default_lease: \"30s1m\" is not a duration;",
+     false},
+    {"limits:\n  claim_retention: -1h\n",
+     "config.yaml:2:20: limits.claim_retention: \"-1h\" is not a duration;", false},
+    {"limits:\n  max_body: 64k\n",
+     "config.yaml:2:13: limits.max_body: \"64k\" is not a whole number; write digits only, like "
+     "65536",
+     true},
+    {"limits:\n  max_streams: -1\n",
+     "config.yaml:2:16: limits.max_streams: \"-1\" is not a whole number;", false},
+    {"limits:\n  max_headers: 1.5\n",
+     "config.yaml:2:16: limits.max_headers: \"1.5\" is not a whole number;", false},
+    {"limits:\n  max_claims: 99999999999999999999999\n",
+     "config.yaml:2:15: limits.max_claims: 99999999999999999999999 is more than the largest "
+     "allowed, 18446744073709551615",
+     true},
+    {"semaphores:\n  - name: db\n    limit: 1000000001\n",
+     "config.yaml:3:12: semaphores[0].limit: 1000000001 is more than the largest allowed, "
+     "1000000000",
+     true},
+    {"semaphores:\n  - name: db\n    limit: \"\"\n",
+     "config.yaml:3:12: semaphores[0].limit: \"\" is not a whole number;", false},
+    {"durability: fsync\n",
+     "config.yaml:1:13: durability: \"fsync\" is not a durability; use normal (survives a killed "
+     "process) or full (survives power loss too)",
+     true},
+    {"log_level: verbose\n",
+     "config.yaml:1:12: log_level: \"verbose\" is not a log level; use error, warn, info or debug",
+     true},
+    {"log_level: INFO\n", "config.yaml:1:12: log_level: \"INFO\" is not a log level;", false},
+    {"tokens:\n  - name: ci\n    token: s\n    admin: yes\n",
+     "config.yaml:4:12: tokens[0].admin: \"yes\" is not true or false; write true or false", true},
+
+    /* The whole-configuration checks, placed by the walk. */
+    {"listen: localhost\n",
+     "config.yaml:1:9: listen: \"localhost\" is not HOST:PORT with a port from 1 to 65535; write "
+     "it like 127.0.0.1:7700, 0.0.0.0:7700 (every interface) or [::1]:7700",
+     true},
+    {"listen: \"::1:7700\"\n",
+     "config.yaml:1:9: listen: \"::1:7700\" is not HOST:PORT; an IPv6 address goes in brackets, "
+     "like [::1]:7700",
+     true},
+    {"listen: 127.0.0.1:65536\n", "config.yaml:1:9: listen: \"127.0.0.1:65536\" is not HOST:PORT",
+     false},
+    {"listen:\n", "config.yaml:1:8: listen: is empty; write HOST:PORT, like 127.0.0.1:7700", true},
+    /* An empty section before the value does not lose the place. */
+    {"limits:\nsemaphores:\nlisten: nowhere\n",
+     "config.yaml:3:9: listen: \"nowhere\" is not HOST:PORT", false},
+    {"store: postgres://db\n",
+     "config.yaml:1:8: store: \"postgres://db\" is not a store URL; write sqlite:PATH, like "
+     "sqlite:/var/lib/sluice/sluice.db",
+     true},
+    {"store: \"sqlite:\"\n", "config.yaml:1:8: store: \"sqlite:\" is not a store URL;", false},
+    {"limits:\n  max_body: 0\n", "config.yaml:2:13: limits.max_body: must be at least 1", true},
+    {"limits:\n  max_connections: 0\n",
+     "config.yaml:2:20: limits.max_connections: must be at least 1", true},
+    {"limits:\n  max_wait: 0\n",
+     "config.yaml:2:13: limits.max_wait: must be longer than 0 (and at most 100 years); write a "
+     "duration like 30s",
+     true},
+    {"limits:\n  event_retention: 0s\n",
+     "config.yaml:2:20: limits.event_retention: must be longer than 0", false},
+    {"semaphores:\n  - name: /db\n    limit: 1\n",
+     "config.yaml:2:11: semaphores[0].name: \"/db\" is not a semaphore name; use 1 to 253 "
+     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', and end it in "
+     "'*' for a pattern (like \"tenant/*\")",
+     true},
+    {"semaphores:\n  - name: a b\n    limit: 1\n",
+     "config.yaml:2:11: semaphores[0].name: \"a b\" is not a semaphore name;", false},
+    {"semaphores:\n  - name: \"\"\n    limit: 1\n",
+     "config.yaml:2:11: semaphores[0].name: \"\" is not a semaphore name;", false},
+    {"semaphores:\n  - name: db\n    limit: 1\n  - name: x\n    limit: 1\n"
+     "  - name: db\n    limit: 2\n  - name: x\n    limit: 1\n",
+     "config.yaml:6:11: semaphores[2].name: \"db\" is configured twice (also semaphores[0]); "
+     "keep one entry per name",
+     true},
+    {"tokens:\n  - name: a\n    token: s3cret-same\n    admin: true\n"
+     "  - name: b\n    token: s3cret-same\n    prefixes: [b/]\n",
+     "config.yaml:6:12: tokens[1].token: token \"b\" has the same secret as tokens[0] (\"a\"); "
+     "give every token its own secret",
+     true},
+    {"tokens:\n  - name: x\n    token: t1\n    admin: true\n"
+     "  - name: x\n    token: t2\n    admin: true\n",
+     "config.yaml:5:11: tokens[1].name: \"x\" is the name of tokens[0] too; give every token its "
+     "own name, so that the logs tell them apart",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n",
+     "config.yaml:2:5: tokens[0]: token \"x\" may do nothing; set admin: true, or list the name "
+     "prefixes it may use, like prefixes: [\"team-a/\"]",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n    admin: false\n    prefixes: []\n",
+     "config.yaml:2:5: tokens[0]: token \"x\" may do nothing;", false},
+    {"tokens:\n  - name: x\n    token: t\n    admin: true\n    prefixes: [a/]\n",
+     "config.yaml:2:5: tokens[0]: token \"x\" is admin and has prefixes; an admin token may use "
+     "every name, so remove prefixes or set admin: false",
+     true},
+    {"tokens:\n  - name: x\n    token: \"\"\n    admin: true\n",
+     "config.yaml:3:12: tokens[0].token: is empty; give the token \"x\" a secret, like the "
+     "output of `openssl rand -hex 32`",
+     true},
+    {"tokens:\n  - name: x\n    token: \"a b\"\n    admin: true\n",
+     "config.yaml:3:12: tokens[0].token: the secret of token \"x\" must be 1 to 1024 visible "
+     "ASCII characters without spaces; like the output of `openssl rand -hex 32`",
+     true},
+    {"tokens:\n  - name: \"\"\n    token: t\n    admin: true\n",
+     "config.yaml:2:11: tokens[0].name: is empty; give every token a name for the logs, like ci",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n    prefixes: [\"/x\"]\n",
+     "config.yaml:4:16: tokens[0].prefixes[0]: \"/x\" is not a name prefix; use 1 to 253 "
+     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//' (a trailing "
+     "'/' is fine), like \"team-a/\"",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n    prefixes:\n      - ok/\n      - \"\"\n",
+     "config.yaml:6:9: tokens[0].prefixes[1]: \"\" is not a name prefix;", false},
+    {"tokens:\n  - name: x\n    token: t\n    prefixes: [a//b]\n",
+     "config.yaml:4:16: tokens[0].prefixes[0]: \"a//b\" is not a name prefix;", false},
+    /* What the walk does not model: libcyaml's own log, with its places. */
+    {"semaphores:\n  - name: a\n    limit: *nope\n",
+     "config.yaml: No anchor found for alias: Load: No anchor found for alias: 'nope'; Load: "
+     "Backtrace:; in mapping field 'limit' (line: 3, column: 5); in sequence entry '1' (line: 2, "
+     "column: 5); in mapping field 'semaphores' (line: 2, column: 3)",
+     true},
+    /* Inside an alias the walk cannot place it: said without a line. */
+    {"semaphores:\n  - &s\n    name: a\n    limit: 1\n  - *s\n",
+     "config.yaml: semaphores[1].name: \"a\" is configured twice (also semaphores[0]); keep one "
+     "entry per name",
+     true},
+};
+
+static void each_error_says_what_where_and_how(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < COUNT(bad_files); i++) {
+        const bad_file *b = &bad_files[i];
+        sl_conf c;
+        char err[1024] = "";
+        if (load_text(&c, b->yaml, err, sizeof(err)) != -1)
+            fail_msg("row %zu was accepted:\n%s", i, b->yaml);
+        size_t dl = strlen(dir);
+        if (strncmp(err, dir, dl) != 0 || err[dl] != '/')
+            fail_msg("row %zu: the error does not start with the file: %s", i, err);
+        const char *tail = err + dl + 1;
+        bool ok =
+            b->exact ? strcmp(tail, b->want) == 0 : strncmp(tail, b->want, strlen(b->want)) == 0;
+        if (!ok)
+            fail_msg("row %zu:\n got: %s\nwant: %s%s", i, tail, b->want, b->exact ? "" : "...");
+        /* A failed load changes nothing. */
+        assert_defaults(&c);
+        sl_conf_free(&c);
+    }
+}
+
+/* Secrets stay out of messages, whatever is wrong with them. */
+static void errors_never_show_a_secret(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        ("tokens:\n  - name: a\n    token: TOPSECRET\n    admin: true\n"
+         "  - name: b\n    token: TOPSECRET\n    admin: true\n"),
+        "tokens:\n  - name: a\n    token: \"TOP SECRET\"\n    admin: true\n",
+        "tokens:\n  - name: a\n    token: TOPSECRET\n",
+        "tokens:\n  - name: a\n    token: TOPSECRET\n    admin: true\n    prefixes: [x/]\n",
+    };
+    for (size_t i = 0; i < COUNT(texts); i++) {
+        sl_conf c;
+        char err[1024] = "";
+        assert_int_equal(load_text(&c, texts[i], err, sizeof(err)), -1);
+        assert_true(strlen(err) > 0);
+        if (strstr(err, "TOP"))
+            fail_msg("the secret is in: %s", err);
+        sl_conf_free(&c);
+    }
+}
+
+static void file_problems(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[1024] = "", path[128];
+
+    sl_conf_defaults(&c);
+    snprintf(path, sizeof(path), "%s/missing.yaml", dir);
+    assert_int_equal(sl_conf_load_file(&c, path, err, sizeof(err)), -1);
+    char want[256];
+    snprintf(want, sizeof(want),
+             "%s: cannot open the configuration file: No such file or directory; check the "
+             "path and its permissions",
+             path);
+    assert_string_equal(err, want);
+    assert_defaults(&c);
+
+    /* A directory opens but does not read. */
+    assert_int_equal(sl_conf_load_file(&c, dir, err, sizeof(err)), -1);
+    snprintf(want, sizeof(want), "%s: cannot read the configuration file: ", dir);
+    assert_memory_equal(err, want, strlen(want));
+    assert_defaults(&c);
+
+    /* Just over 8 MiB: refused unread. Exactly 8 MiB of comment loads. */
+    size_t big = 8u << 20;
+    char *text = malloc(big + 2);
+    assert_non_null(text);
+    memset(text, ' ', big + 1);
+    text[0] = '#';
+    text[big - 1] = '\n';
+    text[big] = '\0';
+    write_text(file, text);
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), 0);
+    text[big] = '\n';
+    text[big + 1] = '\0';
+    write_text(file, text);
+    free(text);
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), -1);
+    snprintf(want, sizeof(want), "%s: the file is larger than 8 MiB; is it the configuration file?",
+             file);
+    assert_string_equal(err, want);
+    assert_defaults(&c);
+    sl_conf_free(&c);
+}
+
+static void short_error_buffers(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[16];
+    memset(err, 'x', sizeof(err));
+    assert_int_equal(load_text(&c, "lisen: x\n", err, 8), -1);
+    assert_int_equal(strlen(err), 7); /* cut, and terminated */
+    assert_int_equal(err[8], 'x');    /* nothing past errlen */
+    assert_int_equal(sl_conf_load_file(&c, file, NULL, 0), -1);
+    assert_defaults(&c);
+    sl_conf_free(&c);
+}
+
+/* A load over a loaded configuration: values and lists replaced; a failed
+ * load leaves everything as it was. */
+static void loads_replace_and_failures_keep(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[1024] = "";
+    assert_int_equal(load_text(&c, full_yaml, err, sizeof(err)), 0);
+
+    write_text(file, "listen: 127.0.0.1:9000\nlimits:\n  max_body: 1\n  max_bdy: 2\n");
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), -1);
+    write_text(file, "listen: 127.0.0.1:9000\nsemaphores:\n  - name: x\n    limit: 1\n"
+                     "  - name: x\n    limit: 2\n");
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), -1);
+    assert_string_equal(c.listen, "0.0.0.0:8800");
+    assert_int_equal(c.max_body, 1000);
+    assert_int_equal(c.nsemaphores, 4);
+    assert_string_equal(c.semaphores[3].name, "runs");
+    assert_int_equal(c.ntokens, 3);
+
+    write_text(file, "listen: 127.0.0.1:9000\nsemaphores:\n  - name: only\n    limit: 7\n");
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), 0);
+    assert_string_equal(c.listen, "127.0.0.1:9000");
+    assert_int_equal(c.max_body, 1000); /* not in this file: as before */
+    assert_int_equal(c.nsemaphores, 1);
+    assert_string_equal(c.semaphores[0].name, "only");
+    assert_int_equal(c.semaphores[0].limit, 7);
+    assert_int_equal(c.ntokens, 3); /* no tokens in this file: as before */
+    sl_conf_free(&c);
+}
+
+/* libcyaml's default log writes to stderr; ours must not. */
+static void libcyaml_prints_nothing(void **state)
+{
+    (void)state;
+    char out[128];
+    snprintf(out, sizeof(out), "%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(dup2(fd, 2), 2);
+    close(fd);
+
+    static const char *const texts[] = {
+        "lisen: x\n",
+        "listen: \"x\n",
+        "semaphores: x\n",
+        "semaphores:\n  - name: a\n",
+        "listen: a\nlisten: b\n",
+        "? [a]\n: b\n",
+        "- a\n",
+    };
+    int failures = 0;
+    for (size_t i = 0; i < COUNT(texts); i++) {
+        sl_conf c;
+        char err[1024];
+        failures += load_text(&c, texts[i], err, sizeof(err)) == -1;
+        sl_conf_free(&c);
+    }
+    fflush(stderr);
+    assert_int_equal(dup2(saved, 2), 2);
+    close(saved);
+
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    unlink(out);
+    assert_int_equal(failures, (int)COUNT(texts));
+    assert_int_equal(st.st_size, 0);
+}
+
+/* ---- sl_conf_check on its own (after the command line) ---------------------- */
+
+static void check_without_a_file(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512];
+    sl_conf_defaults(&c);
+
+    free(c.listen);
+    c.listen = strdup("127.0.0.1");
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "listen: \"127.0.0.1\" is not HOST:PORT with a port from 1 to 65535; "
+                             "write it like 127.0.0.1:7700, 0.0.0.0:7700 (every interface) or "
+                             "[::1]:7700");
+    free(c.listen);
+    c.listen = strdup("127.0.0.1:7700");
+
+    c.durability = (sl_durability)7;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "durability: is not a durability; use normal or full");
+    c.durability = SL_DURABILITY_FULL;
+
+    c.log_level = (sl_log_level)9;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "log_level: is not a log level; use error, warn, info or debug");
+    c.log_level = SL_LOG_DEBUG;
+
+    c.default_lease_ms = -1;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "default_lease: must be 0 (none) or a duration of at most 100 "
+                             "years, like 30s");
+    c.default_lease_ms = 0;
+
+    c.idle_timeout_ms = 0;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "limits.idle_timeout: must be longer than 0 (and at most 100 "
+                             "years); write a duration like 30s");
+    c.idle_timeout_ms = 1;
+
+    c.max_streams = 0;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "limits.max_streams: must be at least 1");
+    c.max_streams = 1;
+
+    /* Entries made by hand, as a caller might. */
+    c.nsemaphores = 3;
+    c.semaphores = calloc(3, sizeof(*c.semaphores));
+    c.semaphores[0].name = strdup("a");
+    c.semaphores[1].name = strdup("b*");
+    c.semaphores[2].name = strdup("a");
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "semaphores[2].name: \"a\" is configured twice (also semaphores[0]); "
+                             "keep one entry per name");
+    c.semaphores[2].name[0] = 'c';
+    c.semaphores[1].limit = SL_LIMIT_MAX + 1;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "semaphores[1].limit: 1000000001 is more than the largest limit, "
+                             "1000000000");
+    c.semaphores[1].limit = SL_LIMIT_MAX;
+    c.semaphores[1].strategy = (sl_strategy)3;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "semaphores[1].strategy: is not a strategy; use strict, skip or "
+                             "rebalanced");
+    c.semaphores[1].strategy = SL_REBALANCED;
+    c.semaphores[0].lease_ms = -5;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "semaphores[0].lease: must be 0 (none) or a duration of at most 100 "
+                             "years, like 30s");
+    c.semaphores[0].lease_ms = 5;
+
+    c.ntokens = 2;
+    c.tokens = calloc(2, sizeof(*c.tokens));
+    c.tokens[0].name = strdup("one");
+    c.tokens[0].token = strdup("k1");
+    c.tokens[0].admin = true;
+    c.tokens[1].name = strdup("two");
+    c.tokens[1].token = strdup("k2");
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "tokens[1]: token \"two\" may do nothing; set admin: true, or list "
+                             "the name prefixes it may use, like prefixes: [\"team-a/\"]");
+    c.tokens[1].nprefixes = 1;
+    c.tokens[1].prefixes = calloc(1, sizeof(char *));
+    c.tokens[1].prefixes[0] = strdup("team-b/");
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+
+    /* The configuration checked is the caller's: nothing moved or freed. */
+    assert_string_equal(c.semaphores[2].name, "c");
+    assert_string_equal(c.tokens[1].prefixes[0], "team-b/");
+
+    /* A short buffer is cut and terminated; none at all is fine. */
+    c.max_body = 0;
+    memset(err, 'x', sizeof(err));
+    assert_int_equal(sl_conf_check(&c, err, 6), -1);
+    assert_string_equal(err, "limit");
+    assert_int_equal(sl_conf_check(&c, NULL, 0), -1);
+    sl_conf_free(&c);
+}
+
+static void listen_forms(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "127.0.0.1:7700",           "0.0.0.0:1",         "localhost:65535",
+        "my-host.example.com:8080", "[::1]:7700",        "[::]:80",
+        "[::ffff:127.0.0.1]:7700",  "[2001:DB8::1]:443", "h_1:9",
+    };
+    static const char *const bad[] = {
+        "",
+        ":7700",
+        "127.0.0.1",
+        "127.0.0.1:",
+        "127.0.0.1:0",
+        "127.0.0.1:65536",
+        "127.0.0.1:123456",
+        "127.0.0.1:77a0",
+        "127.0.0.1:+80",
+        "127.0.0.1:-1",
+        "::1:7700",
+        "[::1]",
+        "[::1]7700",
+        "[]:7700",
+        "[x]:7700",
+        "[127.0.0.1]:80",
+        "host name:7700",
+        "http://h:80",
+        "h:80/",
+        "[::1]:",
+        "[::1:7700",
+        "127.0.0.1:000080",     /* six digits, though the value is fine */
+        "127.0.0.1:4294967376", /* 2^32 + 80: no wrap-around to port 80 */
+    };
+    sl_conf c;
+    char err[512];
+    sl_conf_defaults(&c);
+    for (size_t i = 0; i < COUNT(good); i++) {
+        free(c.listen);
+        c.listen = strdup(good[i]);
+        if (sl_conf_check(&c, err, sizeof(err)) != 0)
+            fail_msg("\"%s\" was refused: %s", good[i], err);
+    }
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        free(c.listen);
+        c.listen = strdup(bad[i]);
+        if (sl_conf_check(&c, err, sizeof(err)) == 0)
+            fail_msg("\"%s\" was accepted", bad[i]);
+        assert_memory_equal(err, "listen: ", 8);
+    }
+    sl_conf_free(&c);
+}
+
+static void store_forms(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"sqlite:./x.db", "sqlite:/var/lib/sluice/sluice.db",
+                                       "sqlite:x", "sqlite::memory:"};
+    static const char *const bad[] = {"",         "sqlite:",     "sqlite",   "postgres://h/db",
+                                      "SQLITE:x", "./sluice.db", " sqlite:x"};
+    sl_conf c;
+    char err[512];
+    sl_conf_defaults(&c);
+    for (size_t i = 0; i < COUNT(good); i++) {
+        free(c.store);
+        c.store = strdup(good[i]);
+        if (sl_conf_check(&c, err, sizeof(err)) != 0)
+            fail_msg("\"%s\" was refused: %s", good[i], err);
+    }
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        free(c.store);
+        c.store = strdup(bad[i]);
+        if (sl_conf_check(&c, err, sizeof(err)) == 0)
+            fail_msg("\"%s\" was accepted", bad[i]);
+        assert_memory_equal(err, "store: ", 7);
+    }
+    sl_conf_free(&c);
+}
+
+static void log_level_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        sl_log_level l;
+    } ok[] = {{"error", SL_LOG_ERROR},
+              {"warn", SL_LOG_WARN},
+              {"info", SL_LOG_INFO},
+              {"debug", SL_LOG_DEBUG}};
+    for (size_t i = 0; i < COUNT(ok); i++) {
+        sl_log_level l = (sl_log_level)99;
+        assert_int_equal(sl_log_level_parse(ok[i].s, &l), 0);
+        assert_int_equal(l, ok[i].l);
+    }
+    static const char *const bad[] = {"",      "ERROR",  "Warn", "warning", "information",
+                                      "trace", "debug ", "0"};
+    for (size_t i = 0; i < COUNT(bad); i++) {
+        sl_log_level l = (sl_log_level)99;
+        assert_int_equal(sl_log_level_parse(bad[i], &l), -1);
+        assert_int_equal(l, 99);
+    }
+    sl_log_level l = (sl_log_level)99;
+    assert_int_equal(sl_log_level_parse(NULL, &l), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults_are_documented_values),
+        cmocka_unit_test(full_file_loads_every_value),
+        cmocka_unit_test(omitted_sections_keep_defaults),
+        cmocka_unit_test(documented_example_loads),
+        cmocka_unit_test(values_in_every_form),
+        cmocka_unit_test(each_error_says_what_where_and_how),
+        cmocka_unit_test(errors_never_show_a_secret),
+        cmocka_unit_test(file_problems),
+        cmocka_unit_test(short_error_buffers),
+        cmocka_unit_test(loads_replace_and_failures_keep),
+        cmocka_unit_test(libcyaml_prints_nothing),
+        cmocka_unit_test(check_without_a_file),
+        cmocka_unit_test(listen_forms),
+        cmocka_unit_test(store_forms),
+        cmocka_unit_test(log_level_names),
+    };
+    return cmocka_run_group_tests(tests, make_dir, remove_dir);
+}
