@@ -171,6 +171,37 @@ sl_claim *t_find(sl_engine *eng, const char *id)
     return c;
 }
 
+sl_claim_view t_view(sl_engine *eng, const char *id)
+{
+    sl_claim_view v;
+    sl_claim_get(t_find(eng, id), &v);
+    return v;
+}
+
+const char *t_id(const sl_claim *c)
+{
+    if (!c)
+        return NULL;
+    sl_claim_view v;
+    sl_claim_get(c, &v);
+    return v.id;
+}
+
+sl_event t_event_at(sl_engine *eng, size_t i)
+{
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_true(i < ch.nevents);
+    return ch.events[i];
+}
+
+size_t t_nevents(sl_engine *eng)
+{
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    return ch.nevents;
+}
+
 sl_state t_state(sl_engine *eng, const char *id)
 {
     sl_claim_view v;

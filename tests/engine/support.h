@@ -27,6 +27,11 @@ int t_claim_rc(sl_engine *eng, int64_t now, const char *spec, sl_error *err);
 void t_sem(sl_engine *eng, int64_t now, const char *name, uint32_t limit, sl_strategy s);
 
 sl_claim *t_find(sl_engine *eng, const char *id);
+sl_claim_view t_view(sl_engine *eng, const char *id);
+const char *t_id(const sl_claim *c); /* NULL for NULL */
+/* Event i of the current batch, and how many there are (not cleared). */
+sl_event t_event_at(sl_engine *eng, size_t i);
+size_t t_nevents(sl_engine *eng);
 sl_state t_state(sl_engine *eng, const char *id);
 uint64_t t_token(sl_engine *eng, const char *id, size_t lock);
 size_t t_position(sl_engine *eng, const char *id, size_t lock);

@@ -14,20 +14,6 @@
 
 #include "support.h"
 
-static sl_claim_view view_of(sl_engine *eng, const char *id)
-{
-    sl_claim_view v;
-    sl_claim_get(t_find(eng, id), &v);
-    return v;
-}
-
-static const char *id_of(const sl_claim *c)
-{
-    sl_claim_view v;
-    sl_claim_get(c, &v);
-    return v.id;
-}
-
 static sl_changes batch(sl_engine *eng)
 {
     sl_changes ch;
@@ -79,8 +65,8 @@ static void changed_claims_are_listed_once(void **state)
     sl_changes ch = batch(eng);
     /* a: queued, acquired, renewed twice; still one entry. */
     assert_int_equal(ch.nclaims, 2);
-    assert_string_equal(id_of(ch.claims[0]), "a");
-    assert_string_equal(id_of(ch.claims[1]), "b");
+    assert_string_equal(t_id(ch.claims[0]), "a");
+    assert_string_equal(t_id(ch.claims[1]), "b");
     assert_int_equal(ch.nevents, 6);
     assert_int_equal(ch.next_arrival, 3);
     assert_int_equal(ch.next_grant, 2);
@@ -90,15 +76,15 @@ static void changed_claims_are_listed_once(void **state)
     t_release(eng, 5, "a");
     ch = batch(eng);
     assert_int_equal(ch.nclaims, 2);
-    assert_string_equal(id_of(ch.claims[0]), "a");
-    assert_string_equal(id_of(ch.claims[1]), "b");
+    assert_string_equal(t_id(ch.claims[0]), "a");
+    assert_string_equal(t_id(ch.claims[1]), "b");
     assert_int_equal(ch.next_grant, 3);
     sl_engine_changes_clear(eng);
     /* A claim nobody touched is not listed. */
     t_claim(eng, 6, "id=c m:y");
     ch = batch(eng);
     assert_int_equal(ch.nclaims, 1);
-    assert_string_equal(id_of(ch.claims[0]), "c");
+    assert_string_equal(t_id(ch.claims[0]), "c");
     t_free(eng);
 }
 
@@ -256,7 +242,7 @@ static void every_claim_transition_has_its_event(void **state)
     sl_state states[] = {SL_WITHDRAWN,  SL_TIMED_OUT, SL_EXPIRED, SL_RELEASED,
                          SL_SUPERSEDED, SL_CANCELED,  SL_CANCELED};
     for (size_t i = 0; i < 7; i++) {
-        sl_claim_view v = view_of(eng, ids[i]);
+        sl_claim_view v = t_view(eng, ids[i]);
         assert_int_equal(v.state, states[i]);
         assert_int_equal(v.reason, reasons[i]);
         assert_true(sl_state_ended(v.state));
@@ -296,7 +282,7 @@ static void release_of_an_ended_claim_changes_nothing(void **state)
     assert_int_equal(sl_claim_release(eng, a, SL_REASON_RELEASED, 5), 0);
     assert_int_equal(sl_claim_release(eng, a, SL_REASON_CLIENT_GONE, 6), 0);
     assert_false(sl_engine_changes_pending(eng));
-    sl_claim_view v = view_of(eng, "a");
+    sl_claim_view v = t_view(eng, "a");
     assert_int_equal(v.state, SL_RELEASED);
     assert_int_equal(v.reason, SL_REASON_RELEASED);
     assert_int_equal(v.ended_ms, 1);
@@ -304,7 +290,7 @@ static void release_of_an_ended_claim_changes_nothing(void **state)
     assert_int_equal(sl_claim_cancel(eng, a, 7), SL_ECONFLICT);
     assert_int_equal(sl_claim_renew(eng, a, 7), SL_ECONFLICT);
     assert_false(sl_engine_changes_pending(eng));
-    assert_int_equal(view_of(eng, "a").state, SL_RELEASED);
+    assert_int_equal(t_view(eng, "a").state, SL_RELEASED);
     t_free(eng);
 }
 
@@ -321,7 +307,7 @@ static void operator_cancel_of_a_pending_claim(void **state)
     assert_int_equal(ch.nevents, 1);
     assert_int_equal(ch.events[0].reason, SL_REASON_OPERATOR);
     assert_string_equal(t_events(eng), "claim.canceled:p1");
-    sl_claim_view v = view_of(eng, "p1");
+    sl_claim_view v = t_view(eng, "p1");
     assert_int_equal(v.state, SL_CANCELED);
     assert_int_equal(v.reason, SL_REASON_OPERATOR);
     assert_int_equal(v.ended_ms, 10);
@@ -340,8 +326,8 @@ static void operator_cancel_of_held_and_revoking_claims(void **state)
     t_events(eng);
     assert_int_equal(sl_claim_cancel(eng, t_find(eng, "h"), 10), 0);
     assert_string_equal(t_events(eng), "claim.canceled:h claim.acquired:w");
-    assert_int_equal(view_of(eng, "h").reason, SL_REASON_OPERATOR);
-    assert_int_equal(view_of(eng, "w").granted_ms, 10);
+    assert_int_equal(t_view(eng, "h").reason, SL_REASON_OPERATOR);
+    assert_int_equal(t_view(eng, "w").granted_ms, 10);
     assert_int_equal(t_used(eng, SL_KIND_MUTEX, "x"), 1);
 
     /* A revoking holder canceled by an operator: canceled for that reason,
@@ -351,7 +337,7 @@ static void operator_cancel_of_held_and_revoking_claims(void **state)
     t_events(eng);
     assert_int_equal(sl_claim_cancel(eng, t_find(eng, "r"), 22), 0);
     assert_string_equal(t_events(eng), "claim.canceled:r claim.acquired:n");
-    sl_claim_view r = view_of(eng, "r");
+    sl_claim_view r = t_view(eng, "r");
     assert_int_equal(r.state, SL_CANCELED);
     assert_int_equal(r.reason, SL_REASON_OPERATOR);
     assert_string_equal(r.by, "n");
@@ -373,10 +359,10 @@ static void client_gone_is_recorded(void **state)
     assert_int_equal(ch.events[0].reason, SL_REASON_CLIENT_GONE);
     assert_int_equal(ch.events[1].reason, SL_REASON_CLIENT_GONE);
     assert_string_equal(t_events(eng), "claim.withdrawn:p claim.released:h");
-    sl_claim_view v = view_of(eng, "p");
+    sl_claim_view v = t_view(eng, "p");
     assert_int_equal(v.state, SL_WITHDRAWN);
     assert_int_equal(v.reason, SL_REASON_CLIENT_GONE);
-    v = view_of(eng, "h");
+    v = t_view(eng, "h");
     assert_int_equal(v.state, SL_RELEASED);
     assert_int_equal(v.reason, SL_REASON_CLIENT_GONE);
     assert_string_equal(sl_reason_text(SL_REASON_CLIENT_GONE),

@@ -15,29 +15,6 @@
 
 #include "support.h"
 
-static sl_claim_view view_of(sl_engine *eng, const char *id)
-{
-    sl_claim_view v;
-    sl_claim_get(t_find(eng, id), &v);
-    return v;
-}
-
-/* Event i of the current batch (the batch is not cleared). */
-static sl_event event_at(sl_engine *eng, size_t i)
-{
-    sl_changes ch;
-    sl_engine_changes(eng, &ch);
-    assert_true(i < ch.nevents);
-    return ch.events[i];
-}
-
-static size_t nevents(sl_engine *eng)
-{
-    sl_changes ch;
-    sl_engine_changes(eng, &ch);
-    return ch.nevents;
-}
-
 static void group_adds_a_mutex(void **state)
 {
     (void)state;
@@ -48,7 +25,7 @@ static void group_adds_a_mutex(void **state)
 
     sl_claim_lock_view lv;
     sl_claim_lock_get(eng, t_find(eng, "a"), 0, &lv);
-    assert_int_equal(view_of(eng, "a").nlocks, 1);
+    assert_int_equal(t_view(eng, "a").nlocks, 1);
     assert_int_equal(lv.kind, SL_KIND_MUTEX);
     assert_string_equal(lv.name, "group/g");
     assert_string_equal(lv.key, "mtx/group/g");
@@ -66,7 +43,7 @@ static void group_adds_a_mutex(void **state)
     sl_claim_lock_get(eng, t_find(eng, "c"), 1, &lv);
     assert_string_equal(lv.key, "mtx/group/h");
     assert_int_equal(lv.via, SL_VIA_GROUP);
-    assert_string_equal(view_of(eng, "c").group, "h");
+    assert_string_equal(t_view(eng, "c").group, "h");
     assert_string_equal(t_events(eng), "claim.queued:a claim.acquired:a claim.queued:b "
                                        "claim.waiting:b claim.queued:c claim.acquired:c");
     t_free(eng);
@@ -115,24 +92,24 @@ static void cancel_pending_supersedes_earlier_waiters(void **state)
 
     t_claim(eng, 10, "id=n group=g cancel=pending created=400");
     /* Queue order is w2 (priority 7) then w1: the events follow it. */
-    assert_int_equal(nevents(eng), 4);
-    sl_event ev = event_at(eng, 1);
+    assert_int_equal(t_nevents(eng), 4);
+    sl_event ev = t_event_at(eng, 1);
     assert_int_equal(ev.type, SL_EV_CLAIM_SUPERSEDED);
     assert_int_equal(ev.reason, SL_REASON_SUPERSEDED);
     assert_int_equal(ev.time_ms, 10);
-    sl_event wait_ev = event_at(eng, 3);
+    sl_event wait_ev = t_event_at(eng, 3);
     assert_int_equal(wait_ev.rule, SL_RULE_AT_LIMIT);
     assert_string_equal(t_events(eng), "claim.queued:n claim.superseded:w2 "
                                        "claim.superseded:w1 claim.waiting:n");
     for (int i = 0; i < 2; i++) {
-        sl_claim_view v = view_of(eng, i ? "w1" : "w2");
+        sl_claim_view v = t_view(eng, i ? "w1" : "w2");
         assert_int_equal(v.state, SL_SUPERSEDED);
         assert_int_equal(v.reason, SL_REASON_SUPERSEDED);
         assert_string_equal(v.by, "n");
         assert_int_equal(v.ended_ms, 10);
     }
     /* cancel: pending leaves the holder alone. */
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_HELD);
     assert_null(h.by);
     assert_int_equal(t_position(eng, "n", 0), 1);
@@ -152,7 +129,7 @@ static void cancel_pending_leaves_later_created_alone(void **state)
     t_claim(eng, 4, "id=n group=g cancel=pending created=500");
     assert_string_equal(t_events(eng), "claim.queued:n claim.superseded:old claim.waiting:n");
     assert_int_equal(t_state(eng, "rerun"), SL_PENDING);
-    assert_null(view_of(eng, "rerun").by);
+    assert_null(t_view(eng, "rerun").by);
     /* n is older than rerun, so it is ahead of it. */
     assert_int_equal(t_position(eng, "n", 0), 1);
     assert_int_equal(t_position(eng, "rerun", 0), 2);
@@ -167,12 +144,12 @@ static void cancel_pending_ties_on_created_use_arrival(void **state)
     t_claim(eng, 2, "id=w group=g created=500");
     t_claim(eng, 3, "id=n group=g created=500 cancel=pending");
     assert_int_equal(t_state(eng, "w"), SL_SUPERSEDED);
-    assert_string_equal(view_of(eng, "w").by, "n");
+    assert_string_equal(t_view(eng, "w").by, "n");
     t_events(eng);
     /* Same created again: n arrived earlier, so m supersedes it. */
     t_claim(eng, 4, "id=m group=g created=500 cancel=pending");
     assert_string_equal(t_events(eng), "claim.queued:m claim.superseded:n claim.waiting:m");
-    assert_string_equal(view_of(eng, "n").by, "m");
+    assert_string_equal(t_view(eng, "n").by, "m");
     t_free(eng);
 }
 
@@ -219,20 +196,20 @@ static void cancel_in_progress_revokes_earlier_holders(void **state)
     t_events(eng);
 
     t_claim(eng, 500, "id=n group=g cancel=in-progress grace=1000 created=300");
-    assert_int_equal(nevents(eng), 4);
-    sl_event rev = event_at(eng, 2);
+    assert_int_equal(t_nevents(eng), 4);
+    sl_event rev = t_event_at(eng, 2);
     assert_int_equal(rev.type, SL_EV_CLAIM_REVOKING);
     assert_int_equal(rev.reason, SL_REASON_REVOKED);
     assert_int_equal(rev.time_ms, 500);
     assert_string_equal(t_events(eng), "claim.queued:n claim.superseded:w "
                                        "claim.revoking:h claim.waiting:n");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_REVOKING);
     assert_int_equal(h.reason, SL_REASON_REVOKED);
     assert_string_equal(h.by, "n");
     assert_int_equal(h.revoke_at_ms, 1500);
     assert_int_equal(h.ended_ms, -1);
-    assert_string_equal(view_of(eng, "w").by, "n");
+    assert_string_equal(t_view(eng, "w").by, "n");
     /* The revoked holder keeps its slot. */
     sl_lock_view lv;
     assert_int_equal(sl_lock_lookup(eng, SL_KIND_MUTEX, "group/g", &lv, NULL), 0);
@@ -248,18 +225,18 @@ static void cancel_in_progress_revokes_earlier_holders(void **state)
 
     /* Advanced late: the outcome is dated at the grace's end. */
     sl_engine_advance(eng, 5000);
-    assert_int_equal(nevents(eng), 2);
-    assert_int_equal(event_at(eng, 0).time_ms, 1500);
-    assert_int_equal(event_at(eng, 0).reason, SL_REASON_GRACE);
-    assert_int_equal(event_at(eng, 1).time_ms, 1500);
+    assert_int_equal(t_nevents(eng), 2);
+    assert_int_equal(t_event_at(eng, 0).time_ms, 1500);
+    assert_int_equal(t_event_at(eng, 0).reason, SL_REASON_GRACE);
+    assert_int_equal(t_event_at(eng, 1).time_ms, 1500);
     assert_string_equal(t_events(eng), "claim.canceled:h claim.acquired:n");
-    h = view_of(eng, "h");
+    h = t_view(eng, "h");
     assert_int_equal(h.state, SL_CANCELED);
     assert_int_equal(h.reason, SL_REASON_GRACE);
     assert_int_equal(h.ended_ms, 1500);
     assert_int_equal(h.revoke_at_ms, -1);
     assert_string_equal(h.by, "n");
-    sl_claim_view n = view_of(eng, "n");
+    sl_claim_view n = t_view(eng, "n");
     assert_int_equal(n.state, SL_HELD);
     assert_int_equal(n.granted_ms, 1500);
     assert_int_equal(t_token(eng, "n", 0), 2);
@@ -277,7 +254,7 @@ static void grace_ends_at_the_exact_millisecond(void **state)
     t_events(eng);
     sl_engine_advance(eng, 260);
     assert_int_equal(t_state(eng, "h"), SL_CANCELED);
-    assert_int_equal(view_of(eng, "n").granted_ms, 260);
+    assert_int_equal(t_view(eng, "n").granted_ms, 260);
     assert_string_equal(t_events(eng), "claim.canceled:h claim.acquired:n");
     t_free(eng);
 }
@@ -291,8 +268,8 @@ static void grace_defaults_to_the_engine_option(void **state)
     sl_engine *eng = t_engine_opts(&opts);
     t_claim(eng, 0, "id=h group=g");
     t_claim(eng, 100, "id=n group=g cancel=in-progress");
-    assert_int_equal(view_of(eng, "n").grace_ms, 700);
-    assert_int_equal(view_of(eng, "h").revoke_at_ms, 800);
+    assert_int_equal(t_view(eng, "n").grace_ms, 700);
+    assert_int_equal(t_view(eng, "h").revoke_at_ms, 800);
     t_free(eng);
 }
 
@@ -304,7 +281,7 @@ static void cancel_in_progress_leaves_later_holders_alone(void **state)
     t_events(eng);
     t_claim(eng, 1, "id=n group=g cancel=in-progress grace=0 created=500");
     assert_string_equal(t_events(eng), "claim.queued:n claim.waiting:n");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_HELD);
     assert_null(h.by);
     assert_int_equal(h.revoke_at_ms, -1);
@@ -322,13 +299,13 @@ static void grace_zero_cancels_at_once(void **state)
     t_claim(eng, 50, "id=n group=g cancel=in-progress grace=0");
     assert_string_equal(t_events(eng), "claim.queued:n claim.superseded:w "
                                        "claim.canceled:h claim.acquired:n");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_CANCELED);
     /* No grace was given: the holder ends as revoked, not as out of grace. */
     assert_int_equal(h.reason, SL_REASON_REVOKED);
     assert_string_equal(h.by, "n");
     assert_int_equal(h.ended_ms, 50);
-    sl_claim_view n = view_of(eng, "n");
+    sl_claim_view n = t_view(eng, "n");
     assert_int_equal(n.state, SL_HELD);
     assert_int_equal(n.granted_ms, 50);
     assert_int_equal(t_token(eng, "n", 0), 2);
@@ -344,12 +321,12 @@ static void release_of_revoking_lets_the_new_claim_in(void **state)
     t_events(eng);
     t_release(eng, 700, "h");
     assert_string_equal(t_events(eng), "claim.canceled:h claim.acquired:n");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_CANCELED);
     assert_int_equal(h.reason, SL_REASON_REVOKED_FREED);
     assert_string_equal(h.by, "n");
     assert_int_equal(h.ended_ms, 700);
-    assert_int_equal(view_of(eng, "n").granted_ms, 700);
+    assert_int_equal(t_view(eng, "n").granted_ms, 700);
     /* The grace deadline is disarmed: nothing happens at 10100. */
     sl_engine_advance(eng, 10100);
     assert_string_equal(t_events(eng), "");
@@ -366,7 +343,7 @@ static void renew_of_revoking_conflicts(void **state)
     t_events(eng);
     assert_int_equal(sl_claim_renew(eng, t_find(eng, "h"), 200), SL_ECONFLICT);
     assert_string_equal(t_events(eng), "");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.life_ms, 0);
     assert_int_equal(h.state, SL_REVOKING);
     /* The pending newcomer can renew. */
@@ -381,21 +358,21 @@ static void revoked_twice_keeps_the_earlier_deadline(void **state)
     sl_engine *eng = t_engine();
     t_claim(eng, 0, "id=h group=g");
     t_claim(eng, 100, "id=n1 group=g cancel=in-progress grace=1000");
-    assert_int_equal(view_of(eng, "h").revoke_at_ms, 1100);
+    assert_int_equal(t_view(eng, "h").revoke_at_ms, 1100);
     t_events(eng);
 
     /* A later deadline does not extend the first one, and no second
      * revoking event is emitted. */
     t_claim(eng, 200, "id=n2 group=g cancel=in-progress grace=5000");
     assert_string_equal(t_events(eng), "claim.queued:n2 claim.superseded:n1 claim.waiting:n2");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.revoke_at_ms, 1100);
     assert_string_equal(h.by, "n1");
 
     /* An earlier one wins; `by` still names the first revoker. */
     t_claim(eng, 300, "id=n3 group=g cancel=in-progress grace=100");
     assert_string_equal(t_events(eng), "claim.queued:n3 claim.superseded:n2 claim.waiting:n3");
-    h = view_of(eng, "h");
+    h = t_view(eng, "h");
     assert_int_equal(h.revoke_at_ms, 400);
     assert_string_equal(h.by, "n1");
     assert_int_equal(sl_engine_next_deadline(eng), 400);
@@ -404,8 +381,8 @@ static void revoked_twice_keeps_the_earlier_deadline(void **state)
     assert_int_equal(t_state(eng, "h"), SL_REVOKING);
     sl_engine_advance(eng, 400);
     assert_string_equal(t_events(eng), "claim.canceled:h claim.acquired:n3");
-    assert_int_equal(view_of(eng, "h").reason, SL_REASON_GRACE);
-    assert_int_equal(view_of(eng, "n3").granted_ms, 400);
+    assert_int_equal(t_view(eng, "h").reason, SL_REASON_GRACE);
+    assert_int_equal(t_view(eng, "n3").granted_ms, 400);
     t_free(eng);
 }
 
@@ -420,7 +397,7 @@ static void revoked_again_with_grace_zero_ends_now(void **state)
     t_claim(eng, 200, "id=n2 group=g cancel=in-progress grace=0");
     assert_string_equal(t_events(eng), "claim.queued:n2 claim.superseded:n1 "
                                        "claim.canceled:h claim.acquired:n2");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_CANCELED);
     assert_int_equal(h.ended_ms, 200);
     assert_string_equal(h.by, "n1"); /* the first claim that revoked it */
@@ -438,11 +415,11 @@ static void revoking_claim_still_expires_by_lease(void **state)
     assert_int_equal(t_state(eng, "h"), SL_REVOKING);
     sl_engine_advance(eng, 1000);
     assert_string_equal(t_events(eng), "claim.expired:h claim.acquired:n");
-    sl_claim_view h = view_of(eng, "h");
+    sl_claim_view h = t_view(eng, "h");
     assert_int_equal(h.state, SL_EXPIRED);
     assert_int_equal(h.reason, SL_REASON_LEASE);
     assert_int_equal(h.ended_ms, 300);
-    assert_int_equal(view_of(eng, "n").granted_ms, 300);
+    assert_int_equal(t_view(eng, "n").granted_ms, 300);
     t_free(eng);
 }
 
@@ -461,13 +438,13 @@ static void in_progress_on_a_semaphore_group(void **state)
     /* One revoked holder lets go: its slot is enough for n. */
     t_release(eng, 30, "a");
     assert_string_equal(t_events(eng), "claim.canceled:a claim.acquired:n");
-    assert_int_equal(view_of(eng, "a").reason, SL_REASON_REVOKED_FREED);
+    assert_int_equal(t_view(eng, "a").reason, SL_REASON_REVOKED_FREED);
     assert_int_equal(t_used(eng, SL_KIND_SEMAPHORE, "group/g"), 2);
     sl_engine_advance(eng, 519);
     assert_int_equal(t_state(eng, "b"), SL_REVOKING);
     sl_engine_advance(eng, 520);
     assert_string_equal(t_events(eng), "claim.canceled:b");
-    assert_int_equal(view_of(eng, "b").reason, SL_REASON_GRACE);
+    assert_int_equal(t_view(eng, "b").reason, SL_REASON_GRACE);
     assert_int_equal(t_used(eng, SL_KIND_SEMAPHORE, "group/g"), 1);
     t_free(eng);
 }
@@ -518,7 +495,7 @@ static void cancel_on_a_fresh_group_just_claims(void **state)
     sl_engine *eng = t_engine();
     t_claim(eng, 0, "id=n group=g cancel=in-progress grace=0");
     assert_string_equal(t_events(eng), "claim.queued:n claim.acquired:n");
-    sl_claim_view v = view_of(eng, "n");
+    sl_claim_view v = t_view(eng, "n");
     assert_int_equal(v.cancel, SL_CANCEL_IN_PROGRESS);
     assert_int_equal(v.grace_ms, 0);
     t_free(eng);

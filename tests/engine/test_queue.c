@@ -35,13 +35,6 @@ static void view_of(sl_engine *eng, sl_kind kind, const char *name, sl_lock_view
     assert_int_equal(sl_lock_lookup(eng, kind, name, out, NULL), 0);
 }
 
-static const char *claim_id(const sl_claim *c)
-{
-    sl_claim_view v;
-    sl_claim_get(c, &v);
-    return v.id;
-}
-
 /* The lock's waiters as "id id ...", in its queue order; checks on the way
  * that positions count 1, 2, 3 ... and agree with each claim's own view. */
 static const char *waiters(sl_engine *eng, sl_kind kind, const char *name)
@@ -54,7 +47,7 @@ static const char *waiters(sl_engine *eng, sl_kind kind, const char *name)
     buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(w[i].position, i + 1);
-        int k = snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? " " : "", claim_id(w[i].claim));
+        int k = snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? " " : "", t_id(w[i].claim));
         assert_true(k > 0 && (size_t)k < sizeof(buf) - len);
         len += (size_t)k;
     }
@@ -71,7 +64,7 @@ static const char *holders(sl_engine *eng, sl_kind kind, const char *name)
     buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         int k = snprintf(buf + len, sizeof(buf) - len, "%s%s:%u:%llu", i ? " " : "",
-                         claim_id(h[i].claim), h[i].slots, (unsigned long long)h[i].token);
+                         t_id(h[i].claim), h[i].slots, (unsigned long long)h[i].token);
         assert_true(k > 0 && (size_t)k < sizeof(buf) - len);
         len += (size_t)k;
     }
@@ -161,7 +154,7 @@ static void strict_no_overtaking(void **state)
     assert_int_equal(wb.position, 2);
     assert_int_equal(wb.nahead, 1);
     assert_int_equal(wb.nshown, 1);
-    assert_string_equal(claim_id(wb.ahead[0]), "a");
+    assert_string_equal(t_id(wb.ahead[0]), "a");
     assert_int_equal(wb.used, 2);
     assert_int_equal(wb.limit, 3);
     assert_string_equal(wb.key, "sem/S");
@@ -198,7 +191,7 @@ static void strict_reserves_for_blocked_waiter(void **state)
     sl_why wc = why_of(eng, "c", 0);
     assert_int_equal(wc.rule, SL_RULE_BEHIND);
     assert_int_equal(wc.position, 2);
-    assert_string_equal(claim_id(wc.ahead[0]), "a");
+    assert_string_equal(t_id(wc.ahead[0]), "a");
     assert_int_equal(wc.used, 1);
     assert_string_equal(t_events(eng), "semaphore.updated:S claim.queued:hx claim.acquired:hx "
                                        "claim.queued:a claim.waiting:a claim.queued:b "
@@ -468,7 +461,7 @@ static void global_order(void **state)
     size_t i = 0;
     for (const sl_claim *c = sl_pending_next(eng, NULL); c; c = sl_pending_next(eng, c), i++) {
         assert_true(i < 6);
-        assert_string_equal(claim_id(c), want[i]);
+        assert_string_equal(t_id(c), want[i]);
         assert_int_equal(sl_pending_position(eng, c), i + 1);
     }
     assert_int_equal(i, 6);
@@ -955,31 +948,31 @@ static void lock_views_and_listings(void **state)
 
     sl_holder_view h[4];
     assert_int_equal(sl_lock_holders(l, 0, h, 4), 2);
-    assert_string_equal(claim_id(h[0].claim), "a");
+    assert_string_equal(t_id(h[0].claim), "a");
     assert_int_equal(h[0].slots, 2);
     assert_int_equal(h[0].token, 1);
     assert_int_equal(h[0].since_ms, 10);
-    assert_string_equal(claim_id(h[1].claim), "b");
+    assert_string_equal(t_id(h[1].claim), "b");
     assert_int_equal(h[1].token, 2);
     assert_int_equal(h[1].since_ms, 11);
     assert_int_equal(sl_lock_holders(l, 1, h, 4), 1);
-    assert_string_equal(claim_id(h[0].claim), "b");
+    assert_string_equal(t_id(h[0].claim), "b");
     assert_int_equal(sl_lock_holders(l, 0, h, 1), 1);
-    assert_string_equal(claim_id(h[0].claim), "a");
+    assert_string_equal(t_id(h[0].claim), "a");
     assert_int_equal(sl_lock_holders(l, 2, h, 4), 0);
 
     sl_waiter_view w[4];
     assert_int_equal(sl_lock_waiters(eng, l, 0, w, 4), 2);
-    assert_string_equal(claim_id(w[0].claim), "c");
+    assert_string_equal(t_id(w[0].claim), "c");
     assert_int_equal(w[0].slots, 3);
     assert_int_equal(w[0].position, 1);
-    assert_string_equal(claim_id(w[1].claim), "d");
+    assert_string_equal(t_id(w[1].claim), "d");
     assert_int_equal(w[1].position, 2);
     assert_int_equal(sl_lock_waiters(eng, l, 1, w, 4), 1);
-    assert_string_equal(claim_id(w[0].claim), "d");
+    assert_string_equal(t_id(w[0].claim), "d");
     assert_int_equal(w[0].position, 2);
     assert_int_equal(sl_lock_waiters(eng, l, 0, w, 1), 1);
-    assert_string_equal(claim_id(w[0].claim), "c");
+    assert_string_equal(t_id(w[0].claim), "c");
     assert_int_equal(sl_lock_waiters(eng, l, 2, w, 4), 0);
 
     view_of(eng, SL_KIND_MUTEX, "M", &v);
@@ -1140,9 +1133,9 @@ static void q_compare(sl_engine *eng, const qmodel *m)
         }
         assert_int_equal(sl_lock_waiters(eng, lk, 0, w, Q_MAX), n);
         for (size_t i = 0; i < n; i++)
-            if (strcmp(claim_id(w[i].claim), m->c[order[i]].id) != 0)
+            if (strcmp(t_id(w[i].claim), m->c[order[i]].id) != 0)
                 fail_msg("%s position %zu: engine %s, model %s", q_names[l], i + 1,
-                         claim_id(w[i].claim), m->c[order[i]].id);
+                         t_id(w[i].claim), m->c[order[i]].id);
     }
 }
 

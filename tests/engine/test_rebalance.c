@@ -36,13 +36,6 @@ static void view_of(sl_engine *eng, const char *name, sl_lock_view *out)
     assert_int_equal(sl_lock_lookup(eng, SL_KIND_SEMAPHORE, name, out, NULL), 0);
 }
 
-static const char *claim_id(const sl_claim *c)
-{
-    sl_claim_view v;
-    sl_claim_get(c, &v);
-    return v.id;
-}
-
 /* The lock's waiters in its order of choice, "id id ..."; checks that the
  * listing's positions count from 1 and agree with each claim's position. */
 static const char *waiters(sl_engine *eng, const char *name)
@@ -54,7 +47,7 @@ static const char *waiters(sl_engine *eng, const char *name)
     buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(w[i].position, i + 1);
-        const char *id = claim_id(w[i].claim);
+        const char *id = t_id(w[i].claim);
         for (size_t k = 0; k < 8; k++) {
             sl_claim_lock_view lv;
             sl_claim_view cv;
@@ -155,7 +148,7 @@ static void extra_slots_to_oldest_waiting_keys(void **state)
     assert_int_equal(wa.key_used, 2);
     assert_int_equal(wa.position, 2);
     assert_int_equal(wa.nshown, 1);
-    assert_string_equal(claim_id(wa.ahead[0]), "c");
+    assert_string_equal(t_id(wa.ahead[0]), "c");
     sl_why wc = why_of(eng, "c", 0);
     assert_int_equal(wc.rule, SL_RULE_AT_LIMIT);
     assert_int_equal(wc.quota, 2);
@@ -272,7 +265,7 @@ static void work_conserving(void **state)
     assert_int_equal(w.key_used, 3);
     assert_int_equal(w.position, 2);
     assert_int_equal(w.nahead, 1);
-    assert_string_equal(claim_id(w.ahead[0]), "b3");
+    assert_string_equal(t_id(w.ahead[0]), "b3");
     w = why_of(eng, "b3", 0);
     assert_int_equal(w.rule, SL_RULE_AT_LIMIT);
     assert_int_equal(w.key_used, 1);
@@ -299,7 +292,7 @@ static void priority_ignored(void **state)
     /* K 2, limit 1: quota 0 for A and 1 for B (w3, created 5, is the oldest
      * waiter). B is below its quota: w3, then the rest oldest first. */
     assert_string_equal(waiters(eng, "R"), "w3 w1 w2");
-    assert_string_equal(claim_id(sl_pending_next(eng, NULL)), "w2");
+    assert_string_equal(t_id(sl_pending_next(eng, NULL)), "w2");
     (void)t_events(eng);
     t_release(eng, 40, "h");
     assert_string_equal(t_events(eng), "claim.released:h claim.acquired:w3");
@@ -362,7 +355,7 @@ static void chosen_claim_not_overtaken(void **state)
     assert_int_equal(w.quota, 1);
     assert_int_equal(w.key_used, 1);
     assert_int_equal(w.position, 2);
-    assert_string_equal(claim_id(w.ahead[0]), "a");
+    assert_string_equal(t_id(w.ahead[0]), "a");
     assert_int_equal(t_used(eng, SL_KIND_SEMAPHORE, "R"), 1);
     assert_string_equal(t_events(eng),
                         "semaphore.updated:R claim.queued:hx claim.acquired:hx "
@@ -422,12 +415,12 @@ static void listing_pages_and_key_count(void **state)
     assert_string_equal(waiters(eng, "R"), "a1 b1 a2 b2");
     sl_waiter_view wv[4];
     assert_int_equal(sl_lock_waiters(eng, lock_of(eng, "R"), 2, wv, 4), 2);
-    assert_string_equal(claim_id(wv[0].claim), "a2");
+    assert_string_equal(t_id(wv[0].claim), "a2");
     assert_int_equal(wv[0].position, 3);
-    assert_string_equal(claim_id(wv[1].claim), "b2");
+    assert_string_equal(t_id(wv[1].claim), "b2");
     assert_int_equal(wv[1].position, 4);
     assert_int_equal(sl_lock_waiters(eng, lock_of(eng, "R"), 1, wv, 1), 1);
-    assert_string_equal(claim_id(wv[0].claim), "b1");
+    assert_string_equal(t_id(wv[0].claim), "b1");
     assert_int_equal(wv[0].position, 2);
     assert_int_equal(sl_lock_waiters(eng, lock_of(eng, "R"), 4, wv, 4), 0);
     (void)t_events(eng);
@@ -519,7 +512,7 @@ static void issue_scenario(void **state)
                  {73, "K128"}, {545, "K600"}, {546, "J601"}, {645, "J700"}};
     for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
         assert_int_equal(all[spots[i].pos - 1].position, spots[i].pos);
-        assert_string_equal(claim_id(all[spots[i].pos - 1].claim), spots[i].id);
+        assert_string_equal(t_id(all[spots[i].pos - 1].claim), spots[i].id);
     }
     assert_int_equal(t_position(eng, "J56", 0), 28);
     assert_int_equal(t_position(eng, "K128", 0), 73);
@@ -529,7 +522,7 @@ static void issue_scenario(void **state)
     assert_int_equal(w.key_used, 55);
     assert_int_equal(w.nahead, 27);
     assert_int_equal(w.nshown, SL_WHY_AHEAD_MAX);
-    assert_string_equal(claim_id(w.ahead[0]), "K101");
+    assert_string_equal(t_id(w.ahead[0]), "K101");
     w = why_of(eng, "K101", 0);
     assert_int_equal(w.rule, SL_RULE_AT_LIMIT);
     assert_int_equal(w.quota, 27);
@@ -542,7 +535,7 @@ static void issue_scenario(void **state)
         sl_holder_view h;
         assert_int_equal(sl_lock_holders(lock_of(eng, "R"), 0, &h, 1), 1);
         char victim[16];
-        snprintf(victim, sizeof(victim), "%s", claim_id(h.claim));
+        snprintf(victim, sizeof(victim), "%s", t_id(h.claim));
         int victim_j = victim[0] == 'J';
         t_release(eng, 1000 + r, victim);
 
@@ -812,8 +805,8 @@ static void m_compare(sl_engine *eng, const model *m)
     size_t n = m_order(m, ord);
     assert_int_equal(sl_lock_waiters(eng, lock_of(eng, "R"), 0, w, M_MAX), n);
     for (size_t i = 0; i < n; i++)
-        if (strcmp(claim_id(w[i].claim), m->c[ord[i]].id) != 0)
-            fail_msg("position %zu: engine %s, model %s", i + 1, claim_id(w[i].claim),
+        if (strcmp(t_id(w[i].claim), m->c[ord[i]].id) != 0)
+            fail_msg("position %zu: engine %s, model %s", i + 1, t_id(w[i].claim),
                      m->c[ord[i]].id);
     assert_int_equal(t_used(eng, SL_KIND_SEMAPHORE, "R"), m_used(m));
 }

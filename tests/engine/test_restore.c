@@ -265,13 +265,6 @@ static void same_str(const char *a, const char *b)
         assert_string_equal(a, b);
 }
 
-static const char *id_of(const sl_claim *c)
-{
-    sl_claim_view v;
-    sl_claim_get(c, &v);
-    return v.id;
-}
-
 /* Everything of a claim but its lease clock (life and expiry); with `times`
  * false also not its creation, grant and end times, for engines that ran
  * the same operations at different times. */
@@ -352,7 +345,7 @@ static void same_lock(sl_engine *ea, sl_engine *eb, const sl_lock *la, bool time
     size_t nh = sl_lock_holders(la, 0, ha, 16);
     assert_int_equal(sl_lock_holders(lb, 0, hb, 16), nh);
     for (size_t i = 0; i < nh; i++) {
-        assert_string_equal(id_of(ha[i].claim), id_of(hb[i].claim));
+        assert_string_equal(t_id(ha[i].claim), t_id(hb[i].claim));
         assert_int_equal(ha[i].slots, hb[i].slots);
         assert_int_equal(ha[i].token, hb[i].token);
         if (times)
@@ -362,7 +355,7 @@ static void same_lock(sl_engine *ea, sl_engine *eb, const sl_lock *la, bool time
     size_t nw = sl_lock_waiters(ea, la, 0, wa, 16);
     assert_int_equal(sl_lock_waiters(eb, lb, 0, wb, 16), nw);
     for (size_t i = 0; i < nw; i++) {
-        assert_string_equal(id_of(wa[i].claim), id_of(wb[i].claim));
+        assert_string_equal(t_id(wa[i].claim), t_id(wb[i].claim));
         assert_int_equal(wa[i].slots, wb[i].slots);
         assert_int_equal(wa[i].position, wb[i].position);
     }
@@ -382,7 +375,7 @@ static void same_engine(sl_engine *ea, sl_engine *eb, bool times)
     cb = sl_pending_next(eb, NULL);
     for (; ca; ca = sl_pending_next(ea, ca), cb = sl_pending_next(eb, cb)) {
         assert_non_null(cb);
-        assert_string_equal(id_of(ca), id_of(cb));
+        assert_string_equal(t_id(ca), t_id(cb));
         assert_int_equal(sl_pending_position(ea, ca), sl_pending_position(eb, cb));
     }
     assert_null(cb);
@@ -422,7 +415,7 @@ static void same_events(sl_engine *ea, sl_engine *eb, int64_t dt, const char *wa
         assert_int_equal(a.events[i].type, b.events[i].type);
         assert_int_equal(a.events[i].reason, b.events[i].reason);
         assert_int_equal(a.events[i].time_ms + dt, b.events[i].time_ms);
-        assert_string_equal(id_of(a.events[i].claim), id_of(b.events[i].claim));
+        assert_string_equal(t_id(a.events[i].claim), t_id(b.events[i].claim));
     }
     assert_int_equal(a.nevicted, b.nevicted);
     for (size_t i = 0; i < a.nevicted; i++)
@@ -540,9 +533,9 @@ static void check_workload(sl_engine *a)
     assert_int_equal(sl_lock_lookup(a, SL_KIND_SEMAPHORE, "fair", &v, &l), 0);
     sl_waiter_view w[4];
     assert_int_equal(sl_lock_waiters(a, l, 0, w, 4), 3);
-    assert_string_equal(id_of(w[0].claim), "f4");
-    assert_string_equal(id_of(w[1].claim), "f3");
-    assert_string_equal(id_of(w[2].claim), "f5");
+    assert_string_equal(t_id(w[0].claim), "f4");
+    assert_string_equal(t_id(w[1].claim), "f3");
+    assert_string_equal(t_id(w[2].claim), "f5");
 }
 
 static void rebuilt_engine_equals_the_original(void **state)

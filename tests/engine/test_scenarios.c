@@ -14,13 +14,6 @@
 
 #include "support.h"
 
-static const char *claim_id(const sl_claim *c)
-{
-    sl_claim_view v;
-    sl_claim_get(c, &v);
-    return v.id;
-}
-
 static sl_why why_of(sl_engine *eng, const char *id, size_t lock)
 {
     sl_why w[8];
@@ -63,7 +56,7 @@ static void limit_two_four_claims(void **state)
     assert_int_equal(w.used, 2);
     assert_int_equal(w.limit, 2);
     assert_int_equal(w.nahead, 1);
-    assert_string_equal(claim_id(w.ahead[0]), "c3");
+    assert_string_equal(t_id(w.ahead[0]), "c3");
     assert_int_equal(t_token(eng, "c1", 0), 1);
     assert_int_equal(t_token(eng, "c2", 0), 2);
 
@@ -168,7 +161,7 @@ static void strict_multi_lock_front_blocks(void **state)
     assert_int_equal(ch.events[3].rule, SL_RULE_AT_LIMIT);
     assert_int_equal(ch.events[3].rule_lock, 0);
     assert_int_equal(ch.events[5].type, SL_EV_CLAIM_WAITING);
-    assert_string_equal(claim_id(ch.events[5].claim), "C");
+    assert_string_equal(t_id(ch.events[5].claim), "C");
     assert_int_equal(ch.events[5].rule, SL_RULE_BEHIND);
     assert_int_equal(ch.events[5].rule_lock, 0);
     assert_string_equal(t_with_state(eng, SL_PENDING), "B C");
@@ -184,7 +177,7 @@ static void strict_multi_lock_front_blocks(void **state)
     assert_int_equal(w.limit, 1);
     assert_int_equal(w.position, 2);
     assert_int_equal(w.nshown, 1);
-    assert_string_equal(claim_id(w.ahead[0]), "B");
+    assert_string_equal(t_id(w.ahead[0]), "B");
     assert_int_equal(main_rule(eng, "C", &at), SL_RULE_BEHIND);
     (void)t_events(eng);
 
@@ -288,7 +281,7 @@ static void run_queue_strict_blocks_behind_tag(void **state)
     assert_string_equal(t_with_state(eng, SL_HELD), "r1");
     sl_why w = why_of(eng, "r3", 0);
     assert_int_equal(w.rule, SL_RULE_BEHIND);
-    assert_string_equal(claim_id(w.ahead[0]), "r2");
+    assert_string_equal(t_id(w.ahead[0]), "r2");
     (void)t_events(eng);
     t_release(eng, 4, "r1");
     assert_string_equal(t_events(eng), "claim.released:r1 claim.acquired:r2 claim.acquired:r3");

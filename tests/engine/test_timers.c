@@ -16,28 +16,6 @@
 
 #include "support.h"
 
-static sl_claim_view view_of(sl_engine *eng, const char *id)
-{
-    sl_claim_view v;
-    sl_claim_get(t_find(eng, id), &v);
-    return v;
-}
-
-static sl_event event_at(sl_engine *eng, size_t i)
-{
-    sl_changes ch;
-    sl_engine_changes(eng, &ch);
-    assert_true(i < ch.nevents);
-    return ch.events[i];
-}
-
-static size_t nevents(sl_engine *eng)
-{
-    sl_changes ch;
-    sl_engine_changes(eng, &ch);
-    return ch.nevents;
-}
-
 static void sem_lease(sl_engine *eng, const char *name, uint32_t limit, int64_t lease)
 {
     sl_error err;
@@ -52,7 +30,7 @@ static void lease_from_the_claim(void **state)
     sl_engine *eng = t_engine();
     assert_int_equal(sl_engine_next_deadline(eng), INT64_MAX);
     t_claim(eng, 1000, "id=a m:x lease=500");
-    sl_claim_view v = view_of(eng, "a");
+    sl_claim_view v = t_view(eng, "a");
     assert_int_equal(v.lease_ms, 500);
     assert_int_equal(v.life_ms, 1000);
     assert_int_equal(v.expires_ms, 1500);
@@ -69,16 +47,16 @@ static void lease_from_the_shortest_configured(void **state)
     sem_lease(eng, "p3", 5, 0); /* none set: does not count as shortest */
     sem_lease(eng, "tag/env=*", 5, 700);
     t_claim(eng, 0, "id=a s:p1 s:p2 s:p3");
-    assert_int_equal(view_of(eng, "a").lease_ms, 2000);
+    assert_int_equal(t_view(eng, "a").lease_ms, 2000);
     t_claim(eng, 0, "id=b s:p3 m:x");
-    assert_int_equal(view_of(eng, "b").lease_ms, 0);
-    assert_int_equal(view_of(eng, "b").expires_ms, -1);
+    assert_int_equal(t_view(eng, "b").lease_ms, 0);
+    assert_int_equal(t_view(eng, "b").expires_ms, -1);
     /* A tag's semaphore counts like any other. */
     t_claim(eng, 0, "id=c s:p1 tag=env=prod");
-    assert_int_equal(view_of(eng, "c").lease_ms, 700);
+    assert_int_equal(t_view(eng, "c").lease_ms, 700);
     /* The claim's own lease, even a longer one, wins. */
     t_claim(eng, 0, "id=d s:p2 lease=9000");
-    assert_int_equal(view_of(eng, "d").lease_ms, 9000);
+    assert_int_equal(t_view(eng, "d").lease_ms, 9000);
     t_free(eng);
 }
 
@@ -92,17 +70,17 @@ static void lease_from_the_engine_default(void **state)
     sem_lease(eng, "long", 5, 9000);
     sem_lease(eng, "plain", 5, 0);
     t_claim(eng, 100, "id=a m:x");
-    assert_int_equal(view_of(eng, "a").lease_ms, 7000);
-    assert_int_equal(view_of(eng, "a").expires_ms, 7100);
+    assert_int_equal(t_view(eng, "a").lease_ms, 7000);
+    assert_int_equal(t_view(eng, "a").expires_ms, 7100);
     t_claim(eng, 100, "id=b s:plain");
-    assert_int_equal(view_of(eng, "b").lease_ms, 7000);
+    assert_int_equal(t_view(eng, "b").lease_ms, 7000);
     /* A configured lease beats the default even when it is longer. */
     t_claim(eng, 100, "id=c s:long");
-    assert_int_equal(view_of(eng, "c").lease_ms, 9000);
+    assert_int_equal(t_view(eng, "c").lease_ms, 9000);
     /* lease 0 is "none", not "the default". */
     t_claim(eng, 100, "id=d m:y lease=0");
-    assert_int_equal(view_of(eng, "d").lease_ms, 0);
-    assert_int_equal(view_of(eng, "d").expires_ms, -1);
+    assert_int_equal(t_view(eng, "d").lease_ms, 0);
+    assert_int_equal(t_view(eng, "d").expires_ms, -1);
     sl_engine_advance(eng, 1000000);
     assert_int_equal(t_state(eng, "d"), SL_HELD);
     assert_int_equal(t_state(eng, "a"), SL_EXPIRED);
@@ -123,17 +101,17 @@ static void held_claim_expires_at_its_deadline(void **state)
     assert_int_equal(t_state(eng, "a"), SL_HELD);
     assert_string_equal(t_events(eng), "");
     sl_engine_advance(eng, 1500);
-    assert_int_equal(nevents(eng), 2);
-    assert_int_equal(event_at(eng, 0).reason, SL_REASON_LEASE);
+    assert_int_equal(t_nevents(eng), 2);
+    assert_int_equal(t_event_at(eng, 0).reason, SL_REASON_LEASE);
     assert_string_equal(t_events(eng), "claim.expired:a claim.acquired:b");
-    sl_claim_view a = view_of(eng, "a");
+    sl_claim_view a = t_view(eng, "a");
     assert_int_equal(a.state, SL_EXPIRED);
     assert_int_equal(a.reason, SL_REASON_LEASE);
     assert_int_equal(a.ended_ms, 1500);
     assert_int_equal(a.expires_ms, -1);
     /* a's two slots were freed and b took them. */
     assert_int_equal(t_used(eng, SL_KIND_SEMAPHORE, "pool"), 2);
-    assert_int_equal(view_of(eng, "b").granted_ms, 1500);
+    assert_int_equal(t_view(eng, "b").granted_ms, 1500);
     assert_int_equal(t_token(eng, "b", 0), 2);
     t_free(eng);
 }
@@ -146,12 +124,12 @@ static void late_advance_dates_events_at_the_deadline(void **state)
     t_claim(eng, 1100, "id=b m:x");
     t_events(eng);
     sl_engine_advance(eng, 99999);
-    assert_int_equal(nevents(eng), 2);
-    assert_int_equal(event_at(eng, 0).time_ms, 1500);
-    assert_int_equal(event_at(eng, 1).time_ms, 1500);
+    assert_int_equal(t_nevents(eng), 2);
+    assert_int_equal(t_event_at(eng, 0).time_ms, 1500);
+    assert_int_equal(t_event_at(eng, 1).time_ms, 1500);
     assert_string_equal(t_events(eng), "claim.expired:a claim.acquired:b");
-    assert_int_equal(view_of(eng, "b").granted_ms, 1500);
-    assert_int_equal(view_of(eng, "a").ended_ms, 1500);
+    assert_int_equal(t_view(eng, "b").granted_ms, 1500);
+    assert_int_equal(t_view(eng, "a").ended_ms, 1500);
     t_free(eng);
 }
 
@@ -172,13 +150,13 @@ static void one_advance_equals_many(void **state)
     for (int64_t t = 1200; t <= 3000; t++)
         sl_engine_advance(eng[1], t);
     for (int k = 0; k < 2; k++) {
-        assert_int_equal(nevents(eng[k]), 4);
+        assert_int_equal(t_nevents(eng[k]), 4);
         int64_t times[] = {1500, 1500, 2100, 2100};
         for (size_t i = 0; i < 4; i++)
-            assert_int_equal(event_at(eng[k], i).time_ms, times[i]);
+            assert_int_equal(t_event_at(eng[k], i).time_ms, times[i]);
         assert_string_equal(t_events(eng[k]), "claim.expired:a claim.acquired:b "
                                               "claim.expired:b claim.acquired:c");
-        assert_int_equal(view_of(eng[k], "c").granted_ms, 2100);
+        assert_int_equal(t_view(eng[k], "c").granted_ms, 2100);
         assert_int_equal(t_token(eng[k], "c", 0), 3);
     }
     sl_engine_free(eng[0]); /* t_free counts the blocks of both engines */
@@ -193,7 +171,7 @@ static void lease_counts_from_life_not_from_the_grant(void **state)
     t_claim(eng, 0, "id=h m:x");
     t_claim(eng, 0, "id=p m:x lease=500");
     t_release(eng, 400, "h");
-    sl_claim_view v = view_of(eng, "p");
+    sl_claim_view v = t_view(eng, "p");
     assert_int_equal(v.granted_ms, 400);
     assert_int_equal(v.expires_ms, 500);
     t_events(eng);
@@ -211,9 +189,9 @@ static void renew_extends_and_is_refused_at_the_deadline(void **state)
     t_claim(eng, 1000, "id=a m:x lease=500");
     t_events(eng);
     assert_int_equal(sl_claim_renew(eng, t_find(eng, "a"), 1400), 0);
-    assert_int_equal(event_at(eng, 0).time_ms, 1400);
+    assert_int_equal(t_event_at(eng, 0).time_ms, 1400);
     assert_string_equal(t_events(eng), "claim.renewed:a");
-    sl_claim_view v = view_of(eng, "a");
+    sl_claim_view v = t_view(eng, "a");
     assert_int_equal(v.life_ms, 1400);
     assert_int_equal(v.expires_ms, 1900);
     assert_int_equal(sl_engine_next_deadline(eng), 1900);
@@ -222,7 +200,7 @@ static void renew_extends_and_is_refused_at_the_deadline(void **state)
     /* At 1900 the lease has run out: the renewal comes too late. */
     assert_int_equal(sl_claim_renew(eng, t_find(eng, "a"), 1900), SL_ECONFLICT);
     assert_string_equal(t_events(eng), "claim.expired:a");
-    assert_int_equal(view_of(eng, "a").ended_ms, 1900);
+    assert_int_equal(t_view(eng, "a").ended_ms, 1900);
     t_free(eng);
 }
 
@@ -240,7 +218,7 @@ static void pending_claim_expires_and_leaves_the_queue(void **state)
     assert_int_equal(t_state(eng, "p1"), SL_PENDING);
     sl_engine_advance(eng, 310);
     assert_string_equal(t_events(eng), "claim.expired:p1");
-    sl_claim_view v = view_of(eng, "p1");
+    sl_claim_view v = t_view(eng, "p1");
     assert_int_equal(v.state, SL_EXPIRED);
     assert_int_equal(v.ended_ms, 310);
     assert_int_equal(v.granted_ms, -1);
@@ -260,8 +238,8 @@ static void watch_suspends_the_lease(void **state)
     t_claim(eng, 0, "id=b m:x");
     t_events(eng);
     sl_claim_watch(eng, t_find(eng, "a"), +1, 400);
-    assert_int_equal(view_of(eng, "a").watchers, 1);
-    assert_int_equal(view_of(eng, "a").life_ms, 400);
+    assert_int_equal(t_view(eng, "a").watchers, 1);
+    assert_int_equal(t_view(eng, "a").life_ms, 400);
     assert_int_equal(sl_engine_next_deadline(eng), INT64_MAX);
     sl_engine_advance(eng, 100000);
     assert_int_equal(t_state(eng, "a"), SL_HELD);
@@ -274,7 +252,7 @@ static void watch_suspends_the_lease(void **state)
     assert_string_equal(t_events(eng), "");
     /* The last watcher leaves: the lease restarts from that moment. */
     sl_claim_watch(eng, t_find(eng, "a"), -1, 200000);
-    sl_claim_view v = view_of(eng, "a");
+    sl_claim_view v = t_view(eng, "a");
     assert_int_equal(v.watchers, 0);
     assert_int_equal(v.life_ms, 200000);
     assert_int_equal(v.expires_ms, 200500);
@@ -283,7 +261,7 @@ static void watch_suspends_the_lease(void **state)
     assert_int_equal(t_state(eng, "a"), SL_HELD);
     sl_engine_advance(eng, 200500);
     assert_string_equal(t_events(eng), "claim.expired:a claim.acquired:b");
-    assert_int_equal(view_of(eng, "a").ended_ms, 200500);
+    assert_int_equal(t_view(eng, "a").ended_ms, 200500);
     t_free(eng);
 }
 
@@ -295,7 +273,7 @@ static void watch_is_a_sign_of_life(void **state)
     /* A wait that starts and stops at once still counts as a sign of life. */
     sl_claim_watch(eng, t_find(eng, "a"), +1, 300);
     sl_claim_watch(eng, t_find(eng, "a"), -1, 300);
-    assert_int_equal(view_of(eng, "a").expires_ms, 800);
+    assert_int_equal(t_view(eng, "a").expires_ms, 800);
     sl_engine_advance(eng, 799);
     assert_int_equal(t_state(eng, "a"), SL_HELD);
     sl_engine_advance(eng, 800);
@@ -315,7 +293,7 @@ static void watch_does_not_suspend_the_timeout(void **state)
     assert_int_equal(t_state(eng, "p"), SL_PENDING);
     sl_engine_advance(eng, 300);
     assert_string_equal(t_events(eng), "claim.timed_out:p");
-    assert_int_equal(view_of(eng, "p").reason, SL_REASON_TIMEOUT);
+    assert_int_equal(t_view(eng, "p").reason, SL_REASON_TIMEOUT);
     t_free(eng);
 }
 
@@ -333,13 +311,13 @@ static void timeout_ends_a_pending_claim(void **state)
     sl_engine_advance(eng, 1299);
     assert_int_equal(t_state(eng, "p"), SL_PENDING);
     sl_engine_advance(eng, 2000);
-    assert_int_equal(nevents(eng), 1);
-    sl_event ev = event_at(eng, 0);
+    assert_int_equal(t_nevents(eng), 1);
+    sl_event ev = t_event_at(eng, 0);
     assert_int_equal(ev.type, SL_EV_CLAIM_TIMED_OUT);
     assert_int_equal(ev.time_ms, 1300);
     assert_int_equal(ev.reason, SL_REASON_TIMEOUT);
     t_events(eng);
-    sl_claim_view v = view_of(eng, "p");
+    sl_claim_view v = t_view(eng, "p");
     assert_int_equal(v.state, SL_TIMED_OUT);
     assert_int_equal(v.ended_ms, 1300);
     assert_int_equal(t_position(eng, "q", 0), 1);
@@ -372,7 +350,7 @@ static void timeout_stops_applying_once_granted(void **state)
     t_events(eng);
     sl_engine_advance(eng, 5000);
     assert_string_equal(t_events(eng), "");
-    sl_claim_view v = view_of(eng, "p");
+    sl_claim_view v = t_view(eng, "p");
     assert_int_equal(v.state, SL_HELD);
     assert_int_equal(v.timeout_ms, 300);
     /* The only timer left is the purge of h, an hour after its release. */
@@ -494,17 +472,17 @@ static void timers_fire_in_deadline_order(void **state)
     t_claim(eng, 2, "id=wy m:y s:log");
     t_events(eng);
     sl_engine_advance(eng, 1000);
-    assert_int_equal(nevents(eng), 4);
+    assert_int_equal(t_nevents(eng), 4);
     int64_t times[] = {50, 50, 100, 100};
     for (size_t i = 0; i < 4; i++)
-        assert_int_equal(event_at(eng, i).time_ms, times[i]);
+        assert_int_equal(t_event_at(eng, i).time_ms, times[i]);
     assert_string_equal(t_events(eng), "claim.expired:b claim.acquired:wy "
                                        "claim.expired:a claim.acquired:wx");
     assert_int_equal(t_token(eng, "wy", 1), 1);
     assert_int_equal(t_token(eng, "wx", 1), 2);
-    assert_int_equal(view_of(eng, "wy").granted_ms, 50);
-    assert_int_equal(view_of(eng, "wx").granted_ms, 100);
-    assert_true(view_of(eng, "wy").grant_seq < view_of(eng, "wx").grant_seq);
+    assert_int_equal(t_view(eng, "wy").granted_ms, 50);
+    assert_int_equal(t_view(eng, "wx").granted_ms, 100);
+    assert_true(t_view(eng, "wy").grant_seq < t_view(eng, "wx").grant_seq);
     t_free(eng);
 }
 
@@ -518,8 +496,8 @@ static void equal_deadlines_fire_older_claim_first(void **state)
     sl_claim_watch(eng, t_find(eng, "a"), +1, 0);
     t_claim(eng, 5, "id=b m:y lease=95");
     sl_claim_watch(eng, t_find(eng, "a"), -1, 10);
-    assert_int_equal(view_of(eng, "a").expires_ms, 100);
-    assert_int_equal(view_of(eng, "b").expires_ms, 100);
+    assert_int_equal(t_view(eng, "a").expires_ms, 100);
+    assert_int_equal(t_view(eng, "b").expires_ms, 100);
     t_events(eng);
     sl_engine_advance(eng, 100);
     assert_string_equal(t_events(eng), "claim.expired:a claim.expired:b");

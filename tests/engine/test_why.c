@@ -17,13 +17,6 @@
 
 #include "support.h"
 
-static const char *id_of(const sl_claim *c)
-{
-    sl_claim_view v;
-    sl_claim_get(c, &v);
-    return v.id;
-}
-
 /* The ids of why's ahead[] as "a b c". */
 static const char *ahead_ids(const sl_why *w)
 {
@@ -31,7 +24,7 @@ static const char *ahead_ids(const sl_why *w)
     size_t n = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < w->nshown; i++) {
-        int k = snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? " " : "", id_of(w->ahead[i]));
+        int k = snprintf(buf + n, sizeof(buf) - n, "%s%s", i ? " " : "", t_id(w->ahead[i]));
         assert_true(k > 0 && (size_t)k < sizeof(buf) - n);
         n += (size_t)k;
     }
