@@ -1,0 +1,333 @@
+/* sluice/client.h - libsluice, the C client of sluiced's HTTP API.
+ *
+ * Everything API.md offers, as C calls over libcurl: configure semaphores,
+ * claim (with a long-poll wait), wait on a claim, renew, release, why, the
+ * queue, claims, events (pages and the live stream), and a keeper that keeps
+ * a held claim's lease renewed on a thread of its own and says when the
+ * claim is revoked or lost. The `sluice` command is built on this alone.
+ *
+ * Conventions: functions return SL_CLIENT_OK (0) or a negative
+ * SL_CLIENT_E* code and fill *err (which may be NULL) with a sentence.
+ * Results come through out-parameters, owned by the caller, each freed with
+ * its own sl_client_*_free. An sl_client is one connection's worth of state:
+ * use it from one thread at a time. Durations are milliseconds; times are
+ * Unix milliseconds (-1 when the server said null). Out of memory is
+ * reported as SL_CLIENT_ENOMEM, never an abort. */
+#ifndef SLUICE_CLIENT_H
+#define SLUICE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_CLIENT_VERSION "0.1.0"
+#define SL_CLIENT_DEFAULT_SERVER "http://127.0.0.1:7700"
+
+enum {
+    SL_CLIENT_OK = 0,
+    SL_CLIENT_ENOMEM = -1,   /* out of memory */
+    SL_CLIENT_EINVAL = -2,   /* a bad argument: err says which */
+    SL_CLIENT_ECONNECT = -3, /* the server could not be reached (refused, DNS, reset) */
+    SL_CLIENT_EHTTP = -4,    /* the server answered an error: err->status and err->code */
+    SL_CLIENT_EPROTO = -5,   /* the answer is not what the API says it is */
+    SL_CLIENT_ETIMEOUT = -6, /* the request, or the wait, ran out of time */
+};
+
+typedef struct sl_client_error {
+    int rc;             /* the SL_CLIENT_E* code */
+    long status;        /* HTTP status when the server answered, else 0 */
+    char code[32];      /* API.md's error code ("conflict", ...) when it gave one */
+    char message[1024]; /* what went wrong and, from the server, how to mend it */
+} sl_client_error;
+
+/* A short, static sentence for a code ("the server could not be reached"). */
+const char *sl_client_strerror(int rc);
+
+/* ---- the client ----------------------------------------------------------- */
+
+typedef struct sl_client sl_client;
+
+typedef struct sl_client_options {
+    const char *server;      /* base URL; NULL: $SLUICE_SERVER, else the default */
+    const char *token;       /* bearer token; NULL: $SLUICE_TOKEN, else none */
+    long connect_timeout_ms; /* 0: 5000 */
+    long request_timeout_ms; /* for requests that do not wait; 0: 30000 */
+} sl_client_options;
+
+/* opts may be NULL. The strings are copied. */
+int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_error *err);
+void sl_client_free(sl_client *c);
+/* The server URL in use (owned by the client). */
+const char *sl_client_server(const sl_client *c);
+
+/* ---- claims --------------------------------------------------------------- */
+
+typedef struct sl_client_claim_lock {
+    bool semaphore;   /* else a mutex */
+    char *name;
+    unsigned slots;
+    bool has_token;   /* once granted */
+    uint64_t token;   /* the fencing token */
+    size_t position;  /* place in the lock's queue while pending, from 1; else 0 */
+} sl_client_claim_lock;
+
+typedef struct sl_client_tag {
+    char *key, *value;
+} sl_client_tag;
+
+/* A claim as the server reported it. */
+typedef struct sl_client_claim {
+    char *id, *state, *holder;
+    char *group, *rebalance_key; /* NULL when none */
+    char *reason, *by;           /* by: NULL when none */
+    int priority;
+    int64_t created_ms, expires_ms; /* expires: -1 when none */
+    int64_t lease_ms, timeout_ms;
+    sl_client_claim_lock *locks;
+    size_t nlocks;
+    sl_client_tag *tags;
+    size_t ntags;
+    size_t queue_position; /* in GET /v1/queue answers, else 0 */
+    char *rule;            /* in GET /v1/queue answers: the main block rule, else NULL */
+    char *json;            /* the claim's JSON as the server sent it */
+} sl_client_claim;
+
+void sl_client_claim_free(sl_client_claim *claim);
+/* Whether a state names an ended claim (released, withdrawn, expired, ...). */
+bool sl_client_state_ended(const char *state);
+
+typedef struct sl_client_lock_req {
+    bool semaphore; /* else a mutex */
+    const char *name;
+    unsigned slots; /* 0 means 1 */
+} sl_client_lock_req;
+
+typedef struct sl_client_tag_req {
+    const char *key, *value;
+} sl_client_tag_req;
+
+/* POST /v1/claims. Unset strings are left out of the request (the server's
+ * defaults apply); durations are strings such as "30s". */
+typedef struct sl_client_claim_req {
+    const char *holder; /* required */
+    const sl_client_lock_req *locks;
+    size_t nlocks;
+    const sl_client_tag_req *tags;
+    size_t ntags;
+    const char *group;
+    const char *cancel; /* "none", "pending", "in-progress" */
+    const char *grace;
+    int priority;
+    const char *created; /* RFC 3339 */
+    const char *rebalance_key;
+    const char *lease;
+    const char *timeout;
+    int64_t wait_ms; /* long-poll on the POST itself; 0: answer at once */
+} sl_client_claim_req;
+
+int sl_client_claim_create(sl_client *c, const sl_client_claim_req *req, sl_client_claim **out,
+                           sl_client_error *err);
+/* GET /v1/claims/{id}; with wait_ms > 0 answers when the state is not
+ * `seen` (NULL: the state when the request arrives) or the wait runs out. */
+int sl_client_claim_get(sl_client *c, const char *id, int64_t wait_ms, const char *seen,
+                        sl_client_claim **out, sl_client_error *err);
+
+/* Called with every answer while sl_client_claim_await waits (to show why
+ * a claim waits), and with err set while the server cannot be reached. */
+typedef void (*sl_client_progress_fn)(void *ud, const sl_client_claim *claim,
+                                      const sl_client_error *err);
+
+typedef struct sl_client_retry {
+    int64_t interval_ms; /* between attempts while unreachable; 0: 1000 */
+    int64_t jitter_ms;   /* plus a random 0..jitter; 0: 500 */
+} sl_client_retry;
+
+/* Waits until the claim is held or has ended, or timeout_ms passes (then
+ * SL_CLIENT_ETIMEOUT, with *out the last answer, NULL if none came;
+ * timeout_ms <= 0: no limit). The first look answers at once, so progress
+ * can say at once why the claim waits; then it long-polls again through the
+ * server's wait cap, and retries (retry may be NULL: defaults) while the
+ * server is unreachable or answers 503. *out is the claim as it was when
+ * the wait ended; on other errors (404, 401...) *out is NULL. */
+int sl_client_claim_await(sl_client *c, const char *id, int64_t timeout_ms,
+                          const sl_client_retry *retry, sl_client_progress_fn progress, void *ud,
+                          sl_client_claim **out, sl_client_error *err);
+/* POST /v1/claims/{id}/renew. When the claim is revoking or ended the server
+ * answers 409: SL_CLIENT_EHTTP with err->status 409 and *out the claim. */
+int sl_client_claim_renew(sl_client *c, const char *id, sl_client_claim **out,
+                          sl_client_error *err);
+/* DELETE /v1/claims/{id}: releases or withdraws; *out (may be NULL) the final claim. */
+int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
+                            sl_client_error *err);
+
+typedef struct sl_client_claim_list {
+    sl_client_claim *items;
+    size_t n;
+} sl_client_claim_list;
+
+void sl_client_claim_list_free(sl_client_claim_list *list);
+/* GET /v1/claims with optional filters (NULL: none). */
+int sl_client_claims(sl_client *c, const char *state, const char *holder, const char *lock,
+                     sl_client_claim_list *out, sl_client_error *err);
+/* GET /v1/queue (lock: NULL or a key "mtx/NAME" / "sem/NAME"); each item has
+ * queue_position and rule set. */
+int sl_client_queue(sl_client *c, const char *lock, sl_client_claim_list *out,
+                    sl_client_error *err);
+
+/* ---- why ------------------------------------------------------------------ */
+
+typedef struct sl_client_why_reason {
+    char *lock, *rule, *message;
+    uint64_t used, limit;
+    size_t position, ahead_count;
+    char **ahead; /* the first claims ahead, ids */
+    size_t nahead;
+} sl_client_why_reason;
+
+typedef struct sl_client_why {
+    char *state;
+    sl_client_why_reason *reasons;
+    size_t nreasons;
+    char *json;
+} sl_client_why;
+
+void sl_client_why_free(sl_client_why *why);
+int sl_client_claim_why(sl_client *c, const char *id, sl_client_why **out, sl_client_error *err);
+
+/* ---- locks ---------------------------------------------------------------- */
+
+typedef struct sl_client_holder {
+    char *claim, *holder;
+    unsigned slots;
+    uint64_t token;
+    int64_t since_ms, expires_ms;
+} sl_client_holder;
+
+typedef struct sl_client_waiter {
+    char *claim, *holder, *reason;
+    unsigned slots;
+    size_t position;
+    int priority;
+    int64_t created_ms;
+} sl_client_waiter;
+
+/* A semaphore, pattern or mutex as GET /v1/semaphores/{name} shows it; in
+ * listings holders and pending are empty and the counts set. */
+typedef struct sl_client_lock {
+    bool semaphore;
+    char *name, *strategy;
+    char *from_pattern; /* NULL when none */
+    uint64_t limit, used, token;
+    int64_t lease_ms;
+    size_t holders_count, pending_count;
+    sl_client_holder *holders;
+    size_t nholders;
+    sl_client_waiter *pending;
+    size_t npending;
+    char *json;
+} sl_client_lock;
+
+typedef struct sl_client_lock_list {
+    sl_client_lock *items;
+    size_t n;
+} sl_client_lock_list;
+
+void sl_client_lock_free(sl_client_lock *lock);
+void sl_client_lock_list_free(sl_client_lock_list *list);
+
+/* PUT /v1/semaphores/{name}: strategy and lease may be NULL (defaults). */
+int sl_client_semaphore_set(sl_client *c, const char *name, uint64_t limit,
+                            const char *strategy, const char *lease, sl_client_lock **out,
+                            sl_client_error *err);
+int sl_client_semaphore_get(sl_client *c, const char *name, sl_client_lock **out,
+                            sl_client_error *err);
+int sl_client_semaphore_delete(sl_client *c, const char *name, sl_client_error *err);
+int sl_client_semaphores(sl_client *c, sl_client_lock_list *out, sl_client_error *err);
+int sl_client_mutex_get(sl_client *c, const char *name, sl_client_lock **out,
+                        sl_client_error *err);
+int sl_client_mutexes(sl_client *c, sl_client_lock_list *out, sl_client_error *err);
+
+/* ---- events --------------------------------------------------------------- */
+
+typedef struct sl_client_event {
+    uint64_t seq;
+    int64_t time_ms;
+    char *type;
+    char *claim, *holder; /* NULL for semaphore events */
+    char **locks;
+    size_t nlocks;
+    char *reason;
+    char *json;
+} sl_client_event;
+
+typedef struct sl_client_event_page {
+    sl_client_event *items;
+    size_t n;
+    uint64_t next; /* pass as the next `since` */
+} sl_client_event_page;
+
+void sl_client_event_page_free(sl_client_event_page *page);
+/* GET /v1/events: since, claim (NULL: all), limit (0: server default),
+ * wait_ms (0: answer at once). */
+int sl_client_events(sl_client *c, uint64_t since, const char *claim, size_t limit,
+                     int64_t wait_ms, sl_client_event_page *out, sl_client_error *err);
+
+/* Return non-zero to stop following. The event is valid during the call. */
+typedef int (*sl_client_event_fn)(void *ud, const sl_client_event *ev);
+/* GET /v1/events/stream from `since`: calls fn for each event as it
+ * arrives, reconnecting with Last-Event-ID (after retry's pause) when the
+ * stream breaks, until fn returns non-zero (then SL_CLIENT_OK). A stream
+ * that was never established is not retried: the first connection's
+ * failure (ECONNECT, or an error answer such as 403) is returned. */
+int sl_client_events_follow(sl_client *c, uint64_t since, const sl_client_retry *retry,
+                            sl_client_event_fn fn, void *ud, sl_client_error *err);
+
+/* ---- the server ------------------------------------------------------------ */
+
+typedef struct sl_client_status {
+    char *status, *version, *store;
+    uint64_t pending, held, ended, next_seq;
+    char *json;
+} sl_client_status;
+
+void sl_client_status_free(sl_client_status *st);
+/* GET /healthz. */
+int sl_client_status_get(sl_client *c, sl_client_status **out, sl_client_error *err);
+
+/* ---- keeping a claim ------------------------------------------------------- */
+
+typedef struct sl_client_keeper sl_client_keeper;
+
+/* Why a kept claim is no longer safely held. */
+typedef enum {
+    SL_CLIENT_LOST_REVOKED, /* revoking: a newer claim of its group wants it; stop within grace */
+    SL_CLIENT_LOST_ENDED,   /* it ended (expired, canceled...): stop now */
+    SL_CLIENT_LOST_UNREACHABLE, /* no renewal got through for a whole lease: presume it lost */
+} sl_client_lost;
+
+/* Called once, on the keeper's thread. claim is the last answer (NULL when
+ * unreachable); it and err are valid during the call. It is never called
+ * after sl_client_keeper_stop returns, and must not call it itself. */
+typedef void (*sl_client_lost_fn)(void *ud, sl_client_lost why, const sl_client_claim *claim,
+                                  const sl_client_error *err);
+
+/* Starts a thread with its own connection that keeps claim `id` alive:
+ * it waits on the claim (a sign of life that also hears a revocation at
+ * once) and renews it every lease/3 (lease_ms 0: it only watches), retrying
+ * while the server is unreachable. Calls lost once when the claim is
+ * revoked, ends, or cannot be renewed for a whole lease. */
+int sl_client_keeper_start(const sl_client_options *opts, const char *id, int64_t lease_ms,
+                           const sl_client_retry *retry, sl_client_lost_fn lost, void *ud,
+                           sl_client_keeper **out, sl_client_error *err);
+/* Stops and joins the thread (at most one request's time); frees it. */
+void sl_client_keeper_stop(sl_client_keeper *k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

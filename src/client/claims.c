@@ -1,0 +1,302 @@
+/* claims.c - /v1/claims and /v1/queue: create (with its long poll), read
+ * and wait, renew, release, why, and the listings. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_int.h"
+
+/* Checks the common arguments of a call on one claim. */
+static int claim_args(sl_client *c, const char *id, void *out, sl_client_error *err)
+{
+    sl__err_clear(err);
+    if (!c || !out)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "the client and the result must not be NULL");
+    if (!id || !*id)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "a claim id is required");
+    return SL_CLIENT_OK;
+}
+
+/* "/v1/claims/ID" plus suffix ("/renew", "?wait=...", ...). */
+static void claim_path(sl__buf *b, const char *id, const char *suffix)
+{
+    sl__buf_str(b, "/v1/claims/");
+    sl__buf_escape(b, id, false);
+    sl__buf_str(b, suffix);
+}
+
+/* Runs a request whose answer is one claim (2xx) into *out. */
+static int claim_request(sl_client *c, const char *method, sl__buf *path, json_t *body,
+                         long timeout_ms, sl_client_claim **out, sl_client_error *err)
+{
+    if (path->oom) {
+        sl__buf_free(path);
+        return sl__err_oom(err);
+    }
+    json_t *root = NULL;
+    int rc = sl__http_json(c, method, path->p, body, timeout_ms, &root, err);
+    sl__buf_free(path);
+    if (rc == SL_CLIENT_OK)
+        rc = sl__claim_new(root, out, err);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- create ------------------------------------------------------------------- */
+
+static int set_str(json_t *o, const char *key, const char *value)
+{
+    if (!value)
+        return 0;
+    return json_object_set_new(o, key, json_string(value));
+}
+
+/* The request body into *out; EINVAL when a field is unusable. */
+static int claim_body(const sl_client_claim_req *req, json_t **out, sl_client_error *err)
+{
+    *out = NULL;
+    json_t *o = json_object();
+    json_t *locks = json_array();
+    json_t *tags = json_object();
+    int bad = !o || !locks || !tags;
+    for (size_t i = 0; !bad && i < req->nlocks; i++) {
+        const sl_client_lock_req *l = &req->locks[i];
+        if (!l->name) {
+            json_decref(o);
+            json_decref(locks);
+            json_decref(tags);
+            return sl__err_set(err, SL_CLIENT_EINVAL, "locks[%zu]: a lock needs a name", i);
+        }
+        json_t *lo = json_object();
+        bad = !lo || json_object_set_new(lo, l->semaphore ? "semaphore" : "mutex",
+                                         json_string(l->name)) != 0;
+        if (!bad && l->slots > 0)
+            bad = json_object_set_new(lo, "slots", json_integer((json_int_t)l->slots)) != 0;
+        if (json_array_append_new(locks, lo) != 0)
+            bad = 1;
+    }
+    for (size_t i = 0; !bad && i < req->ntags; i++) {
+        const sl_client_tag_req *t = &req->tags[i];
+        if (!t->key || !t->value) {
+            json_decref(o);
+            json_decref(locks);
+            json_decref(tags);
+            return sl__err_set(err, SL_CLIENT_EINVAL, "tags[%zu]: a tag needs a key and a value",
+                               i);
+        }
+        bad = json_object_set_new(tags, t->key, json_string(t->value)) != 0;
+    }
+    if (!bad)
+        bad = set_str(o, "holder", req->holder) ||
+              (req->nlocks && json_object_set(o, "locks", locks)) ||
+              (req->ntags && json_object_set(o, "tags", tags)) ||
+              json_object_set_new(o, "priority", json_integer(req->priority)) ||
+              set_str(o, "group", req->group) || set_str(o, "cancel", req->cancel) ||
+              set_str(o, "grace", req->grace) || set_str(o, "created", req->created) ||
+              set_str(o, "rebalance_key", req->rebalance_key) || set_str(o, "lease", req->lease) ||
+              set_str(o, "timeout", req->timeout);
+    if (!bad && req->wait_ms > 0) {
+        char w[32];
+        snprintf(w, sizeof(w), "%lldms", (long long)req->wait_ms);
+        bad = set_str(o, "wait", w);
+    }
+    json_decref(locks);
+    json_decref(tags);
+    if (bad) {
+        json_decref(o);
+        return sl__err_oom(err);
+    }
+    *out = o;
+    return SL_CLIENT_OK;
+}
+
+int sl_client_claim_create(sl_client *c, const sl_client_claim_req *req, sl_client_claim **out,
+                           sl_client_error *err)
+{
+    sl__err_clear(err);
+    if (!c || !req || !out)
+        return sl__err_set(err, SL_CLIENT_EINVAL,
+                           "the client, request and result must not be NULL");
+    *out = NULL;
+    if (!req->holder || !*req->holder)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "holder is required: who the claim is for");
+    if ((req->nlocks && !req->locks) || (req->ntags && !req->tags) || req->wait_ms < 0)
+        return sl__err_set(err, SL_CLIENT_EINVAL,
+                           "locks and tags must be given with their counts; wait_ms >= 0");
+    const char *texts[] = {req->holder,  req->group,         req->cancel, req->grace,
+                           req->created, req->rebalance_key, req->lease,  req->timeout};
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+        if (texts[i] && !sl__utf8_valid(texts[i]))
+            return sl__err_set(err, SL_CLIENT_EINVAL, "\"%s\" is not UTF-8", texts[i]);
+    for (size_t i = 0; i < req->nlocks; i++)
+        if (req->locks[i].name && !sl__utf8_valid(req->locks[i].name))
+            return sl__err_set(err, SL_CLIENT_EINVAL, "locks[%zu]: the name is not UTF-8", i);
+    for (size_t i = 0; i < req->ntags; i++)
+        if ((req->tags[i].key && !sl__utf8_valid(req->tags[i].key)) ||
+            (req->tags[i].value && !sl__utf8_valid(req->tags[i].value)))
+            return sl__err_set(err, SL_CLIENT_EINVAL, "tags[%zu] is not UTF-8", i);
+    json_t *body = NULL;
+    int rc = claim_body(req, &body, err);
+    if (rc != SL_CLIENT_OK)
+        return rc;
+    sl__buf path = {0};
+    sl__buf_str(&path, "/v1/claims");
+    long timeout = req->wait_ms > 0 ? (long)(req->wait_ms + SL__WAIT_SLACK_MS) : 0;
+    rc = claim_request(c, "POST", &path, body, timeout, out, err);
+    json_decref(body);
+    return rc;
+}
+
+/* ---- read, wait, renew, release ------------------------------------------------- */
+
+int sl__claim_get(sl_client *c, const char *id, int64_t wait_ms, const char *seen, long slack_ms,
+                  sl_client_claim **out, sl_client_error *err)
+{
+    int rc = claim_args(c, id, out, err);
+    if (rc != SL_CLIENT_OK)
+        return rc;
+    *out = NULL;
+    sl__buf path = {0};
+    claim_path(&path, id, "");
+    long timeout = 0;
+    if (wait_ms > 0) {
+        char w[32];
+        snprintf(w, sizeof(w), "%lldms", (long long)wait_ms);
+        sl__buf_query(&path, "wait", w);
+        sl__buf_query(&path, "seen", seen);
+        timeout = (long)wait_ms + slack_ms;
+    }
+    return claim_request(c, "GET", &path, NULL, timeout, out, err);
+}
+
+int sl_client_claim_get(sl_client *c, const char *id, int64_t wait_ms, const char *seen,
+                        sl_client_claim **out, sl_client_error *err)
+{
+    return sl__claim_get(c, id, wait_ms, seen, SL__WAIT_SLACK_MS, out, err);
+}
+
+int sl_client_claim_renew(sl_client *c, const char *id, sl_client_claim **out, sl_client_error *err)
+{
+    int rc = claim_args(c, id, out, err);
+    if (rc != SL_CLIENT_OK)
+        return rc;
+    *out = NULL;
+    sl__buf path = {0};
+    claim_path(&path, id, "/renew");
+    if (path.oom) {
+        sl__buf_free(&path);
+        return sl__err_oom(err);
+    }
+    json_t *root = NULL;
+    rc = sl__http_json(c, "POST", path.p, NULL, 0, &root, err);
+    sl__buf_free(&path);
+    if (rc == SL_CLIENT_OK) {
+        rc = sl__claim_new(root, out, err);
+    } else if (rc == SL_CLIENT_EHTTP && json_is_object(json_object_get(root, "claim"))) {
+        /* 409: revoking or ended. The claim tells the caller which; err keeps
+         * the server's message unless the claim cannot be read. */
+        sl_client_error perr;
+        if (sl__claim_new(json_object_get(root, "claim"), out, &perr) == SL_CLIENT_ENOMEM)
+            rc = sl__err_oom(err);
+    }
+    json_decref(root);
+    return rc;
+}
+
+int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
+                            sl_client_error *err)
+{
+    sl_client_claim *dummy = NULL;
+    int rc = claim_args(c, id, out ? (void *)out : (void *)&dummy, err);
+    if (rc != SL_CLIENT_OK)
+        return rc;
+    if (out)
+        *out = NULL;
+    sl__buf path = {0};
+    claim_path(&path, id, "");
+    rc = claim_request(c, "DELETE", &path, NULL, 0, out ? out : &dummy, err);
+    sl_client_claim_free(dummy);
+    return rc;
+}
+
+/* ---- why ---------------------------------------------------------------------- */
+
+int sl_client_claim_why(sl_client *c, const char *id, sl_client_why **out, sl_client_error *err)
+{
+    int rc = claim_args(c, id, out, err);
+    if (rc != SL_CLIENT_OK)
+        return rc;
+    *out = NULL;
+    sl__buf path = {0};
+    claim_path(&path, id, "/why");
+    if (path.oom) {
+        sl__buf_free(&path);
+        return sl__err_oom(err);
+    }
+    json_t *root = NULL;
+    rc = sl__http_json(c, "GET", path.p, NULL, 0, &root, err);
+    sl__buf_free(&path);
+    if (rc == SL_CLIENT_OK) {
+        sl_client_why *w = malloc(sizeof(*w));
+        if (!w)
+            rc = sl__err_oom(err);
+        else if ((rc = sl__parse_why(root, w, err)) != SL_CLIENT_OK)
+            free(w);
+        else
+            *out = w;
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* ---- listings ------------------------------------------------------------------ */
+
+static int claim_listing(sl_client *c, sl__buf *path, const char *field, sl_client_claim_list *out,
+                         sl_client_error *err)
+{
+    if (path->oom) {
+        sl__buf_free(path);
+        return sl__err_oom(err);
+    }
+    json_t *root = NULL;
+    int rc = sl__http_json(c, "GET", path->p, NULL, 0, &root, err);
+    sl__buf_free(path);
+    if (rc == SL_CLIENT_OK) {
+        const json_t *arr = json_object_get(root, field);
+        if (!json_is_array(arr))
+            rc = sl__err_set(err, SL_CLIENT_EPROTO, "the answer has no \"%s\" array", field);
+        else
+            rc = sl__parse_claims(arr, out, err);
+    }
+    json_decref(root);
+    return rc;
+}
+
+int sl_client_claims(sl_client *c, const char *state, const char *holder, const char *lock,
+                     sl_client_claim_list *out, sl_client_error *err)
+{
+    sl__err_clear(err);
+    if (!c || !out)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "the client and the result must not be NULL");
+    out->items = NULL;
+    out->n = 0;
+    sl__buf path = {0};
+    sl__buf_str(&path, "/v1/claims");
+    sl__buf_query(&path, "state", state);
+    sl__buf_query(&path, "holder", holder);
+    sl__buf_query(&path, "lock", lock);
+    return claim_listing(c, &path, "claims", out, err);
+}
+
+int sl_client_queue(sl_client *c, const char *lock, sl_client_claim_list *out, sl_client_error *err)
+{
+    sl__err_clear(err);
+    if (!c || !out)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "the client and the result must not be NULL");
+    out->items = NULL;
+    out->n = 0;
+    sl__buf path = {0};
+    sl__buf_str(&path, "/v1/queue");
+    sl__buf_query(&path, "lock", lock);
+    return claim_listing(c, &path, "queue", out, err);
+}
