@@ -1,0 +1,81 @@
+/* backend.h - what the load generator asks of a lock service.
+ *
+ * A workload (workload.c) only ever acquires a lock, holds it, and releases
+ * it; a backend turns that into the service's protocol: sluice's HTTP API
+ * now (backend_sluice.c), Redis, PostgreSQL advisory locks or etcd later.
+ * So that the same workloads, timings and correctness checks run against
+ * every service, the interface is small and blocking:
+ *
+ *  - acquire() returns only once the lock is held (however the service makes
+ *    a client wait: a long poll, a blocking command, a watch), or on failure;
+ *  - release() returns once the service has confirmed the release.
+ *
+ * Blocking calls make each load-generator client a thread with one
+ * connection, so a back-end is written as plain synchronous code with the
+ * service's own client library (hiredis, libpq); the cost of a thread per
+ * client shows in the generator's CPU per cycle, which is reported.
+ *
+ * A session is one client's connection, used by one thread at a time, except
+ * for interrupt(), which any thread may call. Every fallible call returns 0
+ * or a negative code and leaves the reason, in words, for error(). */
+#ifndef SL_BENCH_BACKEND_H
+#define SL_BENCH_BACKEND_H
+
+#include <stdint.h>
+
+#define SL_LOAD_NAME_MAX 128
+#define SL_LOAD_HANDLE_MAX 128
+
+typedef enum { SL_LOAD_MUTEX, SL_LOAD_SEMAPHORE } sl_load_lock_kind;
+
+typedef struct sl_load_lock {
+    sl_load_lock_kind kind;
+    int limit; /* holders allowed at once: 1 for a mutex */
+    char name[SL_LOAD_NAME_MAX];
+} sl_load_lock;
+
+/* What acquire() hands to release(). */
+typedef struct sl_load_grant {
+    uint64_t token;                  /* fencing token; 0 when the service has none */
+    char handle[SL_LOAD_HANDLE_MAX]; /* the backend's name for what it holds */
+} sl_load_grant;
+
+/* What the service's own history says about a run (for a backend that keeps
+ * one): every grant and end on the run's locks, replayed against a FIFO
+ * queue and a set of holders per lock. */
+typedef struct sl_load_history {
+    uint64_t events;       /* history entries read */
+    uint64_t grants;       /* grants on the run's locks */
+    uint64_t out_of_order; /* grants to a claim that was not first in its lock's queue */
+    uint64_t over_limit;   /* grants that made more holders than the lock's limit */
+} sl_load_history;
+
+typedef struct sl_load_backend {
+    const char *name;
+    /* Opens a session to address ("host:port" for sluice) for a holder
+     * named holder. On failure *out is NULL and err (cap bytes) says why. */
+    int (*session_open)(const char *address, const char *holder, void **out /* OUT */, char *err,
+                        size_t cap);
+    void (*session_close)(void *s);
+    /* Makes semaphore name exist with limit slots before a run, and removes
+     * it after. */
+    int (*semaphore_create)(void *s, const char *name, int limit);
+    int (*semaphore_delete)(void *s, const char *name);
+    /* Blocks until lock is held (one slot of a semaphore); fills *grant. */
+    int (*acquire)(void *s, const sl_load_lock *lock, sl_load_grant *grant /* OUT */);
+    int (*release)(void *s, const sl_load_grant *grant);
+    /* From any thread: a blocked acquire or release on s fails soon, and so
+     * does every later call. */
+    void (*interrupt)(void *s);
+    /* The last failure in words; valid until the next call on s. */
+    const char *(*error)(void *s);
+    /* Optional (NULL when the service keeps no history): a position in the
+     * history before a run, and the check of what came after it on locks. */
+    int (*history_mark)(void *s, uint64_t *mark /* OUT */);
+    int (*history_check)(void *s, uint64_t mark, const sl_load_lock *locks, int nlocks,
+                         sl_load_history *out /* OUT */);
+} sl_load_backend;
+
+extern const sl_load_backend sl_load_backend_sluice;
+
+#endif

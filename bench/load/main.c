@@ -1,0 +1,424 @@
+/* main.c - sluice-load: the command line, the plan of runs, and the report.
+ *
+ * Runs the workloads of workload.h one after the other against one service
+ * (a sluiced given by address, or a throwaway one started here), prints a
+ * row per run as it finishes and then what each run's checks found. Exit
+ * status: 0 when every run passed every check, 1 when a check failed or a
+ * request failed, 2 when the command line or the setup was wrong. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "sluiced_spawn.h"
+#include "workload.h"
+
+#define MAX_RUNS 32
+#define MAX_SECONDS 3600.0
+
+static const char usage[] =
+    "usage: sluice-load [options] [uncontended] [contended] [semaphore]\n"
+    "\n"
+    "Loads a lock service with clients that acquire and release locks in a loop, and\n"
+    "prints cycles/s, latency percentiles and CPU time per cycle of this program and of\n"
+    "the server. Every run checks what the clients saw: never more holders than the\n"
+    "limit, fencing tokens that only grow, grants in FIFO order in the server's event\n"
+    "log. With no workload named, all three run.\n"
+    "\n"
+    "  --sluiced PATH          start a throwaway sluiced (free port, temporary store)\n"
+    "  --durability MODE       normal (default) or full, for that sluiced\n"
+    "  --server HOST:PORT      else the service to load (default 127.0.0.1:7700)\n"
+    "  --server-pid PID        its process, for its CPU time per cycle\n"
+    "  --backend NAME          the service's protocol: sluice (the only one so far)\n"
+    "  -d, --duration SECS     measured time per run (default 5)\n"
+    "  -w, --warmup SECS       unmeasured time before it (default 1)\n"
+    "  -c, --connections LIST  clients of the uncontended runs (default 1,8,32)\n"
+    "  --contended-clients N   clients on the one mutex (default 8)\n"
+    "  --semaphore-clients N   clients on the semaphore (default 64)\n"
+    "  --semaphore-limit N     its slots (default 10)\n"
+    "  --short                 smoke test: 1 s runs after 0.25 s of warm-up; uncontended\n"
+    "                          with 1 and 8 clients, contended with 8, semaphore with 8\n"
+    "                          clients on 4 slots (so that they still wait)\n"
+    "  -h, --help\n"
+    "\n"
+    "Exit status: 0 all checks passed, 1 a check or a request failed, 2 bad usage or setup.\n"
+    "example: sluice-load --sluiced build/release/src/server/sluiced -d 10 contended\n";
+
+typedef struct options {
+    const char *sluiced, *durability, *server, *backend;
+    long server_pid;
+    double duration, warmup;
+    int connections[MAX_RUNS], nconnections;
+    int contended_clients, semaphore_clients, semaphore_limit;
+    bool want[3]; /* by sl_workload_kind */
+} options;
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    long v;
+    if (parse_long(s, lo, hi, &v) < 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_seconds(const char *s, double lo, double *out)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= MAX_SECONDS))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "1,8,32" */
+static int parse_list(const char *s, options *o)
+{
+    char buf[256], *tok, *save = NULL;
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    memcpy(buf, s, strlen(s) + 1);
+    o->nconnections = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->nconnections == MAX_RUNS ||
+            parse_int(tok, 1, SL_WORKLOAD_MAX_CLIENTS, &o->connections[o->nconnections]) < 0)
+            return -1;
+        o->nconnections++;
+    }
+    return o->nconnections > 0 ? 0 : -1;
+}
+
+static void set_defaults(options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->durability = "normal";
+    o->server = "127.0.0.1:7700";
+    o->backend = "sluice";
+    o->duration = 5;
+    o->warmup = 1;
+    o->connections[0] = 1;
+    o->connections[1] = 8;
+    o->connections[2] = 32;
+    o->nconnections = 3;
+    o->contended_clients = 8;
+    o->semaphore_clients = 64;
+    o->semaphore_limit = 10;
+}
+
+static void apply_short(options *o)
+{
+    o->duration = 1;
+    o->warmup = 0.25;
+    o->connections[0] = 1;
+    o->connections[1] = 8;
+    o->nconnections = 2;
+    o->contended_clients = 8;
+    o->semaphore_clients = 8;
+    o->semaphore_limit = 4;
+}
+
+static int parse_workloads(int argc, char **argv, options *o)
+{
+    int i, k;
+    for (i = optind; i < argc; i++) {
+        for (k = 0; k < 3 && strcmp(argv[i], sl_workload_name((sl_workload_kind)k)) != 0; k++)
+            ;
+        if (k == 3) {
+            fprintf(stderr, "sluice-load: unknown workload \"%s\"\n", argv[i]);
+            return -1;
+        }
+        o->want[k] = true;
+    }
+    if (optind == argc)
+        o->want[0] = o->want[1] = o->want[2] = true;
+    return 0;
+}
+
+enum { O_SLUICED = 256, O_DURABILITY, O_SERVER, O_PID, O_BACKEND, O_CC, O_SC, O_SL, O_SHORT };
+
+static const struct option long_options[] = {
+    {"sluiced", required_argument, NULL, O_SLUICED},
+    {"durability", required_argument, NULL, O_DURABILITY},
+    {"server", required_argument, NULL, O_SERVER},
+    {"server-pid", required_argument, NULL, O_PID},
+    {"backend", required_argument, NULL, O_BACKEND},
+    {"duration", required_argument, NULL, 'd'},
+    {"warmup", required_argument, NULL, 'w'},
+    {"connections", required_argument, NULL, 'c'},
+    {"contended-clients", required_argument, NULL, O_CC},
+    {"semaphore-clients", required_argument, NULL, O_SC},
+    {"semaphore-limit", required_argument, NULL, O_SL},
+    {"short", no_argument, NULL, O_SHORT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option from getopt_long: 0, or -1 when its value is bad. */
+static int set_option(options *o, int ch, const char *arg)
+{
+    switch (ch) {
+    case O_SLUICED:
+        o->sluiced = arg;
+        return 0;
+    case O_DURABILITY:
+        o->durability = arg;
+        return 0;
+    case O_SERVER:
+        o->server = arg;
+        return 0;
+    case O_PID:
+        return parse_long(arg, 1, 1L << 30, &o->server_pid);
+    case O_BACKEND:
+        o->backend = arg;
+        return 0;
+    case 'd':
+        return parse_seconds(arg, 0.01, &o->duration);
+    case 'w':
+        return parse_seconds(arg, 0, &o->warmup);
+    case 'c':
+        return parse_list(arg, o);
+    case O_CC:
+        return parse_int(arg, 1, SL_WORKLOAD_MAX_CLIENTS, &o->contended_clients);
+    case O_SC:
+        return parse_int(arg, 1, SL_WORKLOAD_MAX_CLIENTS, &o->semaphore_clients);
+    case O_SL:
+        return parse_int(arg, 1, 1000000, &o->semaphore_limit);
+    case O_SHORT:
+        return 0; /* applied before the others */
+    case 'h':
+        fputs(usage, stdout);
+        exit(0);
+    default:
+        return -1;
+    }
+}
+
+/* The backends by name; Redis, PostgreSQL and etcd will join sluice here. */
+static const sl_load_backend *find_backend(const char *name)
+{
+    static const sl_load_backend *const backends[] = {&sl_load_backend_sluice, NULL};
+    int i;
+    for (i = 0; backends[i]; i++)
+        if (strcmp(backends[i]->name, name) == 0)
+            return backends[i];
+    return NULL;
+}
+
+static int parse_options(int argc, char **argv, options *o)
+{
+    bool bad = false;
+    int ch, i;
+    set_defaults(o);
+    /* --short first, wherever it is, so that the other flags can still
+     * override its choices. */
+    for (i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--short") == 0)
+            apply_short(o);
+    while ((ch = getopt_long(argc, argv, "d:w:c:h", long_options, NULL)) != -1)
+        bad |= set_option(o, ch, optarg) < 0;
+    if (bad || parse_workloads(argc, argv, o) < 0) {
+        fputs(usage, stderr);
+        return -1;
+    }
+    if (strcmp(o->durability, "normal") != 0 && strcmp(o->durability, "full") != 0) {
+        fprintf(stderr, "sluice-load: --durability is normal or full, not \"%s\"\n", o->durability);
+        return -1;
+    }
+    if (!find_backend(o->backend)) {
+        fprintf(stderr, "sluice-load: unknown backend \"%s\" (there is only sluice)\n", o->backend);
+        return -1;
+    }
+    return 0;
+}
+
+static int plan(const options *o, sl_workload *runs)
+{
+    int n = 0, i;
+    if (o->want[SL_WORKLOAD_UNCONTENDED])
+        for (i = 0; i < o->nconnections; i++)
+            runs[n++] = (sl_workload){SL_WORKLOAD_UNCONTENDED, o->connections[i], 1};
+    if (o->want[SL_WORKLOAD_CONTENDED])
+        runs[n++] = (sl_workload){SL_WORKLOAD_CONTENDED, o->contended_clients, 1};
+    if (o->want[SL_WORKLOAD_SEMAPHORE])
+        runs[n++] = (sl_workload){SL_WORKLOAD_SEMAPHORE, o->semaphore_clients, o->semaphore_limit};
+    return n;
+}
+
+/* ---- the report -------------------------------------------------------- */
+
+static const char *fmt_ns(uint64_t ns, char *buf, size_t cap)
+{
+    if (ns < 1000000)
+        snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, cap, "%.2f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, cap, "%.2f s", (double)ns / 1e9);
+    return buf;
+}
+
+static const char *fmt_per_cycle(double cpu_s, uint64_t cycles, char *buf, size_t cap)
+{
+    if (cpu_s < 0 || cycles == 0)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.1f us", cpu_s / (double)cycles * 1e6);
+    return buf;
+}
+
+static void print_header(void)
+{
+    printf("%-12s %7s %5s %10s %10s %10s %11s %11s %8s %11s %11s\n", "workload", "clients", "limit",
+           "cycles/s", "cycle p50", "cycle p99", "handoff p50", "handoff p99", "changed",
+           "load cpu/c", "server cpu/c");
+}
+
+static void print_row(const sl_load_result *r)
+{
+    char a[32], b[32], c[32], d[32], e[32], f[32], changed[16];
+    bool mutex1 = r->workload.kind == SL_WORKLOAD_CONTENDED;
+    if (mutex1 && r->transitions)
+        snprintf(changed, sizeof changed, "%.1f%%",
+                 100.0 * (double)r->changes / (double)r->transitions);
+    else
+        snprintf(changed, sizeof changed, "-");
+    printf("%-12s %7d %5d %10.0f %10s %10s %11s %11s %8s %11s %11s\n",
+           sl_workload_name(r->workload.kind), r->workload.clients, r->workload.limit,
+           r->seconds > 0 ? (double)r->cycles / r->seconds : 0.0,
+           fmt_ns(sl_hist_quantile(&r->cycle, 0.50), a, sizeof a),
+           fmt_ns(sl_hist_quantile(&r->cycle, 0.99), b, sizeof b),
+           mutex1 ? fmt_ns(sl_hist_quantile(&r->handoff, 0.50), c, sizeof c) : "-",
+           mutex1 ? fmt_ns(sl_hist_quantile(&r->handoff, 0.99), d, sizeof d) : "-", changed,
+           fmt_per_cycle(r->load_cpu_s, r->cycles, e, sizeof e),
+           fmt_per_cycle(r->server_cpu_s, r->cycles, f, sizeof f));
+    fflush(stdout);
+}
+
+/* The tail of the latencies, and how the generator's CPU time splits. */
+static void print_details(const sl_load_result *r)
+{
+    char a[32], b[32], c[32], d[32];
+    printf("  cycle p99.9 %s, max %s", fmt_ns(sl_hist_quantile(&r->cycle, 0.999), a, sizeof a),
+           fmt_ns(r->cycle.count ? r->cycle.max : 0, b, sizeof b));
+    if (r->workload.kind == SL_WORKLOAD_CONTENDED)
+        printf("; handoff p99.9 %s, max %s",
+               fmt_ns(sl_hist_quantile(&r->handoff, 0.999), c, sizeof c),
+               fmt_ns(r->handoff.count ? r->handoff.max : 0, d, sizeof d));
+    if (r->load_cpu_s >= 0 && r->cycles)
+        printf("; load CPU per cycle %.1f us user + %.1f us system",
+               r->load_user_s / (double)r->cycles * 1e6,
+               (r->load_cpu_s - r->load_user_s) / (double)r->cycles * 1e6);
+    printf("\n");
+}
+
+static void print_checks(const sl_load_result *r)
+{
+    printf("%s %d: %s\n", sl_workload_name(r->workload.kind), r->workload.clients,
+           sl_load_result_ok(r) ? "ok" : "FAILED");
+    printf("  clients: %llu grants, at most %d holder(s) of %d at once (%llu over), tokens %s, "
+           "%llu given twice%s; cycles per client %llu..%llu",
+           (unsigned long long)r->grants, r->max_holders, r->workload.limit,
+           (unsigned long long)r->holder_violations,
+           r->token_violations ? "WENT BACKWARDS" : "increasing",
+           (unsigned long long)r->duplicate_tokens, r->tokens_truncated ? " (not all kept)" : "",
+           (unsigned long long)r->min_client_cycles, (unsigned long long)r->max_client_cycles);
+    if (r->workload.kind == SL_WORKLOAD_CONTENDED)
+        printf("; %llu handoffs timed", (unsigned long long)r->handoff.count);
+    printf("\n");
+    print_details(r);
+    if (r->history_checked)
+        printf("  event log: %llu events, %llu grants (the clients saw %llu), %llu out of FIFO "
+               "order, %llu over the limit\n",
+               (unsigned long long)r->history.events, (unsigned long long)r->history.grants,
+               (unsigned long long)r->grants, (unsigned long long)r->history.out_of_order,
+               (unsigned long long)r->history.over_limit);
+    if (r->errors)
+        printf("  %llu error(s), the first: %s\n", (unsigned long long)r->errors, r->first_error);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+static int run_all(const options *o, const char *address, pid_t server_pid)
+{
+    sl_workload runs[MAX_RUNS + 2];
+    sl_load_result *results;
+    int n = plan(o, runs), i, failed = 0;
+    sl_load_config cfg = {
+        find_backend(o->backend), address, NULL, o->warmup, o->duration, server_pid};
+    char prefix[64];
+    results = calloc((size_t)n, sizeof *results);
+    if (!results)
+        return 2;
+    printf("sluice-load: %s at %s; %g s measured per run after %g s of warm-up; CPU per cycle "
+           "from getrusage and %s\n\n",
+           o->backend, address, o->duration, o->warmup,
+           server_pid > 0 ? "/proc/PID/stat" : "(no server pid: use --server-pid)");
+    print_header();
+    for (i = 0; i < n; i++) {
+        snprintf(prefix, sizeof prefix, "sluice-load/%ld/%d", (long)getpid(), i);
+        cfg.prefix = prefix;
+        if (sl_workload_run(&cfg, &runs[i], &results[i]) < 0) {
+            fprintf(stderr, "sluice-load: %s %d cannot run: %s\n", sl_workload_name(runs[i].kind),
+                    runs[i].clients, results[i].first_error);
+            failed = 1;
+            results[i].errors = 1;
+            continue;
+        }
+        print_row(&results[i]);
+        failed |= !sl_load_result_ok(&results[i]);
+    }
+    printf("\nchecks (over the whole run, warm-up and drain included) and details\n");
+    for (i = 0; i < n; i++)
+        print_checks(&results[i]);
+    free(results);
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    sl_spawn spawn;
+    char err[512];
+    const char *address;
+    pid_t pid;
+    int rc;
+    if (parse_options(argc, argv, &o) < 0)
+        return 2;
+    memset(&spawn, 0, sizeof spawn);
+    address = o.server;
+    pid = (pid_t)o.server_pid;
+    if (o.sluiced) {
+        if (sl_spawn_start(o.sluiced, o.durability, &spawn, err, sizeof err) < 0) {
+            fprintf(stderr, "sluice-load: %s\n", err);
+            return 2;
+        }
+        address = spawn.address;
+        pid = spawn.pid;
+    }
+    rc = run_all(&o, address, pid);
+    if (o.sluiced && sl_spawn_stop(&spawn, err, sizeof err) < 0) {
+        fprintf(stderr, "sluice-load: %s\n", err);
+        rc = rc ? rc : 1;
+    }
+    if (rc == 1)
+        fprintf(stderr, "sluice-load: FAILED: a check or a request failed (see above)\n");
+    return rc;
+}

@@ -1,0 +1,182 @@
+/* sluiced_spawn.c - starts and stops a throwaway sluiced (see sluiced_spawn.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "sluiced_spawn.h"
+
+#define READY_TIMEOUT_MS 10000
+#define STOP_TIMEOUT_MS 30000 /* LeakSanitizer's report at exit may take a while */
+#define POLL_MS 20
+#define ATTEMPTS 3 /* another process may take the free port before the server binds it */
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A loopback port that was free a moment ago: bind to 0, read, close. */
+static int free_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+    if (s < 0)
+        return -1;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(s, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(s, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(s);
+    return port;
+}
+
+static pid_t launch(const char *binary, const char *durability, const char *address,
+                    const char *dir)
+{
+    char listen[80], store[300];
+    pid_t pid;
+    snprintf(listen, sizeof listen, "%s", address);
+    snprintf(store, sizeof store, "sqlite:%s/sluice.db", dir);
+    pid = fork();
+    if (pid == 0) {
+        char *argv[] = {(char *)binary, "--listen",         listen,        "--store", store,
+                        "--durability", (char *)durability, "--log-level", "warn",    NULL};
+        execv(binary, argv);
+        fprintf(stderr, "sluice-load: cannot run %s: %s\n", binary, strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+/* One GET /healthz: true when it answers 200. */
+static bool healthy(const char *port)
+{
+    sl_http_conn *c;
+    const sl_http_response *r;
+    bool ok;
+    if (sl_http_conn_new("127.0.0.1", port, 1000, &c) < 0)
+        return false;
+    ok = sl_http_conn_request(c, "GET", "/healthz", NULL, 0, &r) == 0 && r->status == 200;
+    sl_http_conn_free(c);
+    return ok;
+}
+
+/* 0 once healthy; -1 when the server exited (*status says how) or never
+ * answered. */
+static int wait_ready(pid_t pid, const char *port, int *status)
+{
+    int waited;
+    *status = -1;
+    for (waited = 0; waited < READY_TIMEOUT_MS; waited += POLL_MS) {
+        if (waitpid(pid, status, WNOHANG) == pid)
+            return -1;
+        if (healthy(port))
+            return 0;
+        sleep_ms(POLL_MS);
+    }
+    return -1;
+}
+
+/* Removes dir and the files in it (the store, its WAL and shared memory). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[600];
+    if (d) {
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* SIGTERM, then SIGKILL if it will not go; the exit status, or -1. */
+static int terminate(pid_t pid)
+{
+    int status, waited;
+    kill(pid, SIGTERM);
+    for (waited = 0; waited < STOP_TIMEOUT_MS; waited += POLL_MS) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return status;
+        sleep_ms(POLL_MS);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, char *err, size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    int attempt, status = -1;
+    memset(out, 0, sizeof *out);
+    snprintf(out->dir, sizeof out->dir, "%s/sluice-load-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(out->dir)) {
+        snprintf(err, cap, "mkdtemp %s: %s", out->dir, strerror(errno));
+        return -1;
+    }
+    for (attempt = 0; attempt < ATTEMPTS; attempt++) {
+        char port[16];
+        int p = free_port();
+        if (p < 0)
+            break;
+        snprintf(port, sizeof port, "%d", p);
+        snprintf(out->address, sizeof out->address, "127.0.0.1:%d", p);
+        out->pid = launch(binary, durability, out->address, out->dir);
+        if (out->pid < 0)
+            break;
+        if (wait_ready(out->pid, port, &status) == 0)
+            return 0;
+        if (status == -1) /* still running but not answering: give up on it */
+            status = terminate(out->pid);
+        out->pid = 0;
+    }
+    if (status != -1 && WIFEXITED(status))
+        snprintf(err, cap, "%s exited with status %d before answering /healthz", binary,
+                 WEXITSTATUS(status));
+    else
+        snprintf(err, cap, "%s did not answer /healthz within %d s", binary,
+                 READY_TIMEOUT_MS / 1000);
+    remove_dir(out->dir);
+    return -1;
+}
+
+int sl_spawn_stop(sl_spawn *s, char *err, size_t cap)
+{
+    int status;
+    if (s->pid <= 0)
+        return 0;
+    status = terminate(s->pid);
+    s->pid = 0;
+    remove_dir(s->dir);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (status != -1 && WIFSIGNALED(status))
+            snprintf(err, cap, "sluiced was killed by signal %d", WTERMSIG(status));
+        else if (status != -1)
+            snprintf(err, cap, "sluiced exited with status %d", WEXITSTATUS(status));
+        else
+            snprintf(err, cap, "sluiced did not stop within %d s of SIGTERM",
+                     STOP_TIMEOUT_MS / 1000);
+        return -1;
+    }
+    return 0;
+}

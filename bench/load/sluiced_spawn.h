@@ -1,0 +1,28 @@
+/* sluiced_spawn.h - a throwaway sluiced for one load-generator session.
+ *
+ * `sluice-load --sluiced PATH` starts the server itself: on a loopback port
+ * that was free a moment ago, with an SQLite store in a fresh temporary
+ * directory, and waits until GET /healthz answers 200. At the end it sends
+ * SIGTERM, requires exit status 0 (so a sanitizer's report at exit fails the
+ * run) and removes the directory. */
+#ifndef SL_BENCH_SLUICED_SPAWN_H
+#define SL_BENCH_SLUICED_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct sl_spawn {
+    pid_t pid;
+    char dir[256];    /* the temporary directory holding the store */
+    char address[64]; /* "127.0.0.1:PORT" */
+} sl_spawn;
+
+/* Starts binary with --durability durability ("normal" or "full"). 0, or
+ * -1 with the reason in err (cap bytes) and nothing left behind. */
+int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out /* OUT */, char *err,
+                   size_t cap);
+/* Stops the server and removes its directory: 0 when it exited with status
+ * 0, else -1 with the reason in err. */
+int sl_spawn_stop(sl_spawn *s, char *err, size_t cap);
+
+#endif

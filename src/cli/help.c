@@ -1,0 +1,240 @@
+/* help.c - `sluice --help` and `sluice COMMAND --help`.
+ *
+ * Every text ends with examples: people copy those first. docs/cli.md says
+ * the same at length; keep the two in step. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char overview[] =
+    "sluice - run commands under sluiced's locks, and look at them.\n"
+    "\n"
+    "Usage: sluice [--server URL] [--token T] [--json] COMMAND [ARGS...]\n"
+    "\n"
+    "Commands:\n"
+    "  run        claim locks, run a command while holding them, release them\n"
+    "  acquire    claim locks and print the claim's id (for shell scripts)\n"
+    "  release    release (or withdraw) claims by id\n"
+    "  renew      renew claims' leases by id\n"
+    "  sem        semaphores: list, info NAME, set NAME LIMIT, rm NAME\n"
+    "  pools      the same as sem\n"
+    "  mutex      mutexes: list, info NAME\n"
+    "  queue      pending claims: list, why ID, cancel ID\n"
+    "  claims     every claim: list, info ID\n"
+    "  events     the event log (--follow to watch it)\n"
+    "  status     the server, its store and its counts\n"
+    "  help       help on a command: sluice help run\n"
+    "\n"
+    "Global flags (anywhere before run's --):\n"
+    "  --server URL   the server (default $SLUICE_SERVER, else " SL_CLIENT_DEFAULT_SERVER ")\n"
+    "  --token T      bearer token (default $SLUICE_TOKEN)\n"
+    "  --json         print JSON for scripts instead of tables\n"
+    "  --help, -h     this help, or a command's\n"
+    "  --version      print the version\n"
+    "\n"
+    "Durations are written 250ms, 30s, 5m, 1h30m (or a number of seconds).\n"
+    "\n"
+    "Examples:\n"
+    "  sluice run --mutex deploy -- ./deploy.sh\n"
+    "  sluice sem set db 3 && sluice run --semaphore db -- ./migrate.sh\n"
+    "  sluice queue list\n"
+    "\n"
+    "Every command, flag, variable and exit status: docs/cli.md.\n";
+
+static const char lock_flags[] =
+    "Lock flags:\n"
+    "  --mutex NAME              a mutex (repeatable)\n"
+    "  --semaphore NAME[:SLOTS]  a configured semaphore, SLOTS slots of it (default 1;\n"
+    "                            repeatable)\n"
+    "  --tag K=V                 a tag (repeatable); adds the semaphores tag/K=V and tag/K\n"
+    "                            where configured\n"
+    "  --group G                 a concurrency group (adds the mutex group/G)\n"
+    "  --cancel pending|in-progress\n"
+    "                            supersede the group's older pending claims; in-progress\n"
+    "                            also revokes its holders\n"
+    "  --grace D                 how long revoked holders may keep their slots (default 30s)\n"
+    "  --priority N              higher goes first (default 0)\n"
+    "  --rebalance-key K         the fair-share key on rebalanced semaphores\n"
+    "  --lease D                 how long the claim outlives its client\n"
+    "  --timeout D               give up when not held within D\n"
+    "  --holder NAME             who claims (default $SLUICE_HOLDER, else user@host:pid)\n";
+
+static const char run_help[] =
+    "Usage: sluice run [LOCK FLAGS] [--kill-grace D] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Claims the locks, waits until the claim is held (on a terminal, stderr shows why\n"
+    "it waits), runs COMMAND while renewing the claim's lease, releases the claim when\n"
+    "COMMAND ends, and exits with COMMAND's status (128+N if killed by signal N).\n"
+    "If the claim is revoked or its lease is lost meanwhile, COMMAND gets SIGTERM, then\n"
+    "SIGKILL after --kill-grace, and sluice exits 125. Signals sent to sluice (TERM,\n"
+    "INT, HUP, QUIT, USR1, USR2) are passed on to COMMAND.\n"
+    "\n";
+
+static const char run_help_2[] =
+    "  --kill-grace D            between SIGTERM and SIGKILL when the claim is lost\n"
+    "                            (default 10s)\n"
+    "\n"
+    "The lease defaults to 30s here: a sluice run killed with -9 frees its slots 30s\n"
+    "later. COMMAND's environment has SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN (of the\n"
+    "first lock), SLUICE_FENCING_TOKENS (name=token,...) and SLUICE_SERVER.\n"
+    "\n"
+    "Environment: SLUICE_CLAIM_TIMEOUT (10m) bounds the wait, and the retries while the\n"
+    "server is unreachable, when --timeout is not given; SLUICE_CLAIM_POLL_INTERVAL (1s)\n"
+    "and SLUICE_CLAIM_POLL_JITTER (500ms) pace those retries.\n"
+    "\n"
+    "Exit statuses: COMMAND's own; 120 bad flags; 121 the server refused the claim;\n"
+    "122 the server could not be reached in time; 123 timed out waiting; 124 the claim\n"
+    "ended before it was held; 125 revoked or lease lost (COMMAND was stopped);\n"
+    "126 COMMAND could not be executed; 127 COMMAND not found.\n"
+    "\n"
+    "Examples:\n"
+    "  sluice run --mutex deploy -- ./deploy.sh production\n"
+    "  sluice run --semaphore gpu:2 --timeout 1h -- python train.py\n"
+    "  sluice run --group pr-12 --cancel in-progress --grace 1m -- make test\n"
+    "  sluice run --mutex db -- sh -c 'migrate --fencing-token \"$SLUICE_FENCING_TOKEN\"'\n";
+
+static const char acquire_help[] =
+    "Usage: sluice acquire [LOCK FLAGS]\n"
+    "\n"
+    "Claims the locks, waits until the claim is held, and prints the claim's id (its\n"
+    "JSON with --json). Nothing renews it afterwards: no lease is sent unless --lease\n"
+    "is given (then renew it with 'sluice renew ID'); release it with 'sluice release'.\n"
+    "\n";
+
+static const char acquire_help_2[] =
+    "\n"
+    "Exit statuses: 0 held; 1 the server refused the claim; 2 bad flags; 122 the server\n"
+    "could not be reached in time; 123 timed out waiting; 124 the claim ended before it\n"
+    "was held.\n"
+    "\n"
+    "Example:\n"
+    "  id=$(sluice acquire --mutex deploy --timeout 5m) || exit\n"
+    "  trap 'sluice release \"$id\"' EXIT\n"
+    "  ./deploy.sh\n";
+
+static const char release_help[] =
+    "Usage: sluice release ID...\n"
+    "\n"
+    "Releases held claims and withdraws pending ones; prints each id and its final\n"
+    "state. Releasing a claim that already ended changes nothing.\n"
+    "\n"
+    "Example:\n"
+    "  sluice release \"$id\"\n";
+
+static const char renew_help[] =
+    "Usage: sluice renew ID...\n"
+    "\n"
+    "Extends the claims' leases and prints when they now expire. Exits 1 when a claim is\n"
+    "revoking or has ended: stop using what it protected.\n"
+    "\n"
+    "Example:\n"
+    "  while sleep 60; do sluice renew \"$id\" || kill $worker; done &\n";
+
+static const char sem_help[] =
+    "Usage: sluice sem list\n"
+    "       sluice sem info NAME\n"
+    "       sluice sem set NAME LIMIT [--strategy strict|skip|rebalanced] [--lease D]\n"
+    "       sluice sem rm NAME\n"
+    "('sluice pools' is the same command.)\n"
+    "\n"
+    "list shows every configured semaphore and pattern (a name ending in *) and the\n"
+    "semaphores made from patterns while in use; info one semaphore with its holders\n"
+    "and queue; set creates or changes one (lowering a limit revokes nobody; 0 pauses\n"
+    "it); rm deletes one that nobody holds or waits for.\n"
+    "\n"
+    "Examples:\n"
+    "  sluice sem set db 3\n"
+    "  sluice sem set 'tenant/*' 2 --strategy rebalanced\n"
+    "  sluice pools info db\n"
+    "  sluice sem rm db\n";
+
+static const char mutex_help[] =
+    "Usage: sluice mutex list\n"
+    "       sluice mutex info NAME\n"
+    "\n"
+    "Mutexes need no configuration. list shows those with holders or waiters; info\n"
+    "shows any name (its token even when unused), its holder and its queue.\n"
+    "\n"
+    "Examples:\n"
+    "  sluice mutex list\n"
+    "  sluice mutex info deploy\n";
+
+static const char queue_help[] =
+    "Usage: sluice queue list [--lock mtx/NAME|sem/NAME]\n"
+    "       sluice queue why ID\n"
+    "       sluice queue cancel ID\n"
+    "\n"
+    "list shows every pending claim in queue order (priority, then age), or one lock's\n"
+    "queue; why explains, lock by lock, what keeps a claim waiting; cancel releases a\n"
+    "claim (withdraws it if pending).\n"
+    "\n"
+    "Examples:\n"
+    "  sluice queue list\n"
+    "  sluice queue list --lock sem/db\n"
+    "  sluice queue why 3q2-AbCdEfGhIjKlMnOpQr\n";
+
+static const char claims_help[] =
+    "Usage: sluice claims list [--state S] [--holder H] [--lock mtx/NAME|sem/NAME]\n"
+    "       sluice claims info ID\n"
+    "\n"
+    "list shows claims (ended ones stay for an hour), filtered; info one claim with its\n"
+    "locks, tokens and positions.\n"
+    "\n"
+    "Examples:\n"
+    "  sluice claims list --state held\n"
+    "  sluice claims info \"$id\"\n";
+
+static const char events_help[] =
+    "Usage: sluice events [--since N] [--claim ID] [--limit N] [--follow]\n"
+    "\n"
+    "Shows the event log: without --since the latest --limit (default 100) events, with\n"
+    "it those after sequence number N. --follow prints events as they happen until\n"
+    "interrupted (from now on, or after --since N); with --json, one JSON object per\n"
+    "line.\n"
+    "\n"
+    "Examples:\n"
+    "  sluice events --limit 20\n"
+    "  sluice events --follow --json | jq .type\n";
+
+static const char status_help[] =
+    "Usage: sluice status\n"
+    "\n"
+    "Shows the server's URL, status, version and store, and how many claims are\n"
+    "pending, held and ended. Exits 3 when the server cannot be reached.\n"
+    "\n"
+    "Example:\n"
+    "  sluice --server http://10.0.0.5:7700 status\n";
+
+bool cli_help(const char *command, FILE *out)
+{
+    if (!command) {
+        fputs(overview, out);
+        return true;
+    }
+    static const struct {
+        const char *name, *text;
+    } texts[] = {
+        {"release", release_help}, {"renew", renew_help},   {"sem", sem_help},
+        {"pools", sem_help},       {"mutex", mutex_help},   {"queue", queue_help},
+        {"claims", claims_help},   {"events", events_help}, {"status", status_help},
+    };
+    if (strcmp(command, "run") == 0) {
+        fputs(run_help, out);
+        fputs(lock_flags, out);
+        fputs(run_help_2, out);
+        return true;
+    }
+    if (strcmp(command, "acquire") == 0) {
+        fputs(acquire_help, out);
+        fputs(lock_flags, out);
+        fputs(acquire_help_2, out);
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        if (strcmp(texts[i].name, command) == 0) {
+            fputs(texts[i].text, out);
+            return true;
+        }
+    }
+    return false;
+}

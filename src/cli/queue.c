@@ -1,0 +1,302 @@
+/* queue.c - the queue of pending claims, every claim, and why one waits.
+ *
+ *   sluice queue list [--lock KEY] | why ID | cancel ID
+ *   sluice claims list [--state S] [--holder H] [--lock KEY] | info ID
+ *
+ * `queue cancel` releases the claim (DELETE): a pending claim is withdrawn,
+ * a held one released. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { QF_LOCK = 1, QF_STATE, QF_HOLDER };
+
+static const cli_flag queue_flags[] = {{"lock", true, QF_LOCK}, {0}};
+static const cli_flag claims_flags[] = {
+    {"lock", true, QF_LOCK},
+    {"state", true, QF_STATE},
+    {"holder", true, QF_HOLDER},
+    {0},
+};
+
+typedef struct filters {
+    const char *lock, *state, *holder;
+} filters;
+
+/* SUB [ARG] with flags anywhere; fills pos (at most 3) and the filters. */
+static int parse(cli *c, const cli_flag *flags, int argc, char **argv, const char **pos, int *n,
+                 filters *fl)
+{
+    int i = 0;
+    const char *val = NULL;
+    *n = 0;
+    for (;;) {
+        int r = cli_flag_next(c, flags, argc, argv, &i, &val);
+        if (r == CLI_HELP)
+            return -1;
+        if (r == CLI_BAD)
+            return CLI_EXIT_USAGE;
+        if (r == CLI_END)
+            break;
+        if (r == CLI_ARG) {
+            if (*n == 3)
+                return cli_usage(c, "too many arguments");
+            pos[(*n)++] = val;
+        } else if (r == QF_LOCK) {
+            if (strncmp(val, "mtx/", 4) != 0 && strncmp(val, "sem/", 4) != 0)
+                return cli_usage(c, "--lock takes a lock key, mtx/NAME or sem/NAME, not '%s'", val);
+            fl->lock = val;
+        } else if (r == QF_STATE) {
+            fl->state = val;
+        } else if (r == QF_HOLDER) {
+            fl->holder = val;
+        }
+    }
+    /* After "--", ids (which may start with '-'). */
+    for (; i < argc && *n < 3; i++)
+        pos[(*n)++] = argv[i];
+    return 0;
+}
+
+static void print_claims_json(const char *key, const sl_client_claim_list *list)
+{
+    const char **items = cli_xmalloc((list->n ? list->n : 1) * sizeof(*items));
+    for (size_t i = 0; i < list->n; i++)
+        items[i] = list->items[i].json;
+    cli_json_list(key, items, list->n, stdout);
+    free(items);
+}
+
+static int queue_list(cli *c, sl_client *cl, const filters *fl)
+{
+    sl_client_claim_list list = {0};
+    sl_client_error err = {0};
+    if (sl_client_queue(cl, fl->lock, &list, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot read the queue", &err);
+    if (c->json) {
+        print_claims_json("queue", &list);
+    } else {
+        static const char *const h[] = {"POS",   "CLAIM",   "HOLDER", "PRIORITY",
+                                        "LOCKS", "CREATED", "REASON"};
+        cli_table *t = cli_table_new(c, 7, h);
+        for (size_t i = 0; i < list.n; i++) {
+            const sl_client_claim *q = &list.items[i];
+            cli_buf locks = {0};
+            char created[64];
+            cli_claim_locks(q, &locks);
+            cli_time(c, q->created_ms, created, sizeof(created));
+            cli_table_cellf(t, NULL, "%zu", q->queue_position);
+            cli_table_cell(t, q->id, NULL);
+            cli_table_cell(t, q->holder, NULL);
+            cli_table_cellf(t, NULL, "%d", q->priority);
+            cli_table_cell(t, locks.s, NULL);
+            cli_table_cell(t, created, NULL);
+            cli_table_cell(t, q->reason, cli_color_state(c, "pending"));
+            cli_buf_free(&locks);
+        }
+        cli_table_print(t, stdout, fl->lock ? "Nothing waits for that lock." : "Nothing waits.");
+    }
+    sl_client_claim_list_free(&list);
+    return 0;
+}
+
+static int queue_why(cli *c, sl_client *cl, const char *id)
+{
+    sl_client_why *why = NULL;
+    sl_client_error err = {0};
+    if (sl_client_claim_why(cl, id, &why, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot ask why the claim waits", &err);
+    if (c->json) {
+        printf("%s\n", why->json);
+    } else if (why->nreasons == 0) {
+        printf("Claim %s is %s%s%s: nothing blocks it.\n", id, cli_color_state(c, why->state),
+               why->state, cli_color_off(c));
+    } else {
+        printf("Claim %s is %s%s%s:\n", id, cli_color_state(c, why->state), why->state,
+               cli_color_off(c));
+        static const char *const h[] = {"LOCK",     "RULE",  "USED",   "LIMIT",
+                                        "POSITION", "AHEAD", "MESSAGE"};
+        cli_table *t = cli_table_new(c, 7, h);
+        for (size_t i = 0; i < why->nreasons; i++) {
+            const sl_client_why_reason *r = &why->reasons[i];
+            cli_table_cell(t, r->lock, NULL);
+            cli_table_cell(t, r->rule,
+                           strcmp(r->rule ? r->rule : "", "other_lock") == 0
+                               ? NULL
+                               : cli_color_state(c, "pending"));
+            cli_table_cellf(t, NULL, "%llu", (unsigned long long)r->used);
+            cli_table_cellf(t, NULL, "%llu", (unsigned long long)r->limit);
+            cli_table_cellf(t, NULL, "%zu", r->position);
+            cli_table_cellf(t, NULL, "%zu", r->ahead_count);
+            cli_table_cell(t, r->message, NULL);
+        }
+        cli_table_print(t, stdout, NULL);
+    }
+    sl_client_why_free(why);
+    return 0;
+}
+
+static int queue_cancel(cli *c, sl_client *cl, const char *id)
+{
+    sl_client_claim *final = NULL;
+    sl_client_error err = {0};
+    if (sl_client_claim_release(cl, id, &final, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot cancel the claim", &err);
+    if (c->json)
+        printf("%s\n", final->json);
+    else
+        printf("%s %s%s%s\n", final->id, cli_color_state(c, final->state), final->state,
+               cli_color_off(c));
+    sl_client_claim_free(final);
+    return 0;
+}
+
+static int claims_list(cli *c, sl_client *cl, const filters *fl)
+{
+    sl_client_claim_list list = {0};
+    sl_client_error err = {0};
+    if (sl_client_claims(cl, fl->state, fl->holder, fl->lock, &list, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot list claims", &err);
+    if (c->json) {
+        print_claims_json("claims", &list);
+    } else {
+        static const char *const h[] = {"CLAIM",    "STATE",   "HOLDER",  "LOCKS",
+                                        "PRIORITY", "CREATED", "EXPIRES", "REASON"};
+        cli_table *t = cli_table_new(c, 8, h);
+        for (size_t i = 0; i < list.n; i++) {
+            const sl_client_claim *q = &list.items[i];
+            cli_buf locks = {0};
+            char created[64], exp[64];
+            cli_claim_locks(q, &locks);
+            cli_time(c, q->created_ms, created, sizeof(created));
+            cli_time(c, q->expires_ms, exp, sizeof(exp));
+            cli_table_cell(t, q->id, NULL);
+            cli_table_cell(t, q->state, cli_color_state(c, q->state));
+            cli_table_cell(t, q->holder, NULL);
+            cli_table_cell(t, locks.s, NULL);
+            cli_table_cellf(t, NULL, "%d", q->priority);
+            cli_table_cell(t, created, NULL);
+            cli_table_cell(t, exp, NULL);
+            cli_table_cell(t, q->reason, NULL);
+            cli_buf_free(&locks);
+        }
+        cli_table_print(t, stdout, "No claims.");
+    }
+    sl_client_claim_list_free(&list);
+    return 0;
+}
+
+static int claims_info(cli *c, sl_client *cl, const char *id)
+{
+    sl_client_claim *q = NULL;
+    sl_client_error err = {0};
+    if (sl_client_claim_get(cl, id, 0, NULL, &q, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot read the claim", &err);
+    if (c->json) {
+        printf("%s\n", q->json);
+        sl_client_claim_free(q);
+        return 0;
+    }
+    char t1[64], t2[64], d1[32], d2[32];
+    cli_time(c, q->created_ms, t1, sizeof(t1));
+    cli_time(c, q->expires_ms, t2, sizeof(t2));
+    cli_duration_none(q->lease_ms, d1, sizeof(d1));
+    cli_duration_none(q->timeout_ms, d2, sizeof(d2));
+    cli_fields *f = cli_fields_new(c);
+    cli_fields_add(f, "Claim", NULL, "%s", q->id);
+    cli_fields_add(f, "State", cli_color_state(c, q->state), "%s", q->state);
+    cli_fields_add(f, "Holder", NULL, "%s", q->holder);
+    cli_fields_add(f, "Priority", NULL, "%d", q->priority);
+    cli_fields_add(f, "Created", NULL, "%s", t1);
+    cli_fields_add(f, "Expires", NULL, "%s", t2);
+    cli_fields_add(f, "Lease", NULL, "%s", d1);
+    cli_fields_add(f, "Timeout", NULL, "%s", d2);
+    if (q->group)
+        cli_fields_add(f, "Group", NULL, "%s", q->group);
+    if (q->rebalance_key)
+        cli_fields_add(f, "Rebalance key", NULL, "%s", q->rebalance_key);
+    if (q->ntags) {
+        cli_buf tags = {0};
+        for (size_t i = 0; i < q->ntags; i++)
+            cli_buf_addf(&tags, "%s%s=%s", i ? ", " : "", q->tags[i].key, q->tags[i].value);
+        cli_fields_add(f, "Tags", NULL, "%s", tags.s);
+        cli_buf_free(&tags);
+    }
+    cli_fields_add(f, "Reason", NULL, "%s", q->reason ? q->reason : "-");
+    if (q->by)
+        cli_fields_add(f, "By", NULL, "%s", q->by);
+    cli_fields_print(f, stdout);
+    printf("\nLocks (%zu):\n", q->nlocks);
+    if (q->nlocks) {
+        static const char *const h[] = {"LOCK", "SLOTS", "TOKEN", "POSITION"};
+        cli_table *t = cli_table_new(c, 4, h);
+        for (size_t i = 0; i < q->nlocks; i++) {
+            const sl_client_claim_lock *l = &q->locks[i];
+            char key[300];
+            cli_lock_key(l, key, sizeof(key));
+            cli_table_cell(t, key, NULL);
+            cli_table_cellf(t, NULL, "%u", l->slots);
+            if (l->has_token)
+                cli_table_cellf(t, NULL, "%llu", (unsigned long long)l->token);
+            else
+                cli_table_cell(t, "-", NULL);
+            if (l->position)
+                cli_table_cellf(t, NULL, "%zu", l->position);
+            else
+                cli_table_cell(t, "-", NULL);
+        }
+        cli_table_print(t, stdout, NULL);
+    }
+    sl_client_claim_free(q);
+    return 0;
+}
+
+/* The shared shape: SUB [ID], a default of list, one connection. */
+static int dispatch(cli *c, int argc, char **argv, bool queue)
+{
+    const char *pos[3];
+    int n;
+    filters fl = {0};
+    int st = parse(c, queue ? queue_flags : claims_flags, argc, argv, pos, &n, &fl);
+    if (st != 0)
+        return st < 0 ? 0 : st;
+    const char *sub = n ? pos[0] : "list";
+    int nargs = n ? n - 1 : 0;
+    bool list = strcmp(sub, "list") == 0 || strcmp(sub, "ls") == 0;
+    bool why = queue && strcmp(sub, "why") == 0;
+    bool cancel = queue && strcmp(sub, "cancel") == 0;
+    bool info = !queue && strcmp(sub, "info") == 0;
+    if (!list && !why && !cancel && !info)
+        return cli_usage(c, "no command '%s %s': use %s", c->command, sub,
+                         queue ? "list, why or cancel" : "list or info");
+    if (list && nargs != 0)
+        return cli_usage(c, "'%s list' takes no arguments", c->command);
+    if (!list && nargs != 1)
+        return cli_usage(c, "give one claim id: sluice %s %s ID", c->command, sub);
+    if (!list && (fl.lock || fl.state || fl.holder))
+        return cli_usage(c, "--lock, --state and --holder go with '%s list'", c->command);
+    sl_client *cl = NULL;
+    if ((st = cli_connect(c, &cl)) != 0)
+        return st;
+    if (list)
+        st = queue ? queue_list(c, cl, &fl) : claims_list(c, cl, &fl);
+    else if (why)
+        st = queue_why(c, cl, pos[1]);
+    else if (cancel)
+        st = queue_cancel(c, cl, pos[1]);
+    else
+        st = claims_info(c, cl, pos[1]);
+    sl_client_free(cl);
+    return st;
+}
+
+int cli_queue(cli *c, int argc, char **argv)
+{
+    return dispatch(c, argc, argv, true);
+}
+
+int cli_claims(cli *c, int argc, char **argv)
+{
+    return dispatch(c, argc, argv, false);
+}
