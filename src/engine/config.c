@@ -81,6 +81,24 @@ static sl_config *config_new(sl_engine *eng, const char *name, size_t len)
     return cfg;
 }
 
+/* Gives a configuration its values and the semaphores it configures too:
+ * the one of its name, or every one a pattern may now match. */
+static void config_apply(sl_engine *eng, sl_config *cfg, uint32_t limit, sl_strategy strategy,
+                         int64_t lease_ms)
+{
+    cfg->limit = limit;
+    cfg->strategy = strategy;
+    cfg->lease_ms = lease_ms;
+    if (cfg->pattern) {
+        reresolve_patterned(eng);
+        return;
+    }
+    char key[SL_LOCK_KEY_MAX + 1];
+    size_t klen;
+    sl__lock_key(SL_KIND_SEMAPHORE, cfg->name, cfg->len, key, &klen);
+    sl__lock_apply_config(eng, sl__lock_get(eng, key, klen), cfg);
+}
+
 int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy strategy,
                int64_t lease_ms, int64_t now, sl_error *err)
 {
@@ -99,19 +117,9 @@ int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy str
         }
         cfg = config_new(eng, name, len);
     }
-    cfg->limit = limit;
-    cfg->strategy = strategy;
-    cfg->lease_ms = lease_ms;
+    config_apply(eng, cfg, limit, strategy, lease_ms);
     sl__event_sem(eng, SL_EV_SEMAPHORE_UPDATED, cfg, cfg->name, now);
     sl__changes_config(eng, cfg->name);
-    if (cfg->pattern) {
-        reresolve_patterned(eng);
-    } else {
-        char key[SL_LOCK_KEY_MAX + 1];
-        size_t klen;
-        sl__lock_key(SL_KIND_SEMAPHORE, name, len, key, &klen);
-        sl__lock_apply_config(eng, sl__lock_get(eng, key, klen), cfg);
-    }
     sl__settle(eng, now);
     return 0;
 }
@@ -198,18 +206,7 @@ int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
         return rc;
     if (sl__hash_find(&eng->configs, name, len))
         return SL_ECONFLICT;
-    sl_config *cfg = config_new(eng, name, len);
-    cfg->limit = limit;
-    cfg->strategy = strategy;
-    cfg->lease_ms = lease_ms;
-    if (cfg->pattern) {
-        reresolve_patterned(eng);
-    } else {
-        char key[SL_LOCK_KEY_MAX + 1];
-        size_t klen;
-        sl__lock_key(SL_KIND_SEMAPHORE, name, len, key, &klen);
-        sl__lock_apply_config(eng, sl__lock_get(eng, key, klen), cfg);
-    }
+    config_apply(eng, config_new(eng, name, len), limit, strategy, lease_ms);
     return 0;
 }
 

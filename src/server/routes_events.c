@@ -14,13 +14,7 @@ typedef struct page_ctx {
 static int add_event(void *ud, const sl_store_event *ev)
 {
     page_ctx *p = ud;
-    json_t *locks = json_loads(ev->locks ? ev->locks : "[]", 0, NULL);
-    json_t *o = json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s}", "seq", (json_int_t)ev->seq, "time",
-                          sl_json_time(ev->time_ms), "type", ev->type, "claim",
-                          ev->claim ? json_string(ev->claim) : json_null(), "holder",
-                          ev->holder ? json_string(ev->holder) : json_null(), "locks",
-                          locks ? locks : json_array(), "reason", ev->reason ? ev->reason : "");
-    json_array_append_new(p->events, o);
+    json_array_append_new(p->events, sl_json_event(ev));
     p->count++;
     return 0;
 }

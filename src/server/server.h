@@ -153,6 +153,7 @@ json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
 json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full);
 json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg);
 json_t *sl_json_why(sl_server *srv, const sl_claim *claim);
+json_t *sl_json_event(const sl_store_event *ev); /* API.md's event, from the log */
 json_t *sl_json_time(int64_t ms);     /* null for -1 */
 json_t *sl_json_duration(int64_t ms); /* "30s", "0" */
 /* A duration field of a body: a string ("30s") or a number of seconds. */

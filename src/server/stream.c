@@ -36,12 +36,7 @@ typedef struct fill_ctx {
 static int add_event(void *ud, const sl_store_event *ev)
 {
     fill_ctx *f = ud;
-    json_t *locks = json_loads(ev->locks ? ev->locks : "[]", 0, NULL);
-    json_t *o = json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s}", "seq", (json_int_t)ev->seq, "time",
-                          sl_json_time(ev->time_ms), "type", ev->type, "claim",
-                          ev->claim ? json_string(ev->claim) : json_null(), "holder",
-                          ev->holder ? json_string(ev->holder) : json_null(), "locks",
-                          locks ? locks : json_array(), "reason", ev->reason ? ev->reason : "");
+    json_t *o = sl_json_event(ev);
     char *text = json_dumps(o, JSON_COMPACT);
     evbuffer_add_printf(f->buf, "id: %llu\ndata: %s\n\n", (unsigned long long)ev->seq, text);
     free(text);
