@@ -141,6 +141,7 @@ static int parse_scalars(json_t *body, sl_claim_body *b, json_t **locks, json_t 
         duration_field(timeout, "timeout", &r->timeout_ms, err, cap) ||
         duration_field(wait, "wait", &b->wait_ms, err, cap))
         return -1;
+    b->has_timeout = timeout != NULL;
     return 0;
 }
 

@@ -11,6 +11,7 @@ typedef struct sl_claim_body {
     sl_lock_req locks[SL_LOCKS_MAX];
     sl_tag tags[SL_TAGS_MAX];
     int64_t wait_ms;
+    bool has_timeout; /* else the server's default_timeout applies */
 } sl_claim_body;
 
 /* Fills b from body (strings borrowed from it). -1 and a sentence in err

@@ -53,7 +53,7 @@ typedef struct raw_token {
 } raw_token;
 
 typedef struct raw_conf {
-    char *listen, *store, *durability, *log_level, *default_lease;
+    char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
     raw_limits *limits;
     raw_sem *semaphores;
     unsigned semaphores_count;
@@ -116,6 +116,7 @@ static const cyaml_schema_field_t top_fields[] = {
     STR("durability", OPT, raw_conf, durability),
     STR("log_level", OPT, raw_conf, log_level),
     STR("default_lease", OPT, raw_conf, default_lease),
+    STR("default_timeout", OPT, raw_conf, default_timeout),
     CYAML_FIELD_MAPPING_PTR("limits", OPT_NULL, raw_conf, limits, limits_fields),
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
@@ -583,6 +584,9 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
                     "\"%.100s\" is not a log level; use error, warn, info or debug", r->log_level);
     if (r->default_lease &&
         conv_duration(ld, "default_lease", r->default_lease, &n->default_lease_ms) != 0)
+        return -1;
+    if (r->default_timeout &&
+        conv_duration(ld, "default_timeout", r->default_timeout, &n->default_timeout_ms) != 0)
         return -1;
 
     if (r->limits) {

@@ -69,6 +69,8 @@ static void claim_post(sl_ctx *c)
         char id[23];
         new_claim_id(id);
         b->req.id = id;
+        if (!b->has_timeout)
+            b->req.timeout_ms = c->srv->conf->default_timeout_ms;
         sl_claim *claim = NULL;
         sl_error eerr;
         if (sl_claim_create(c->srv->eng, &b->req, c->now, &claim, &eerr) != 0) {

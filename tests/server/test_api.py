@@ -1158,6 +1158,29 @@ tokens:
 
 
 # ---------------------------------------------------------------------------
+class TestDefaultTimeout(ApiCase):
+    """The configuration's default_timeout bounds the pending time of claims
+    that set no timeout; a claim's own timeout (0 included) wins."""
+
+    CONFIG = """
+default_timeout: 300ms
+"""
+
+    def test_default_timeout_applies_when_none_is_given(self):
+        m = self.name("m")
+        holder = self.srv.claim("h", [("m", m)])
+        dflt = self.srv.claim("d", [("m", m)])
+        own = self.srv.claim("o", [("m", m)], timeout="0")
+        self.assertEqual(dflt["timeout"], "300ms")
+        self.assertEqual(own["timeout"], "0")
+        got = self.srv.claim_get(dflt["id"], "?wait=10s&seen=pending")
+        self.assertEqual(got["state"], "timed_out")
+        self.assertEqual(self.srv.claim_get(own["id"])["state"], "pending")
+        self.srv.release(holder["id"])
+        self.assertEqual(self.srv.claim_get(own["id"], "?wait=10s&seen=pending")["state"], "held")
+        self.srv.release(own["id"])
+
+
 class TestLeases(ApiCase):
     """Leases end to end: expiry frees the slots; waits and renewals are signs
     of life."""

@@ -107,6 +107,7 @@ static const char full_yaml[] = "listen: 0.0.0.0:8800\n"
                                 "durability: full\n"
                                 "log_level: debug\n"
                                 "default_lease: 1h30m\n"
+                                "default_timeout: 10m\n"
                                 "limits:\n"
                                 "  max_body: 1000\n"
                                 "  max_headers: \"2000\"\n"
@@ -154,6 +155,7 @@ static void full_file_loads_every_value(void **state)
     assert_int_equal(c.durability, SL_DURABILITY_FULL);
     assert_int_equal(c.log_level, SL_LOG_DEBUG);
     assert_int_equal(c.default_lease_ms, 5400000);
+    assert_int_equal(c.default_timeout_ms, 600000);
     assert_int_equal(c.max_body, 1000);
     assert_int_equal(c.max_headers, 2000);
     assert_int_equal(c.max_connections, 30);
@@ -338,7 +340,7 @@ static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
      "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, durability, "
-     "log_level, default_lease, limits, semaphores, tokens (libcyaml: Load: Unexpected key: "
+     "log_level, default_lease, default_timeout, limits, semaphores, tokens (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
