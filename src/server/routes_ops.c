@@ -1,4 +1,5 @@
-/* routes_ops.c - /healthz, /metrics, and what is not the API. */
+/* routes_ops.c - /healthz and /metrics. The dashboard (every other path
+ * outside /v1/) is ui.c. */
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -43,12 +44,4 @@ void sl_route_metrics(sl_ctx *c)
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
     sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", b);
     evbuffer_free(b);
-}
-
-void sl_route_ui(sl_ctx *c)
-{
-    sl_reply_error(c, 404, "not_found",
-                   "no such page: %s. The HTTP API is under /v1/ (see API.md); /healthz and "
-                   "/metrics report on the server",
-                   c->path);
 }

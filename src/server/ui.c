@@ -1,0 +1,75 @@
+/* ui.c - the web dashboard: every path that is not the API (/v1/...),
+ * /healthz or /metrics.
+ *
+ * The dashboard is a single page (ui/index.html) that routes on the client:
+ * "/", "/queue" and "/claims/{id}" all answer index.html, and the page then
+ * reads the API with the browser's token. Its scripts and styles are under
+ * "/ui/". The files are compiled into sluiced (ui_assets.c, generated from
+ * ui/ by cmake/embed_ui.cmake), so the server needs no install directory.
+ * The pages themselves carry no data, so they need no token; the API calls
+ * they make do. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "server.h"
+#include "ui_assets.h"
+
+/* No external assets: the page may load only what sluiced serves. */
+#define UI_CSP                                                                                   \
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "           \
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+static const sl_ui_asset *find_asset(const char *path)
+{
+    for (const sl_ui_asset *a = sl_ui_assets; a->path; a++)
+        if (strcmp(a->path, path) == 0)
+            return a;
+    return NULL;
+}
+
+/* The client-side routes: "/", "/queue", "/claims/{id}" (one segment). */
+static bool is_page(const char *path)
+{
+    if (strcmp(path, "/") == 0 || strcmp(path, "/queue") == 0)
+        return true;
+    const char *prefix = "/claims/";
+    size_t n = strlen(prefix);
+    return strncmp(path, prefix, n) == 0 && path[n] != '\0' && !strchr(path + n, '/');
+}
+
+void sl_route_ui(sl_ctx *c)
+{
+    const sl_ui_asset *a = NULL;
+    if (is_page(c->path))
+        a = find_asset("/ui/index.html");
+    else if (strncmp(c->path, "/ui/", 4) == 0)
+        a = find_asset(c->path);
+    if (!a) {
+        sl_reply_error(c, 404, "not_found",
+                       "no such page: %s. The dashboard is at /, /queue and /claims/ID; the "
+                       "HTTP API is under /v1/ (see API.md); /healthz and /metrics report on "
+                       "the server",
+                       c->path);
+        return;
+    }
+    if (c->method != EVHTTP_REQ_GET && c->method != EVHTTP_REQ_HEAD) {
+        sl_reply_add_header(c->req, "Allow", "GET, HEAD");
+        sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
+        return;
+    }
+    /* The files change with the binary: let the browser revalidate each
+     * time rather than keep an old app.js next to a new server. */
+    sl_reply_add_header(c->req, "Cache-Control", "no-cache");
+    sl_reply_add_header(c->req, "X-Content-Type-Options", "nosniff");
+    sl_reply_add_header(c->req, "Content-Security-Policy", UI_CSP);
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        abort();
+    if (c->method == EVHTTP_REQ_GET)
+        evbuffer_add_reference(b, a->data, a->len, NULL, NULL);
+    sl_reply_text(c, 200, a->ctype, b);
+    evbuffer_free(b);
+}
