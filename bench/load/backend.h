@@ -2,7 +2,8 @@
  *
  * A workload (workload.c) only ever acquires a lock, holds it, and releases
  * it; a backend turns that into the service's protocol: sluice's HTTP API
- * now (backend_sluice.c), Redis, PostgreSQL advisory locks or etcd later.
+ * (backend_sluice.c), Redis lock recipes (backend_redis.c), PostgreSQL
+ * advisory locks or etcd later.
  * So that the same workloads, timings and correctness checks run against
  * every service, the interface is small and blocking:
  *
@@ -21,6 +22,7 @@
 #ifndef SL_BENCH_BACKEND_H
 #define SL_BENCH_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SL_LOAD_NAME_MAX 128
@@ -52,6 +54,10 @@ typedef struct sl_load_history {
 
 typedef struct sl_load_backend {
     const char *name;
+    /* Grants carry fencing tokens (sl_load_grant.token). The generator
+     * checks tokens only when they do: Redis lock recipes have none, and a
+     * token of 0 on every grant would read as tokens that never grow. */
+    bool tokens;
     /* Opens a session to address ("host:port" for sluice) for a holder
      * named holder. On failure *out is NULL and err (cap bytes) says why. */
     int (*session_open)(const char *address, const char *holder, void **out /* OUT */, char *err,
@@ -77,5 +83,10 @@ typedef struct sl_load_backend {
 } sl_load_backend;
 
 extern const sl_load_backend sl_load_backend_sluice;
+/* Built only when hiredis was found (SL_LOAD_HAVE_REDIS). */
+extern const sl_load_backend sl_load_backend_redis;
+/* The Redis recipes' two knobs, for every later session: how long to sleep
+ * between attempts on a taken lock, and the lease (PX) of a grant. */
+void sl_load_redis_configure(int poll_ms, int lease_ms);
 
 #endif

@@ -413,6 +413,7 @@ static int history_check(void *vs, uint64_t mark, const sl_load_lock *locks, int
 
 const sl_load_backend sl_load_backend_sluice = {
     .name = "sluice",
+    .tokens = true,
     .session_open = session_open,
     .session_close = session_close,
     .semaphore_create = semaphore_create,

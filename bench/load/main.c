@@ -1,7 +1,7 @@
 /* main.c - sluice-load: the command line, the plan of runs, and the report.
  *
  * Runs the workloads of workload.h one after the other against one service
- * (a sluiced given by address, or a throwaway one started here), prints a
+ * (sluiced or Redis, given by address, or a throwaway one started here), prints a
  * row per run as it finishes and then what each run's checks found. Exit
  * status: 0 when every run passed every check, 1 when a check failed or a
  * request failed, 2 when the command line or the setup was wrong. */
@@ -14,6 +14,9 @@
 
 #include "backend.h"
 #include "sluiced_spawn.h"
+#ifdef SL_LOAD_HAVE_REDIS
+#include "redis_spawn.h"
+#endif
 #include "workload.h"
 
 #define MAX_RUNS 32
@@ -32,7 +35,15 @@ static const char usage[] =
     "  --durability MODE       normal (default) or full, for that sluiced\n"
     "  --server HOST:PORT      else the service to load (default 127.0.0.1:7700)\n"
     "  --server-pid PID        its process, for its CPU time per cycle\n"
-    "  --backend NAME          the service's protocol: sluice (the only one so far)\n"
+    "  --backend NAME          the service: sluice (default), redis (SET NX PX and a\n"
+    "                          sorted-set semaphore, polled; no fencing tokens), or\n"
+    "                          redis-durable (redis with --redis-durable)\n"
+    "  --redis HOST:PORT       a running Redis, for --backend redis\n"
+    "  --redis-server PATH     else start a throwaway one (free port, temporary\n"
+    "                          directory, no snapshots; default /usr/bin/redis-server)\n"
+    "  --redis-durable         that one with appendonly yes, appendfsync always\n"
+    "  --redis-poll-ms MS      sleep between attempts on a taken lock (default 10)\n"
+    "  --redis-lease-ms MS     a grant's lease, PX (default 30000)\n"
     "  -d, --duration SECS     measured time per run (default 5)\n"
     "  -w, --warmup SECS       unmeasured time before it (default 1)\n"
     "  -c, --connections LIST  clients of the uncontended runs (default 1,8,32)\n"
@@ -49,6 +60,9 @@ static const char usage[] =
 
 typedef struct options {
     const char *sluiced, *durability, *server, *backend;
+    const char *redis, *redis_server; /* --backend redis */
+    bool redis_durable;
+    int redis_poll_ms, redis_lease_ms;
     long server_pid;
     double duration, warmup;
     int connections[MAX_RUNS], nconnections;
@@ -112,6 +126,9 @@ static void set_defaults(options *o)
     o->durability = "normal";
     o->server = "127.0.0.1:7700";
     o->backend = "sluice";
+    o->redis_server = "/usr/bin/redis-server";
+    o->redis_poll_ms = 10;
+    o->redis_lease_ms = 30000;
     o->duration = 5;
     o->warmup = 1;
     o->connections[0] = 1;
@@ -152,7 +169,22 @@ static int parse_workloads(int argc, char **argv, options *o)
     return 0;
 }
 
-enum { O_SLUICED = 256, O_DURABILITY, O_SERVER, O_PID, O_BACKEND, O_CC, O_SC, O_SL, O_SHORT };
+enum {
+    O_SLUICED = 256,
+    O_DURABILITY,
+    O_SERVER,
+    O_PID,
+    O_BACKEND,
+    O_CC,
+    O_SC,
+    O_SL,
+    O_SHORT,
+    O_REDIS,
+    O_REDIS_SERVER,
+    O_REDIS_DURABLE,
+    O_REDIS_POLL,
+    O_REDIS_LEASE,
+};
 
 static const struct option long_options[] = {
     {"sluiced", required_argument, NULL, O_SLUICED},
@@ -167,6 +199,11 @@ static const struct option long_options[] = {
     {"semaphore-clients", required_argument, NULL, O_SC},
     {"semaphore-limit", required_argument, NULL, O_SL},
     {"short", no_argument, NULL, O_SHORT},
+    {"redis", required_argument, NULL, O_REDIS},
+    {"redis-server", required_argument, NULL, O_REDIS_SERVER},
+    {"redis-durable", no_argument, NULL, O_REDIS_DURABLE},
+    {"redis-poll-ms", required_argument, NULL, O_REDIS_POLL},
+    {"redis-lease-ms", required_argument, NULL, O_REDIS_LEASE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -203,6 +240,19 @@ static int set_option(options *o, int ch, const char *arg)
         return parse_int(arg, 1, 1000000, &o->semaphore_limit);
     case O_SHORT:
         return 0; /* applied before the others */
+    case O_REDIS:
+        o->redis = arg;
+        return 0;
+    case O_REDIS_SERVER:
+        o->redis_server = arg;
+        return 0;
+    case O_REDIS_DURABLE:
+        o->redis_durable = true;
+        return 0;
+    case O_REDIS_POLL:
+        return parse_int(arg, 1, 60000, &o->redis_poll_ms);
+    case O_REDIS_LEASE:
+        return parse_int(arg, 1, 86400000, &o->redis_lease_ms);
     case 'h':
         fputs(usage, stdout);
         exit(0);
@@ -211,10 +261,16 @@ static int set_option(options *o, int ch, const char *arg)
     }
 }
 
-/* The backends by name; Redis, PostgreSQL and etcd will join sluice here. */
+/* The backends by name; PostgreSQL and etcd will join them here. */
 static const sl_load_backend *find_backend(const char *name)
 {
-    static const sl_load_backend *const backends[] = {&sl_load_backend_sluice, NULL};
+    static const sl_load_backend *const backends[] = {
+        &sl_load_backend_sluice,
+#ifdef SL_LOAD_HAVE_REDIS
+        &sl_load_backend_redis,
+#endif
+        NULL,
+    };
     int i;
     for (i = 0; backends[i]; i++)
         if (strcmp(backends[i]->name, name) == 0)
@@ -242,8 +298,29 @@ static int parse_options(int argc, char **argv, options *o)
         fprintf(stderr, "sluice-load: --durability is normal or full, not \"%s\"\n", o->durability);
         return -1;
     }
+    /* redis-durable is redis on a server that fsyncs every write: one
+     * protocol, so one backend, but its own name in the table. */
+    if (strcmp(o->backend, "redis-durable") == 0) {
+        o->backend = "redis";
+        o->redis_durable = true;
+    }
     if (!find_backend(o->backend)) {
-        fprintf(stderr, "sluice-load: unknown backend \"%s\" (there is only sluice)\n", o->backend);
+        fprintf(stderr, "sluice-load: unknown backend \"%s\" (sluice%s)\n", o->backend,
+#ifdef SL_LOAD_HAVE_REDIS
+                ", redis or redis-durable"
+#else
+                "; redis needs a build with hiredis"
+#endif
+        );
+        return -1;
+    }
+    if (strcmp(o->backend, "redis") == 0 ? o->sluiced != NULL : o->redis != NULL) {
+        fprintf(stderr, "sluice-load: --sluiced is for --backend sluice, --redis for redis\n");
+        return -1;
+    }
+    if (o->redis && o->redis_durable) {
+        fprintf(stderr, "sluice-load: --redis-durable configures a redis-server started here, "
+                        "not one given with --redis\n");
         return -1;
     }
     return 0;
@@ -286,12 +363,12 @@ static const char *fmt_per_cycle(double cpu_s, uint64_t cycles, char *buf, size_
 
 static void print_header(void)
 {
-    printf("%-12s %7s %5s %10s %10s %10s %11s %11s %8s %11s %11s\n", "workload", "clients", "limit",
-           "cycles/s", "cycle p50", "cycle p99", "handoff p50", "handoff p99", "changed",
-           "load cpu/c", "server cpu/c");
+    printf("%-13s %-12s %7s %5s %10s %10s %10s %11s %11s %8s %11s %11s\n", "backend", "workload",
+           "clients", "limit", "cycles/s", "cycle p50", "cycle p99", "handoff p50", "handoff p99",
+           "changed", "load cpu/c", "server cpu/c");
 }
 
-static void print_row(const sl_load_result *r)
+static void print_row(const char *backend, const sl_load_result *r)
 {
     char a[32], b[32], c[32], d[32], e[32], f[32], changed[16];
     bool mutex1 = r->workload.kind == SL_WORKLOAD_CONTENDED;
@@ -300,7 +377,7 @@ static void print_row(const sl_load_result *r)
                  100.0 * (double)r->changes / (double)r->transitions);
     else
         snprintf(changed, sizeof changed, "-");
-    printf("%-12s %7d %5d %10.0f %10s %10s %11s %11s %8s %11s %11s\n",
+    printf("%-13s %-12s %7d %5d %10.0f %10s %10s %11s %11s %8s %11s %11s\n", backend,
            sl_workload_name(r->workload.kind), r->workload.clients, r->workload.limit,
            r->seconds > 0 ? (double)r->cycles / r->seconds : 0.0,
            fmt_ns(sl_hist_quantile(&r->cycle, 0.50), a, sizeof a),
@@ -329,17 +406,23 @@ static void print_details(const sl_load_result *r)
     printf("\n");
 }
 
-static void print_checks(const sl_load_result *r)
+static void print_checks(bool tokens, const sl_load_result *r)
 {
+    char tok[80];
     printf("%s %d: %s\n", sl_workload_name(r->workload.kind), r->workload.clients,
            sl_load_result_ok(r) ? "ok" : "FAILED");
-    printf("  clients: %llu grants, at most %d holder(s) of %d at once (%llu over), tokens %s, "
-           "%llu given twice%s; cycles per client %llu..%llu",
+    if (tokens)
+        snprintf(tok, sizeof tok, "tokens %s, %llu given twice%s",
+                 r->token_violations ? "WENT BACKWARDS" : "increasing",
+                 (unsigned long long)r->duplicate_tokens,
+                 r->tokens_truncated ? " (not all kept)" : "");
+    else
+        snprintf(tok, sizeof tok, "no fencing tokens to check");
+    printf("  clients: %llu grants, at most %d holder(s) of %d at once (%llu over), %s; cycles "
+           "per client %llu..%llu",
            (unsigned long long)r->grants, r->max_holders, r->workload.limit,
-           (unsigned long long)r->holder_violations,
-           r->token_violations ? "WENT BACKWARDS" : "increasing",
-           (unsigned long long)r->duplicate_tokens, r->tokens_truncated ? " (not all kept)" : "",
-           (unsigned long long)r->min_client_cycles, (unsigned long long)r->max_client_cycles);
+           (unsigned long long)r->holder_violations, tok, (unsigned long long)r->min_client_cycles,
+           (unsigned long long)r->max_client_cycles);
     if (r->workload.kind == SL_WORKLOAD_CONTENDED)
         printf("; %llu handoffs timed", (unsigned long long)r->handoff.count);
     printf("\n");
@@ -356,7 +439,9 @@ static void print_checks(const sl_load_result *r)
 
 /* ---- main -------------------------------------------------------------- */
 
-static int run_all(const options *o, const char *address, pid_t server_pid)
+/* label: the backend's name in the table (redis-durable for redis on a
+ * durable server). */
+static int run_all(const options *o, const char *label, const char *address, pid_t server_pid)
 {
     sl_workload runs[MAX_RUNS + 2];
     sl_load_result *results;
@@ -369,7 +454,7 @@ static int run_all(const options *o, const char *address, pid_t server_pid)
         return 2;
     printf("sluice-load: %s at %s; %g s measured per run after %g s of warm-up; CPU per cycle "
            "from getrusage and %s\n\n",
-           o->backend, address, o->duration, o->warmup,
+           label, address, o->duration, o->warmup,
            server_pid > 0 ? "/proc/PID/stat" : "(no server pid: use --server-pid)");
     print_header();
     for (i = 0; i < n; i++) {
@@ -382,42 +467,86 @@ static int run_all(const options *o, const char *address, pid_t server_pid)
             results[i].errors = 1;
             continue;
         }
-        print_row(&results[i]);
+        print_row(label, &results[i]);
         failed |= !sl_load_result_ok(&results[i]);
     }
     printf("\nchecks (over the whole run, warm-up and drain included) and details\n");
     for (i = 0; i < n; i++)
-        print_checks(&results[i]);
+        print_checks(cfg.backend->tokens, &results[i]);
     free(results);
     return failed;
+}
+
+/* Starts the throwaway server asked for (a sluiced, or a redis-server
+ * unless --redis names one), or none; 0, or -1 after saying why. */
+static int start_server(const options *o, sl_spawn *spawn, bool *started)
+{
+    char err[512];
+    int rc = 0;
+    *started = false;
+    if (strcmp(o->backend, "redis") == 0 && !o->redis) {
+#ifdef SL_LOAD_HAVE_REDIS
+        rc = sl_redis_spawn_start(o->redis_server, o->redis_durable, spawn, err, sizeof err);
+#endif
+    } else if (o->sluiced) {
+        rc = sl_spawn_start(o->sluiced, o->durability, spawn, err, sizeof err);
+    } else {
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "sluice-load: %s\n", err);
+        return -1;
+    }
+    *started = true;
+    return 0;
+}
+
+static int stop_server(const options *o, sl_spawn *spawn)
+{
+    char err[512];
+    int rc = 0;
+#ifdef SL_LOAD_HAVE_REDIS
+    if (strcmp(o->backend, "redis") == 0)
+        rc = sl_redis_spawn_stop(spawn, err, sizeof err);
+    else
+#endif
+        rc = sl_spawn_stop(spawn, err, sizeof err);
+    (void)o;
+    if (rc < 0)
+        fprintf(stderr, "sluice-load: %s\n", err);
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
     options o;
     sl_spawn spawn;
-    char err[512];
-    const char *address;
+    const char *address, *label;
+    bool started;
     pid_t pid;
     int rc;
     if (parse_options(argc, argv, &o) < 0)
         return 2;
     memset(&spawn, 0, sizeof spawn);
     address = o.server;
+    label = o.backend;
     pid = (pid_t)o.server_pid;
-    if (o.sluiced) {
-        if (sl_spawn_start(o.sluiced, o.durability, &spawn, err, sizeof err) < 0) {
-            fprintf(stderr, "sluice-load: %s\n", err);
-            return 2;
-        }
+#ifdef SL_LOAD_HAVE_REDIS
+    if (strcmp(o.backend, "redis") == 0) {
+        sl_load_redis_configure(o.redis_poll_ms, o.redis_lease_ms);
+        address = o.redis;
+        label = o.redis_durable ? "redis-durable" : "redis";
+    }
+#endif
+    if (start_server(&o, &spawn, &started) < 0)
+        return 2;
+    if (started) {
         address = spawn.address;
         pid = spawn.pid;
     }
-    rc = run_all(&o, address, pid);
-    if (o.sluiced && sl_spawn_stop(&spawn, err, sizeof err) < 0) {
-        fprintf(stderr, "sluice-load: %s\n", err);
+    rc = run_all(&o, label, address, pid);
+    if (started && stop_server(&o, &spawn) < 0)
         rc = rc ? rc : 1;
-    }
     if (rc == 1)
         fprintf(stderr, "sluice-load: FAILED: a check or a request failed (see above)\n");
     return rc;

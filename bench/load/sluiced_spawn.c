@@ -27,7 +27,7 @@ static void sleep_ms(int ms)
 }
 
 /* A loopback port that was free a moment ago: bind to 0, read, close. */
-static int free_port(void)
+int sl_spawn_free_port(void)
 {
     struct sockaddr_in a;
     socklen_t len = sizeof a;
@@ -110,7 +110,7 @@ static void remove_dir(const char *dir)
 }
 
 /* SIGTERM, then SIGKILL if it will not go; the exit status, or -1. */
-static int terminate(pid_t pid)
+int sl_spawn_terminate(pid_t pid)
 {
     int status, waited;
     kill(pid, SIGTERM);
@@ -136,7 +136,7 @@ int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, ch
     }
     for (attempt = 0; attempt < ATTEMPTS; attempt++) {
         char port[16];
-        int p = free_port();
+        int p = sl_spawn_free_port();
         if (p < 0)
             break;
         snprintf(port, sizeof port, "%d", p);
@@ -147,7 +147,7 @@ int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, ch
         if (wait_ready(out->pid, port, &status) == 0)
             return 0;
         if (status == -1) /* still running but not answering: give up on it */
-            status = terminate(out->pid);
+            status = sl_spawn_terminate(out->pid);
         out->pid = 0;
     }
     if (status != -1 && WIFEXITED(status))
@@ -165,7 +165,7 @@ int sl_spawn_stop(sl_spawn *s, char *err, size_t cap)
     int status;
     if (s->pid <= 0)
         return 0;
-    status = terminate(s->pid);
+    status = sl_spawn_terminate(s->pid);
     s->pid = 0;
     remove_dir(s->dir);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {

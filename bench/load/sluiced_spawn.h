@@ -25,4 +25,11 @@ int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out /* 
  * 0, else -1 with the reason in err. */
 int sl_spawn_stop(sl_spawn *s, char *err, size_t cap);
 
+/* Shared with redis_spawn.c. A loopback port that was free a moment ago
+ * (or -1). */
+int sl_spawn_free_port(void);
+/* SIGTERM, then SIGKILL if pid will not go within 30 s; its exit status, or
+ * -1 when it had to be killed. */
+int sl_spawn_terminate(pid_t pid);
+
 #endif

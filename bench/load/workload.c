@@ -150,21 +150,24 @@ static void on_granted(client *c, const sl_load_grant *g, int64_t asked_ns, int6
 {
     lock_watch *lw = c->watch;
     run *r = c->run;
+    bool tokens = r->cfg->backend->tokens; /* else every token is 0: nothing to check */
     int holders = atomic_fetch_add(&lw->holders, 1) + 1;
-    bool bad_token = g->token <= floor;
+    bool bad_token = tokens && g->token <= floor;
     c->grants++;
     if (holders > lw->lock.limit)
         c->holder_violations++;
     atomic_max_int(&lw->max_holders, holders);
-    atomic_max_u64(&lw->max_token, g->token);
-    keep_token(c, g->token);
+    if (tokens) {
+        atomic_max_u64(&lw->max_token, g->token);
+        keep_token(c, g->token);
+    }
     if (lw->lock.limit == 1) {
         /* One holder at a time: grants are learnt in the order they were
          * made, so each token must exceed the previous holder's. */
         uint64_t prev_token = atomic_exchange(&lw->last_token, g->token);
         int prev_holder = atomic_exchange(&lw->last_holder, c->index);
         int64_t released = atomic_load(&lw->release_ns);
-        bad_token = bad_token || g->token <= prev_token;
+        bad_token = bad_token || (tokens && g->token <= prev_token);
         if (prev_holder >= 0 && in_window(r, learnt_ns)) {
             c->transitions++;
             c->changes += prev_holder != c->index;

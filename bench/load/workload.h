@@ -19,9 +19,9 @@
  * Correctness is checked, not assumed, over the whole run:
  *   holders  a counter per lock, incremented when a client learns it holds
  *            and decremented before it releases, never above the limit;
- *   tokens   a grant's fencing token is above every token learnt before it
- *            asked, on a mutex above the previous holder's, and no token is
- *            handed out twice on a lock;
+ *   tokens   (when the backend has them) a grant's fencing token is above
+ *            every token learnt before it asked, on a mutex above the
+ *            previous holder's, and no token is handed out twice on a lock;
  *   history  when the backend keeps one, every grant went to the head of
  *            its lock's FIFO queue and left no more holders than the limit,
  *            and the service counts as many grants as the clients saw.
