@@ -1,13 +1,11 @@
 /* redis_spawn.c - starts and stops a throwaway redis-server (see
- * redis_spawn.h). The free port and the stop are sluiced_spawn.c's. */
+ * redis_spawn.h). The free port, the stop and the clean-up are sluiced_spawn.c's. */
 #include <errno.h>
-#include <ftw.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "redis_spawn.h"
@@ -15,13 +13,6 @@
 #define READY_TIMEOUT_MS 10000
 #define POLL_MS 20
 #define ATTEMPTS 3 /* another process may take the free port before the server binds it */
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
 
 static pid_t launch(const char *binary, bool durable, int port, const char *dir)
 {
@@ -82,27 +73,9 @@ static int wait_ready(pid_t pid, int port, int *status)
             return -1;
         if (answers_ping(port))
             return 0;
-        sleep_ms(POLL_MS);
+        sl_spawn_sleep_ms(POLL_MS);
     }
     return -1;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (type == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
-}
-
-/* The directory and what Redis put in it: its log, and with appendonly
- * Redis 7's appendonlydir/ of files. */
-static void remove_dir(const char *dir)
-{
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 int sl_redis_spawn_start(const char *binary, bool durable, sl_spawn *out, char *err, size_t cap)
@@ -134,26 +107,11 @@ int sl_redis_spawn_start(const char *binary, bool durable, sl_spawn *out, char *
                  WEXITSTATUS(status));
     else
         snprintf(err, cap, "%s did not answer PING within %d s", binary, READY_TIMEOUT_MS / 1000);
-    remove_dir(out->dir);
+    sl_spawn_remove_dir(out->dir);
     return -1;
 }
 
 int sl_redis_spawn_stop(sl_spawn *s, char *err, size_t cap)
 {
-    int status;
-    if (s->pid <= 0)
-        return 0;
-    status = sl_spawn_terminate(s->pid);
-    s->pid = 0;
-    remove_dir(s->dir);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        if (status != -1 && WIFSIGNALED(status))
-            snprintf(err, cap, "redis-server was killed by signal %d", WTERMSIG(status));
-        else if (status != -1)
-            snprintf(err, cap, "redis-server exited with status %d", WEXITSTATUS(status));
-        else
-            snprintf(err, cap, "redis-server did not stop within 30 s of SIGTERM");
-        return -1;
-    }
-    return 0;
+    return sl_spawn_stop_named(s, "redis-server", err, cap);
 }

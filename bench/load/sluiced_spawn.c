@@ -1,6 +1,6 @@
 /* sluiced_spawn.c - starts and stops a throwaway sluiced (see sluiced_spawn.h). */
-#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@
 #define POLL_MS 20
 #define ATTEMPTS 3 /* another process may take the free port before the server binds it */
 
-static void sleep_ms(int ms)
+void sl_spawn_sleep_ms(int ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
@@ -86,27 +86,27 @@ static int wait_ready(pid_t pid, const char *port, int *status)
             return -1;
         if (healthy(port))
             return 0;
-        sleep_ms(POLL_MS);
+        sl_spawn_sleep_ms(POLL_MS);
     }
     return -1;
 }
 
-/* Removes dir and the files in it (the store, its WAL and shared memory). */
-static void remove_dir(const char *dir)
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[600];
-    if (d) {
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+/* Removes dir and all in it: a store with its WAL, or Redis's log and
+ * appendonlydir/. */
+void sl_spawn_remove_dir(const char *dir)
+{
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 /* SIGTERM, then SIGKILL if it will not go; the exit status, or -1. */
@@ -117,7 +117,7 @@ int sl_spawn_terminate(pid_t pid)
     for (waited = 0; waited < STOP_TIMEOUT_MS; waited += POLL_MS) {
         if (waitpid(pid, &status, WNOHANG) == pid)
             return status;
-        sleep_ms(POLL_MS);
+        sl_spawn_sleep_ms(POLL_MS);
     }
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -156,27 +156,32 @@ int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, ch
     else
         snprintf(err, cap, "%s did not answer /healthz within %d s", binary,
                  READY_TIMEOUT_MS / 1000);
-    remove_dir(out->dir);
+    sl_spawn_remove_dir(out->dir);
     return -1;
 }
 
-int sl_spawn_stop(sl_spawn *s, char *err, size_t cap)
+int sl_spawn_stop_named(sl_spawn *s, const char *name, char *err, size_t cap)
 {
     int status;
     if (s->pid <= 0)
         return 0;
     status = sl_spawn_terminate(s->pid);
     s->pid = 0;
-    remove_dir(s->dir);
+    sl_spawn_remove_dir(s->dir);
     if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (status != -1 && WIFSIGNALED(status))
-            snprintf(err, cap, "sluiced was killed by signal %d", WTERMSIG(status));
+            snprintf(err, cap, "%s was killed by signal %d", name, WTERMSIG(status));
         else if (status != -1)
-            snprintf(err, cap, "sluiced exited with status %d", WEXITSTATUS(status));
+            snprintf(err, cap, "%s exited with status %d", name, WEXITSTATUS(status));
         else
-            snprintf(err, cap, "sluiced did not stop within %d s of SIGTERM",
+            snprintf(err, cap, "%s did not stop within %d s of SIGTERM", name,
                      STOP_TIMEOUT_MS / 1000);
         return -1;
     }
     return 0;
+}
+
+int sl_spawn_stop(sl_spawn *s, char *err, size_t cap)
+{
+    return sl_spawn_stop_named(s, "sluiced", err, cap);
 }

@@ -31,5 +31,10 @@ int sl_spawn_free_port(void);
 /* SIGTERM, then SIGKILL if pid will not go within 30 s; its exit status, or
  * -1 when it had to be killed. */
 int sl_spawn_terminate(pid_t pid);
+/* Stops s's process (named in err) and removes its directory: 0 when it
+ * exited with status 0. */
+int sl_spawn_stop_named(sl_spawn *s, const char *name, char *err, size_t cap);
+void sl_spawn_remove_dir(const char *dir); /* and everything in it */
+void sl_spawn_sleep_ms(int ms);
 
 #endif
