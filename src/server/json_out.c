@@ -66,15 +66,17 @@ void sl_claim_reason_words(sl_server *srv, const sl_claim *claim, char *buf, siz
     sl_claim_view v;
     sl_claim_get(claim, &v);
     if (v.state == SL_PENDING) {
+        /* The main reason: the first lock whose rule is not other_lock (as
+         * sl_claim_main_rule says), read off one why instead of two walks. */
         sl_why whys[SL_CLAIM_LOCKS_MAX];
-        size_t lock = 0;
-        sl_rule rule = sl_claim_main_rule(srv->eng, claim, &lock);
-        size_t n = sl_claim_why(srv->eng, claim, whys, SL_CLAIM_LOCKS_MAX);
-        if (rule == SL_RULE_NONE || lock >= n) {
+        size_t n = sl_claim_why(srv->eng, claim, whys, SL_CLAIM_LOCKS_MAX), lock = 0;
+        while (lock < n && whys[lock].rule == SL_RULE_OTHER_LOCK)
+            lock++;
+        if (n == 0) {
             snprintf(buf, cap, "waiting");
             return;
         }
-        sl_rule_words(&whys[lock], buf, cap);
+        sl_rule_words(&whys[lock < n ? lock : 0], buf, cap);
         return;
     }
     if (v.state == SL_HELD) {
