@@ -88,5 +88,12 @@ extern const sl_load_backend sl_load_backend_redis;
 /* The Redis recipes' two knobs, for every later session: how long to sleep
  * between attempts on a taken lock, and the lease (PX) of a grant. */
 void sl_load_redis_configure(int poll_ms, int lease_ms);
+/* Built only when libpq was found (SL_LOAD_HAVE_PG): PostgreSQL advisory
+ * locks, blocking or polled, and a table of semaphore slots (backend_pg.c). */
+extern const sl_load_backend sl_load_backend_postgres;
+extern const sl_load_backend sl_load_backend_postgres_poll;
+extern const sl_load_backend sl_load_backend_postgres_rows;
+/* Their one knob: how long to sleep between attempts on a taken lock. */
+void sl_load_pg_configure(int poll_ms);
 
 #endif

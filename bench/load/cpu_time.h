@@ -10,9 +10,10 @@
 /* Every thread of this process, user + system, in seconds (getrusage:
  * microseconds); *user (may be NULL) gets the user part alone. */
 double sl_cpu_self_seconds(double *user /* OUT */);
-/* Every thread of process pid, in seconds, from utime + stime of
- * /proc/PID/stat (clock ticks: 10 ms each on most systems). 0 or -1 when
- * the process cannot be read. */
+/* Every thread of process pid and of its child processes, in seconds, from
+ * utime + stime (+ cutime + cstime) of /proc/PID/stat and of its children's
+ * (clock ticks: 10 ms each on most systems). 0 or -1 when the process
+ * cannot be read. */
 int sl_cpu_process_seconds(pid_t pid, double *out /* OUT */);
 
 #endif

@@ -1,7 +1,7 @@
 /* main.c - sluice-load: the command line, the plan of runs, and the report.
  *
  * Runs the workloads of workload.h one after the other against one service
- * (sluiced or Redis, given by address, or a throwaway one started here), prints a
+ * (sluiced, Redis or PostgreSQL, given by address, or a throwaway one started here), prints a
  * row per run as it finishes and then what each run's checks found. Exit
  * status: 0 when every run passed every check, 1 when a check failed or a
  * request failed, 2 when the command line or the setup was wrong. */
@@ -16,6 +16,9 @@
 #include "sluiced_spawn.h"
 #ifdef SL_LOAD_HAVE_REDIS
 #include "redis_spawn.h"
+#endif
+#ifdef SL_LOAD_HAVE_PG
+#include "pg_spawn.h"
 #endif
 #include "workload.h"
 
@@ -37,13 +40,20 @@ static const char usage[] =
     "  --server-pid PID        its process, for its CPU time per cycle\n"
     "  --backend NAME          the service: sluice (default), redis (SET NX PX and a\n"
     "                          sorted-set semaphore, polled; no fencing tokens), or\n"
-    "                          redis-durable (redis with --redis-durable)\n"
+    "                          redis-durable (redis with --redis-durable), postgres\n"
+    "                          (blocking advisory locks), postgres-poll (advisory\n"
+    "                          locks, polled) or postgres-rows (a table of slots)\n"
     "  --redis HOST:PORT       a running Redis, for --backend redis\n"
     "  --redis-server PATH     else start a throwaway one (free port, temporary\n"
     "                          directory, no snapshots; default /usr/bin/redis-server)\n"
     "  --redis-durable         that one with appendonly yes, appendfsync always\n"
     "  --redis-poll-ms MS      sleep between attempts on a taken lock (default 10)\n"
     "  --redis-lease-ms MS     a grant's lease, PX (default 30000)\n"
+    "  --pg HOST:PORT|CONNINFO a running PostgreSQL, for --backend postgres*\n"
+    "                          (HOST:PORT connects as user postgres to db postgres)\n"
+    "  --pg-bindir DIR         else start a throwaway one from DIR's initdb and\n"
+    "                          postgres (default: pg_config --bindir)\n"
+    "  --pg-poll-ms MS         sleep between attempts on a taken lock (default 10)\n"
     "  -d, --duration SECS     measured time per run (default 5)\n"
     "  -w, --warmup SECS       unmeasured time before it (default 1)\n"
     "  -c, --connections LIST  clients of the uncontended runs (default 1,8,32)\n"
@@ -63,6 +73,8 @@ typedef struct options {
     const char *redis, *redis_server; /* --backend redis */
     bool redis_durable;
     int redis_poll_ms, redis_lease_ms;
+    const char *pg, *pg_bindir; /* --backend postgres* */
+    int pg_poll_ms;
     long server_pid;
     double duration, warmup;
     int connections[MAX_RUNS], nconnections;
@@ -129,6 +141,7 @@ static void set_defaults(options *o)
     o->redis_server = "/usr/bin/redis-server";
     o->redis_poll_ms = 10;
     o->redis_lease_ms = 30000;
+    o->pg_poll_ms = 10;
     o->duration = 5;
     o->warmup = 1;
     o->connections[0] = 1;
@@ -184,6 +197,9 @@ enum {
     O_REDIS_DURABLE,
     O_REDIS_POLL,
     O_REDIS_LEASE,
+    O_PG,
+    O_PG_BINDIR,
+    O_PG_POLL,
 };
 
 static const struct option long_options[] = {
@@ -204,6 +220,9 @@ static const struct option long_options[] = {
     {"redis-durable", no_argument, NULL, O_REDIS_DURABLE},
     {"redis-poll-ms", required_argument, NULL, O_REDIS_POLL},
     {"redis-lease-ms", required_argument, NULL, O_REDIS_LEASE},
+    {"pg", required_argument, NULL, O_PG},
+    {"pg-bindir", required_argument, NULL, O_PG_BINDIR},
+    {"pg-poll-ms", required_argument, NULL, O_PG_POLL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -253,6 +272,14 @@ static int set_option(options *o, int ch, const char *arg)
         return parse_int(arg, 1, 60000, &o->redis_poll_ms);
     case O_REDIS_LEASE:
         return parse_int(arg, 1, 86400000, &o->redis_lease_ms);
+    case O_PG:
+        o->pg = arg;
+        return 0;
+    case O_PG_BINDIR:
+        o->pg_bindir = arg;
+        return 0;
+    case O_PG_POLL:
+        return parse_int(arg, 1, 60000, &o->pg_poll_ms);
     case 'h':
         fputs(usage, stdout);
         exit(0);
@@ -261,13 +288,18 @@ static int set_option(options *o, int ch, const char *arg)
     }
 }
 
-/* The backends by name; PostgreSQL and etcd will join them here. */
+/* The backends by name; etcd will join them here. */
 static const sl_load_backend *find_backend(const char *name)
 {
     static const sl_load_backend *const backends[] = {
         &sl_load_backend_sluice,
 #ifdef SL_LOAD_HAVE_REDIS
         &sl_load_backend_redis,
+#endif
+#ifdef SL_LOAD_HAVE_PG
+        &sl_load_backend_postgres,
+        &sl_load_backend_postgres_poll,
+        &sl_load_backend_postgres_rows,
 #endif
         NULL,
     };
@@ -276,6 +308,12 @@ static const sl_load_backend *find_backend(const char *name)
         if (strcmp(backends[i]->name, name) == 0)
             return backends[i];
     return NULL;
+}
+
+/* postgres, postgres-poll, postgres-rows: one server, three recipes. */
+static bool is_pg(const char *backend)
+{
+    return strncmp(backend, "postgres", strlen("postgres")) == 0;
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -305,17 +343,27 @@ static int parse_options(int argc, char **argv, options *o)
         o->redis_durable = true;
     }
     if (!find_backend(o->backend)) {
-        fprintf(stderr, "sluice-load: unknown backend \"%s\" (sluice%s)\n", o->backend,
+        fprintf(stderr, "sluice-load: unknown backend \"%s\" (sluice%s%s)\n", o->backend,
 #ifdef SL_LOAD_HAVE_REDIS
-                ", redis or redis-durable"
+                ", redis, redis-durable"
 #else
                 "; redis needs a build with hiredis"
+#endif
+                ,
+#ifdef SL_LOAD_HAVE_PG
+                ", postgres, postgres-poll, postgres-rows"
+#else
+                "; postgres needs a build with libpq"
 #endif
         );
         return -1;
     }
     if (strcmp(o->backend, "redis") == 0 ? o->sluiced != NULL : o->redis != NULL) {
         fprintf(stderr, "sluice-load: --sluiced is for --backend sluice, --redis for redis\n");
+        return -1;
+    }
+    if (is_pg(o->backend) ? o->sluiced != NULL : o->pg != NULL) {
+        fprintf(stderr, "sluice-load: --sluiced is for --backend sluice, --pg for postgres*\n");
         return -1;
     }
     if (o->redis && o->redis_durable) {
@@ -488,6 +536,10 @@ static int start_server(const options *o, sl_spawn *spawn, bool *started)
 #ifdef SL_LOAD_HAVE_REDIS
         rc = sl_redis_spawn_start(o->redis_server, o->redis_durable, spawn, err, sizeof err);
 #endif
+    } else if (is_pg(o->backend) && !o->pg) {
+#ifdef SL_LOAD_HAVE_PG
+        rc = sl_pg_spawn_start(o->pg_bindir, spawn, err, sizeof err);
+#endif
     } else if (o->sluiced) {
         rc = sl_spawn_start(o->sluiced, o->durability, spawn, err, sizeof err);
     } else {
@@ -505,6 +557,13 @@ static int stop_server(const options *o, sl_spawn *spawn)
 {
     char err[512];
     int rc = 0;
+#ifdef SL_LOAD_HAVE_PG
+    if (is_pg(o->backend)) {
+        if ((rc = sl_pg_spawn_stop(spawn, err, sizeof err)) < 0)
+            fprintf(stderr, "sluice-load: %s\n", err);
+        return rc;
+    }
+#endif
 #ifdef SL_LOAD_HAVE_REDIS
     if (strcmp(o->backend, "redis") == 0)
         rc = sl_redis_spawn_stop(spawn, err, sizeof err);
@@ -536,6 +595,12 @@ int main(int argc, char **argv)
         sl_load_redis_configure(o.redis_poll_ms, o.redis_lease_ms);
         address = o.redis;
         label = o.redis_durable ? "redis-durable" : "redis";
+    }
+#endif
+#ifdef SL_LOAD_HAVE_PG
+    if (is_pg(o.backend)) {
+        sl_load_pg_configure(o.pg_poll_ms);
+        address = o.pg;
     }
 #endif
     if (start_server(&o, &spawn, &started) < 0)
