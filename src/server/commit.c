@@ -1,12 +1,20 @@
-/* commit.c - the end of each turn: write the engine's batch to the store in
- * one transaction, then answer.
+/* commit.c - after each turn: capture the engine's batch, have the writer
+ * commit it (writer.c), then answer and wake.
  *
- * Order matters. The batch is written first; only after it commits are the
- * held answers sent, the long-poll waits on changed claims woken and the
- * event streams fed, so nobody learns of a change a crash could undo. When
- * the store fails, the answers of the turn get 503, the batch is kept, no new
- * change is accepted (routes.c checks store_failed) and the commit is retried
- * every second until it succeeds. */
+ * Order matters. Nobody learns of a change before the batch holding it is
+ * committed: answers are held in reply.c's queue, each tagged with the
+ * generation (the number of the batch) its state depends on, and leave when
+ * that batch commits; the long-poll waits and event streams of a batch are
+ * woken only after its commit, and what they answer is held the same way.
+ * One batch is written at a time: while it is, the engine gathers the next
+ * one, captured the moment the writer is done, so a commit's cost is paid
+ * once per batch however many requests came in meanwhile (DESIGN.md's
+ * "one transaction per turn" becomes one per writer round: docs/api.md).
+ *
+ * When the store fails, the held answers get 503, the captured batch is
+ * kept, no new change is accepted (routes check store_failed) and the
+ * same batch is committed again every second until it succeeds. */
+#include <string.h>
 #include <time.h>
 
 #include "server.h"
@@ -28,65 +36,144 @@ void sl_commit_rearm_timer(sl_server *srv)
     event_add(srv->timer_ev, &tv);
 }
 
-static double elapsed(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static void commit_failed(sl_server *srv)
+static void commit_failed(sl_server *srv, const char *why)
 {
     srv->metrics.commit_failures++;
     if (!srv->store_failed)
-        sl_log(SL_LOG_ERROR, "store commit failed, refusing changes until it recovers: %s",
-               sl_store_error(srv->store));
+        sl_log(SL_LOG_ERROR, "store commit failed, refusing changes until it recovers: %s", why);
     srv->store_failed = true;
-    sl_reply_flush(srv, false);
+    sl_reply_flush(srv, 0, false);
     struct timeval retry = {1, 0};
     event_add(srv->retry_ev, &retry);
 }
 
-/* Wakes what the committed batch changed. The batch's claims stay valid
- * until it is cleared, purged ones included. */
-static void wake(sl_server *srv, const sl_changes *ch)
+/* The ids of the batch's changed claims, to wake their waits once it is
+ * committed: by then the claim objects may have changed again or gone. */
+static void keep_wake_ids(sl_server *srv, const sl_changes *ch)
 {
-    for (size_t i = 0; i < ch->nclaims; i++)
-        sl_waits_claim_changed(srv, ch->claims[i]);
-    for (size_t i = 0; i < ch->npurged; i++)
-        sl_waits_claim_purged(srv, ch->purged_claims[i]);
-    if (ch->nevents) {
+    const size_t w = SL_ID_MAX + 1;
+    if (ch->nclaims > srv->capwake) {
+        char *p = realloc(srv->wake_ids, ch->nclaims * w);
+        if (!p)
+            abort();
+        srv->wake_ids = p;
+        srv->capwake = ch->nclaims;
+    }
+    srv->nwake = 0;
+    for (size_t i = 0; i < ch->nclaims; i++) {
+        sl_claim_view v;
+        sl_claim_get(ch->claims[i], &v);
+        size_t n = strlen(v.id);
+        if (n > SL_ID_MAX)
+            continue; /* cannot happen: ids are bounded at creation */
+        memcpy(srv->wake_ids + srv->nwake++ * w, v.id, n + 1);
+    }
+}
+
+/* Copies the engine's batch into srv->batch and clears it: the engine may
+ * change while the batch is written. -1 when it cannot be captured (the
+ * engine's batch is then kept, to be captured again). */
+static int capture(sl_server *srv)
+{
+    sl_changes ch;
+    sl_engine_changes(srv->eng, &ch);
+    if (sl_store_capture(srv->store, srv->eng, &ch, srv->batch) != 0) {
+        commit_failed(srv, sl_store_batch_error(srv->batch));
+        return -1;
+    }
+    /* Purged claims are freed with the engine's batch: their waits answer
+     * now (the claim's end was committed long ago; what they send is held
+     * until this batch commits). */
+    for (size_t i = 0; i < ch.npurged; i++)
+        sl_waits_claim_purged(srv, ch.purged_claims[i]);
+    keep_wake_ids(srv, &ch);
+    srv->batch_events = ch.nevents;
+    sl_metrics_events(&srv->metrics, ch.events, ch.nevents);
+    if (srv->prune_due) {
+        sl_store_batch_prune(srv->batch, srv->prune_before);
+        srv->prune_due = false;
+    }
+    sl_engine_changes_clear(srv->eng);
+    srv->batch_gen = srv->gen_next++;
+    return 0;
+}
+
+void sl_commit_run(sl_server *srv)
+{
+    if (!sl_writer_busy(srv) && !srv->batch_gen) {
+        if (sl_engine_changes_pending(srv->eng) || srv->prune_due) {
+            if (capture(srv) == 0)
+                sl_writer_submit(srv, srv->batch);
+        } else {
+            /* Nothing pending, nothing being written: every held answer
+             * shows committed state. */
+            sl_reply_flush(srv, UINT64_MAX, true);
+        }
+    }
+    sl_commit_rearm_timer(srv);
+}
+
+void sl_commit_retry(sl_server *srv)
+{
+    if (sl_writer_busy(srv))
+        return;
+    if (srv->batch_gen)
+        sl_writer_submit(srv, srv->batch);
+    else
+        sl_commit_run(srv);
+}
+
+/* Wakes what the committed batch changed. */
+static void wake(sl_server *srv)
+{
+    const size_t w = SL_ID_MAX + 1;
+    for (size_t i = 0; i < srv->nwake; i++) {
+        sl_claim *c = sl_claim_find(srv->eng, srv->wake_ids + i * w);
+        if (c)
+            sl_waits_claim_changed(srv, c);
+    }
+    srv->nwake = 0;
+    if (srv->batch_events) {
         sl_waits_events_changed(srv);
         sl_streams_push(srv);
     }
 }
 
-void sl_commit_run(sl_server *srv)
+void sl_commit_done(sl_server *srv, int rc, double seconds)
 {
-    if (sl_engine_changes_pending(srv->eng)) {
-        sl_changes ch;
-        sl_engine_changes(srv->eng, &ch);
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = sl_store_write(srv->store, srv->eng, &ch);
-        sl_histogram_observe(&srv->metrics.commit, elapsed(&t0));
-        if (rc != 0) {
-            commit_failed(srv);
-            return;
-        }
-        if (srv->store_failed)
-            sl_log(SL_LOG_INFO, "store commits again; accepting changes");
-        srv->store_failed = false;
-        srv->metrics.commits++;
-        srv->metrics.events_written += ch.nevents;
-        sl_metrics_events(&srv->metrics, ch.events, ch.nevents);
-        wake(srv, &ch);
-        sl_engine_changes_clear(srv->eng);
+    sl_histogram_observe(&srv->metrics.commit, seconds);
+    if (rc != 0) {
+        commit_failed(srv, sl_store_batch_error(srv->batch));
+        return;
     }
-    sl_reply_flush(srv, true);
-    /* Waking may itself change things (a grant to a client already gone is
-     * released): those go in the next turn's batch. */
-    if (sl_engine_changes_pending(srv->eng))
-        sl_server_touch(srv);
-    sl_commit_rearm_timer(srv);
+    if (srv->store_failed)
+        sl_log(SL_LOG_INFO, "store commits again; accepting changes");
+    srv->store_failed = false;
+    srv->metrics.commits++;
+    srv->metrics.events_written += srv->batch_events;
+    if (sl_store_batch_pruned(srv->batch))
+        sl_log(SL_LOG_DEBUG, "pruned %llu events older than the retention",
+               (unsigned long long)sl_store_batch_pruned(srv->batch));
+    srv->gen_done = srv->batch_gen;
+    srv->batch_gen = 0;
+    wake(srv);
+    sl_reply_flush(srv, srv->gen_done, true);
+    /* What came in meanwhile (and what waking changed) is the next batch. */
+    sl_commit_run(srv);
+}
+
+void sl_commit_drain(sl_server *srv)
+{
+    for (;;) {
+        if (sl_writer_busy(srv)) {
+            sl_writer_wait(srv);
+            continue;
+        }
+        if (srv->store_failed || (!sl_engine_changes_pending(srv->eng) && !srv->prune_due))
+            break;
+        sl_commit_run(srv);
+        if (!sl_writer_busy(srv))
+            break; /* could not capture */
+    }
+    sl_reply_flush(srv, srv->store_failed ? 0 : UINT64_MAX, !srv->store_failed);
 }

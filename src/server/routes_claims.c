@@ -2,35 +2,12 @@
  * why, and the listings. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <event2/http.h>
 
 #include "claim_body.h"
+#include "claim_id.h"
 #include "server.h"
-
-/* 128 random bits in base64url: unguessable, since knowing a claim's id is
- * what lets a client wait on, renew and release it. */
-static void new_claim_id(char out[23])
-{
-    static const char alphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    unsigned char r[17];
-    size_t got = 0;
-    while (got < 16) {
-        ssize_t n = getrandom(r + got, 16 - got, 0);
-        if (n <= 0)
-            abort();
-        got += (size_t)n;
-    }
-    r[16] = 0;
-    for (size_t i = 0; i < 22; i++) {
-        size_t bit = i * 6, byte = bit / 8, shift = bit % 8;
-        unsigned v = ((unsigned)r[byte] << 8 | r[byte + 1]) >> (10 - shift);
-        out[i] = alphabet[v & 63];
-    }
-    out[22] = '\0';
-}
 
 static bool claim_allowed(sl_ctx *c, sl_claim_body *b)
 {
@@ -66,8 +43,8 @@ static void claim_post(sl_ctx *c)
     if (sl_claim_body_parse(body, b, err, sizeof(err)) != 0) {
         sl_reply_error(c, 400, "bad_request", "%s", err);
     } else if (claim_allowed(c, b)) {
-        char id[23];
-        new_claim_id(id);
+        char id[SL_CLAIM_ID_LEN + 1];
+        sl_claim_id_new(c->now, id);
         b->req.id = id;
         if (!b->has_timeout)
             b->req.timeout_ms = c->srv->conf->default_timeout_ms;

@@ -33,6 +33,7 @@
 typedef struct sl_wait sl_wait;
 typedef struct sl_stream sl_stream;
 typedef struct sl_reply sl_reply;
+typedef struct sl_writer sl_writer;
 
 /* A request's auth: who it is and what it may touch. */
 typedef struct sl_auth {
@@ -56,6 +57,17 @@ typedef struct sl_server {
     bool store_failed;        /* a commit failed: refuse changes until one succeeds */
     bool stopping;
     sl_reply *replies_head, *replies_tail; /* answers held until the commit */
+    /* The commit pipeline (commit.c): generations number the batches. */
+    sl_writer *writer;
+    sl_store_batch *batch;    /* captured: being written, or to be written again */
+    uint64_t batch_gen;       /* its generation; 0 when there is none */
+    uint64_t gen_next;        /* the generation of the engine's pending changes */
+    uint64_t gen_done;        /* the newest committed generation */
+    char *wake_ids;           /* the batch's changed claims, SL_ID_MAX + 1 bytes each */
+    size_t nwake, capwake;
+    size_t batch_events;      /* events in the batch */
+    bool prune_due;           /* trim the event log in the next batch */
+    int64_t prune_before;
     sl_wait *event_waits;     /* GET /v1/events?wait= parked */
     sl_stream *streams;       /* GET /v1/events/stream open */
     size_t nstreams;
@@ -76,9 +88,26 @@ void sl_log(sl_log_level level, const char *fmt, ...) __attribute__((format(prin
 void sl_log_set_level(sl_log_level level);
 
 /* ---- commit.c ------------------------------------------------------------ */
-/* Writes the engine's batch, then answers and wakes (see file comment). */
+/* The end of a turn: hands the engine's batch to the writer unless one is
+ * being written (then it goes when that one is done), see file comment. */
 void sl_commit_run(sl_server *srv);
+/* The writer's result for the batch: answer, wake, hand over the next. */
+void sl_commit_done(sl_server *srv, int rc, double seconds);
+/* The retry timer after a failed commit. */
+void sl_commit_retry(sl_server *srv);
+/* At the end: commits everything pending, waiting for the writer. */
+void sl_commit_drain(sl_server *srv);
 void sl_commit_rearm_timer(sl_server *srv);
+
+/* ---- writer.c: commits on a thread of their own -------------------------- */
+int sl_writer_start(sl_server *srv);
+void sl_writer_stop(sl_server *srv);
+/* Hands b to the writer; sl_commit_done follows on a later turn. */
+void sl_writer_submit(sl_server *srv, sl_store_batch *b);
+/* A batch was submitted and its result not yet handled. */
+bool sl_writer_busy(const sl_server *srv);
+/* Blocks until the submitted batch is written, then handles the result. */
+void sl_writer_wait(sl_server *srv);
 
 /* ---- reply.c: answers, JSON errors, answers held until the commit ------- */
 typedef struct sl_ctx sl_ctx;
@@ -101,8 +130,12 @@ void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route
  * whose headers must not go out before the claim they name is durable. */
 typedef void (*sl_after_commit_fn)(void *arg, bool committed);
 void sl_reply_after_commit(sl_server *srv, sl_after_commit_fn fn, void *arg);
-/* Sends the held answers (after a commit) or fails them with 503. */
-void sl_reply_flush(sl_server *srv, bool committed);
+/* After a commit: sends the held answers of generations up to upto, in
+ * order. After a failure (committed false): fails them all with 503. */
+void sl_reply_flush(sl_server *srv, uint64_t upto, bool committed);
+/* The body of a reply already started (a wait's), and its end: now, or
+ * once what it shows is committed. Takes the buffer. */
+void sl_reply_chunk_end(sl_server *srv, struct evhttp_request *req, struct evbuffer *body);
 void sl_reply_add_header(struct evhttp_request *req, const char *name, const char *value);
 /* Serialises JSON into a buffer (compact, exact integers). */
 void sl_json_to_buffer(json_t *body, struct evbuffer *out);

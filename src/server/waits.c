@@ -39,6 +39,7 @@ struct sl_wait {
     bool started;   /* headers sent */
     bool unwatched; /* the claim's watch has ended */
     bool gone;         /* the client hung up before the answer */
+    json_t *final;     /* the claim as it was when purged before the wait started */
     bool release_next; /* the creator hung up unseen: release on the next turn */
 };
 
@@ -49,6 +50,8 @@ static sl_wait **head_of(sl_wait *w)
 
 static void unlink_wait(sl_wait *w)
 {
+    if (w->kind != SL_WAIT_EVENTS && !w->claim)
+        return; /* detached from its purged claim */
     if (w->prev)
         w->prev->next = w->next;
     else if (head_of(w))
@@ -75,7 +78,7 @@ static void link_wait(sl_wait *w)
 
 static void unwatch(sl_wait *w)
 {
-    if (w->kind != SL_WAIT_EVENTS && !w->unwatched)
+    if (w->kind != SL_WAIT_EVENTS && !w->unwatched && w->claim)
         sl_claim_watch(w->srv->eng, w->claim, -1, sl_server_now(w->srv));
     w->unwatched = true;
 }
@@ -89,6 +92,7 @@ static void finish(sl_wait *w)
     if (!w->gone)
         sl_conn_on_gone(w->srv, w->req, NULL, NULL);
     event_free(w->timer);
+    json_decref(w->final);
     free(w);
 }
 
@@ -108,11 +112,11 @@ static void send_body(sl_server *srv, struct evhttp_request *req, bool started,
         return;
     }
     struct evbuffer *buf = evbuffer_new();
+    if (!buf)
+        abort();
     sl_json_to_buffer(body, buf);
     json_decref(body);
-    evhttp_send_reply_chunk(req, buf);
-    evhttp_send_reply_end(req);
-    evbuffer_free(buf);
+    sl_reply_chunk_end(srv, req, buf); /* held while it shows uncommitted state */
 }
 
 static void answer_with(sl_wait *w, json_t *body)
@@ -146,7 +150,7 @@ static bool client_hung_up(struct evhttp_request *req)
  * timer does it on the next turn (timeout_cb). */
 static bool release_if_creator_gone(sl_wait *w)
 {
-    if (w->kind != SL_WAIT_CREATE || w->release_next)
+    if (w->kind != SL_WAIT_CREATE || w->release_next || !w->claim)
         return false;
     sl_claim_view v;
     sl_claim_get(w->claim, &v);
@@ -167,6 +171,12 @@ static void answer(sl_wait *w)
     if (release_if_creator_gone(w))
         return;
     unwatch(w);
+    if (w->final) {
+        json_t *final = w->final;
+        w->final = NULL;
+        answer_with(w, final);
+        return;
+    }
     answer_with(w, w->kind == SL_WAIT_EVENTS ? events_page(w, &count)
                                              : sl_json_claim(w->srv, w->claim));
 }
@@ -178,6 +188,8 @@ static bool satisfied(sl_wait *w)
         json_decref(events_page(w, &count));
         return count > 0;
     }
+    if (!w->claim)
+        return true; /* purged: nothing more will happen to it */
     sl_claim_view v;
     sl_claim_get(w->claim, &v);
     if (w->kind == SL_WAIT_CREATE)
@@ -190,7 +202,7 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     sl_wait *w = arg;
-    if (w->release_next) {
+    if (w->release_next && w->claim) {
         sl_claim_release(w->srv->eng, w->claim, SL_REASON_CLIENT_GONE, sl_server_now(w->srv));
         sl_server_touch(w->srv);
     }
@@ -204,7 +216,7 @@ static void gone_cb(void *arg)
 {
     sl_wait *w = arg;
     w->gone = true;
-    if (w->kind == SL_WAIT_CREATE) {
+    if (w->kind == SL_WAIT_CREATE && w->claim) {
         sl_claim_release(w->srv->eng, w->claim, SL_REASON_CLIENT_GONE, sl_server_now(w->srv));
         sl_server_touch(w->srv);
     }
@@ -297,16 +309,25 @@ void sl_waits_claim_changed(sl_server *srv, sl_claim *claim)
     }
 }
 
+/* A wait that has not started yet (its start is held until a batch
+ * commits) keeps the claim's last state and lets go of the claim, which
+ * is freed when the batch that purges it is captured. */
 void sl_waits_claim_purged(sl_server *srv, const sl_claim *claim)
 {
-    (void)srv;
     sl_wait *w = sl_claim_udata(claim);
     while (w) {
         sl_wait *next = w->next;
-        if (w->started)
+        if (w->started) {
             answer(w);
+        } else {
+            unwatch(w);
+            w->final = sl_json_claim(srv, claim);
+            w->prev = w->next = NULL;
+            w->claim = NULL;
+        }
         w = next;
     }
+    sl_claim_set_udata((sl_claim *)claim, NULL);
 }
 
 /* Event waits are woken by any new event and answer when their page is

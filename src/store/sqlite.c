@@ -146,6 +146,11 @@ static int pragma(sqlite3 *db, const char *sql, char *out, size_t cap)
 static void sqlite_close(sl_store *st)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
+    if (sq->wdb != sq->db) {
+        for (int i = 0; i < SQ_COUNT; i++)
+            sqlite3_finalize(sq->wstmt[i]);
+        sqlite3_close(sq->wdb);
+    }
     for (int i = 0; i < SQ_COUNT; i++)
         sqlite3_finalize(sq->stmt[i]);
     sqlite3_close(sq->db);
@@ -166,6 +171,20 @@ static int open_fail(sl_sqlite *sq, char *err, size_t errlen, const char *doing)
 /* journal_mode=WAL answers the mode it ended in: an in-memory database
  * stays "memory" (fine for tests); anything else means WAL is unavailable
  * on this file system, and without it a reader would block the writer. */
+/* Durability and the WAL's bound are settings of the connection that
+ * writes (and so checkpoints). */
+static int set_write_pragmas(sl_sqlite *sq, sqlite3 *db, const sl_store_opts *opts, char *err,
+                             size_t errlen)
+{
+    const char *sync = opts->durability == SL_DURABILITY_FULL ? "PRAGMA synchronous=FULL"
+                                                              : "PRAGMA synchronous=NORMAL";
+    if (pragma(db, sync, NULL, 0) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot set its durability");
+    if (pragma(db, "PRAGMA journal_size_limit=" SQ_WAL_KEEP, NULL, 0) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot bound its WAL");
+    return 0;
+}
+
 static int set_pragmas(sl_sqlite *sq, const sl_store_opts *opts, bool memory, char *err,
                        size_t errlen)
 {
@@ -180,12 +199,44 @@ static int set_pragmas(sl_sqlite *sq, const sl_store_opts *opts, bool memory, ch
         sqlite_close(&sq->base);
         return SL_STORE_EIO;
     }
-    const char *sync = opts->durability == SL_DURABILITY_FULL ? "PRAGMA synchronous=FULL"
-                                                              : "PRAGMA synchronous=NORMAL";
-    if (pragma(sq->db, sync, NULL, 0) != SQLITE_OK)
-        return open_fail(sq, err, errlen, "cannot set its durability");
-    if (pragma(sq->db, "PRAGMA journal_size_limit=" SQ_WAL_KEEP, NULL, 0) != SQLITE_OK)
-        return open_fail(sq, err, errlen, "cannot bound its WAL");
+    return set_write_pragmas(sq, sq->db, opts, err, errlen);
+}
+
+static int prepare_all(sqlite3 *db, sqlite3_stmt **stmts)
+{
+    for (int i = 0; i < SQ_COUNT; i++)
+        if (sqlite3_prepare_v3(db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &stmts[i], NULL) !=
+            SQLITE_OK)
+            return -1;
+    return 0;
+}
+
+/* The write connection: a second one on a file, the same one in memory. */
+static int open_writer(sl_sqlite *sq, const sl_store_opts *opts, bool memory, int flags,
+                       char *err, size_t errlen)
+{
+    if (memory) {
+        sq->wdb = sq->db;
+        memcpy(sq->wstmt, sq->stmt, sizeof(sq->stmt));
+        return 0;
+    }
+    if (sqlite3_open_v2(sq->path, &sq->wdb, flags, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot use the store %s: cannot open it for writing: %s",
+                 sq->path, sq->wdb ? sqlite3_errmsg(sq->wdb) : "out of memory");
+        sqlite_close(&sq->base);
+        return SL_STORE_EIO;
+    }
+    sqlite3_extended_result_codes(sq->wdb, 1);
+    sqlite3_busy_timeout(sq->wdb, SQ_BUSY_TIMEOUT_MS);
+    int rc = set_write_pragmas(sq, sq->wdb, opts, err, errlen);
+    if (rc)
+        return rc;
+    if (prepare_all(sq->wdb, sq->wstmt) != 0) {
+        snprintf(err, errlen, "cannot use the store %s: cannot prepare its statements: %s",
+                 sq->path, sqlite3_errmsg(sq->wdb));
+        sqlite_close(&sq->base);
+        return SL_STORE_EIO;
+    }
     return 0;
 }
 
@@ -203,8 +254,8 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     sq->path = xcalloc(1, plen + 1);
     memcpy(sq->path, path, plen);
 
-    /* NOMUTEX: one thread uses the store (store.h), so SQLite's own locking
-     * of every call is pure cost. */
+    /* NOMUTEX: each connection is used by one thread at a time (store.h),
+     * so SQLite's own locking of every call is pure cost. */
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (sqlite3_open_v2(path, &sq->db, flags, NULL) != SQLITE_OK)
         return open_fail(sq, err, errlen, "cannot open it");
@@ -221,10 +272,11 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
         return rc;
     }
     sq->base.err[0] = '\0';
-    for (int i = 0; i < SQ_COUNT; i++)
-        if (sqlite3_prepare_v3(sq->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &sq->stmt[i],
-                               NULL) != SQLITE_OK)
-            return open_fail(sq, err, errlen, "cannot prepare its statements");
+    if (prepare_all(sq->db, sq->stmt) != 0)
+        return open_fail(sq, err, errlen, "cannot prepare its statements");
+    rc = open_writer(sq, opts, memory, flags, err, errlen);
+    if (rc)
+        return rc;
     *out = &sq->base;
     return 0;
 }
@@ -256,12 +308,19 @@ static int sqlite_config_source(sl_store *st, const char *name, bool *found, sl_
     return 0;
 }
 
+static bool sqlite_commit_overlaps(const sl_store *st)
+{
+    const sl_sqlite *sq = (const sl_sqlite *)st;
+    return sq->wdb != sq->db;
+}
+
 static const sl_store_ops sqlite_ops = {
     .close = sqlite_close,
     .load = sl__sqlite_load,
-    .write = sl__sqlite_write,
+    .capture = sl__sqlite_capture,
+    .commit = sl__sqlite_commit,
+    .commit_overlaps = sqlite_commit_overlaps,
     .config_source = sqlite_config_source,
     .events = sl__sqlite_events,
     .last_seq = sl__sqlite_last_seq,
-    .prune_events = sl__sqlite_prune_events,
 };

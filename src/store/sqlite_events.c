@@ -115,37 +115,45 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, size_t li
     return 0;
 }
 
-int sl__sqlite_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted)
+/* Inside the write connection's transaction (sqlite_write.c's commit). */
+int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b)
 {
-    sl_sqlite *sq = (sl_sqlite *)st;
     *deleted = 0;
-    uint64_t newest = 0;
-    int rc = last_seq(sq, &newest);
-    if (rc || newest == 0)
-        return rc;
-    sqlite3_stmt *s = sq->stmt[SQ_PRUNE_FIRST_KEPT];
+    sqlite3_stmt *s = sq->wstmt[SQ_LAST_SEQ];
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        sl__batch_fail(b, SL_STORE_EIO, "the store %s: cannot read the newest event: %s",
+                       sq->path, sqlite3_errmsg(sq->wdb));
+        sl__sqlite_reset(s);
+        return SL_STORE_EIO;
+    }
+    uint64_t newest = (uint64_t)sqlite3_column_int64(s, 0);
+    sl__sqlite_reset(s);
+    if (newest == 0)
+        return 0;
+    s = sq->wstmt[SQ_PRUNE_FIRST_KEPT];
     sqlite3_bind_int64(s, 1, before_ms);
-    rc = sqlite3_step(s);
+    int rc = sqlite3_step(s);
     uint64_t keep = newest; /* the newest event is always kept */
     if (rc == SQLITE_ROW) {
         uint64_t first = (uint64_t)sqlite3_column_int64(s, 0);
         if (first < keep)
             keep = first;
     } else if (rc != SQLITE_DONE) {
-        rc = sl__sqlite_fail(sq, "cannot find the events to prune");
+        sl__batch_fail(b, SL_STORE_EIO, "the store %s: cannot find the events to prune: %s",
+                       sq->path, sqlite3_errmsg(sq->wdb));
         sl__sqlite_reset(s);
-        return rc;
+        return SL_STORE_EIO;
     }
     sl__sqlite_reset(s);
-    s = sq->stmt[SQ_PRUNE];
+    s = sq->wstmt[SQ_PRUNE];
     sqlite3_bind_int64(s, 1, (int64_t)keep);
-    rc = sqlite3_step(s);
-    if (rc != SQLITE_DONE) {
-        rc = sl__sqlite_fail(sq, "cannot prune the events");
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        sl__batch_fail(b, SL_STORE_EIO, "the store %s: cannot prune the events: %s", sq->path,
+                       sqlite3_errmsg(sq->wdb));
         sl__sqlite_reset(s);
-        return rc;
+        return SL_STORE_EIO;
     }
-    *deleted = (uint64_t)sqlite3_changes64(sq->db);
+    *deleted = (uint64_t)sqlite3_changes64(sq->wdb);
     sl__sqlite_reset(s);
     return 0;
 }

@@ -73,6 +73,12 @@ typedef struct sl_sqlite {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *stmt[SQ_COUNT];
+    /* Batches are written through a connection of their own (the same one
+     * for an in-memory database, which a second connection would not
+     * see), so that a commit may run on another thread while the first
+     * connection reads the committed event log (store.h). */
+    sqlite3 *wdb;
+    sqlite3_stmt *wstmt[SQ_COUNT];
     sq_buf locks_json, tags_json; /* reused by every write */
 } sl_sqlite;
 
@@ -95,10 +101,12 @@ int sl__sqlite_fail(sl_sqlite *sq, const char *doing);
 void sl__sqlite_reset(sqlite3_stmt *s);
 
 int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
-int sl__sqlite_write(sl_store *st, sl_engine *eng, const sl_changes *ch);
+int sl__sqlite_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
+int sl__sqlite_commit(sl_store *st, sl_store_batch *b);
 int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
                       sl_store_event_fn fn, void *ud, uint64_t *next);
 int sl__sqlite_last_seq(sl_store *st, uint64_t *out);
-int sl__sqlite_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted);
+/* Deletes old events in the write connection's open transaction. */
+int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);
 
 #endif

@@ -3,6 +3,7 @@
  * reason (the same whatever the backend). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
@@ -63,8 +64,10 @@ int sl_store_open(const sl_store_opts *opts, sl_store **out, char *err, size_t e
 
 void sl_store_close(sl_store *st)
 {
-    if (st)
-        st->ops->close(st);
+    if (!st)
+        return;
+    sl_store_batch_free(st->scratch);
+    st->ops->close(st);
 }
 
 const char *sl_store_error(const sl_store *st)
@@ -99,10 +102,147 @@ int sl_store_config_source(sl_store *st, const char *name, bool *found, sl_confi
     return st->ops->config_source(st, name, found, out);
 }
 
+/* ---- batches ------------------------------------------------------------- */
+
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(p, n * size);
+    if (!q)
+        abort();
+    *cap = n;
+    return q;
+}
+
+sl_store_batch *sl_store_batch_new(void)
+{
+    return calloc(1, sizeof(sl_store_batch));
+}
+
+void sl_store_batch_free(sl_store_batch *b)
+{
+    if (!b)
+        return;
+    free(b->ops);
+    free(b->params);
+    free(b->text);
+    free(b);
+}
+
+void sl__batch_clear(sl_store_batch *b)
+{
+    b->nops = b->nparams = b->ntext = 0;
+    b->prune = false;
+    b->pruned = 0;
+    b->err[0] = '\0';
+}
+
+bool sl_store_batch_empty(const sl_store_batch *b)
+{
+    return b->nops == 0 && !b->prune;
+}
+
+void sl_store_batch_prune(sl_store_batch *b, int64_t before_ms)
+{
+    b->prune = true;
+    b->prune_before = before_ms;
+}
+
+uint64_t sl_store_batch_pruned(const sl_store_batch *b)
+{
+    return b->pruned;
+}
+
+const char *sl_store_batch_error(const sl_store_batch *b)
+{
+    return b->err;
+}
+
+void sl__batch_op(sl_store_batch *b, uint32_t stmt)
+{
+    b->ops = grow(b->ops, &b->capops, b->nops + 1, sizeof(*b->ops));
+    b->ops[b->nops++] = (sb_op){stmt, 0, b->nparams};
+}
+
+static sb_param *next_param(sl_store_batch *b)
+{
+    b->params = grow(b->params, &b->capparams, b->nparams + 1, sizeof(*b->params));
+    b->ops[b->nops - 1].nparams++;
+    sb_param *p = &b->params[b->nparams++];
+    memset(p, 0, sizeof(*p));
+    return p;
+}
+
+void sl__batch_int(sl_store_batch *b, int64_t v)
+{
+    sb_param *p = next_param(b);
+    p->type = SB_INT;
+    p->i = v;
+}
+
+void sl__batch_text(sl_store_batch *b, const char *s, size_t len)
+{
+    sb_param *p = next_param(b);
+    if (!s)
+        return; /* SB_NULL */
+    if (len >= UINT32_MAX || b->ntext + len + 1 >= UINT32_MAX)
+        abort(); /* rows are bounded far below this (SQ_JSON_MAX) */
+    b->text = grow(b->text, &b->captext, b->ntext + len + 1, 1);
+    memcpy(b->text + b->ntext, s, len);
+    b->text[b->ntext + len] = '\0';
+    p->type = SB_TEXT;
+    p->off = (uint32_t)b->ntext;
+    p->len = (uint32_t)len;
+    b->ntext += len + 1;
+}
+
+void sl__batch_str(sl_store_batch *b, const char *s)
+{
+    sl__batch_text(b, s, s ? strlen(s) : 0);
+}
+
+int sl__batch_fail(sl_store_batch *b, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sl__store_vfail(b->err, sizeof(b->err), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b)
+{
+    sl__batch_clear(b);
+    return st->ops->capture(st, eng, ch, b);
+}
+
+int sl_store_commit(sl_store *st, sl_store_batch *b)
+{
+    b->err[0] = '\0';
+    return st->ops->commit(st, b);
+}
+
+bool sl_store_commit_overlaps(const sl_store *st)
+{
+    return st->ops->commit_overlaps(st);
+}
+
+/* Capture and commit in one go, with the store's own batch. */
 int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch)
 {
     st->err[0] = '\0';
-    return st->ops->write(st, eng, ch);
+    if (!st->scratch && !(st->scratch = sl_store_batch_new()))
+        return sl__store_fail(st, SL_STORE_EIO, "out of memory for a batch");
+    int rc = sl_store_capture(st, eng, ch, st->scratch);
+    if (rc == 0)
+        rc = sl_store_commit(st, st->scratch);
+    if (rc)
+        sl__store_fail(st, rc, "%s", st->scratch->err);
+    return rc;
 }
 
 int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
@@ -121,7 +261,16 @@ int sl_store_last_seq(sl_store *st, uint64_t *out)
 int sl_store_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted)
 {
     st->err[0] = '\0';
-    return st->ops->prune_events(st, before_ms, deleted);
+    *deleted = 0;
+    if (!st->scratch && !(st->scratch = sl_store_batch_new()))
+        return sl__store_fail(st, SL_STORE_EIO, "out of memory for a batch");
+    sl__batch_clear(st->scratch);
+    sl_store_batch_prune(st->scratch, before_ms);
+    int rc = sl_store_commit(st, st->scratch);
+    if (rc)
+        return sl__store_fail(st, rc, "%s", st->scratch->err);
+    *deleted = st->scratch->pruned;
+    return 0;
 }
 
 /* ---- reasons ------------------------------------------------------------- */

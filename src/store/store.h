@@ -90,6 +90,40 @@ int sl_store_config_source(sl_store *st, const char *name, bool *found, sl_confi
  * written again. An empty batch writes nothing. */
 int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch);
 
+/* ---- batches written while the engine goes on -----------------------------
+ *
+ * sl_store_write captures a batch from the engine and writes it. A server
+ * that keeps serving while a batch is written splits the two:
+ * sl_store_capture copies everything the batch will write out of the engine
+ * (so the engine's batch can be cleared and the engine changed at once), and
+ * sl_store_commit writes a captured batch in one transaction. When
+ * sl_store_commit_overlaps says so, sl_store_commit may run on another
+ * thread, at the same time as any other store call except another commit
+ * and sl_store_prune_events: it has a database connection of its own, and
+ * the other calls read only what was committed. Otherwise (an in-memory
+ * store) call it where the other calls are made. */
+typedef struct sl_store_batch sl_store_batch;
+
+sl_store_batch *sl_store_batch_new(void); /* NULL when out of memory */
+void sl_store_batch_free(sl_store_batch *b);
+/* Nothing to write: no rows and no prune. */
+bool sl_store_batch_empty(const sl_store_batch *b);
+/* Also delete the events older than before_ms, as sl_store_prune_events
+ * does, in the batch's transaction; sl_store_batch_pruned says how many
+ * went once it committed. */
+void sl_store_batch_prune(sl_store_batch *b, int64_t before_ms);
+uint64_t sl_store_batch_pruned(const sl_store_batch *b);
+/* Why the last sl_store_commit of b failed (sl_store_error is not used:
+ * the commit may have run on another thread). */
+const char *sl_store_batch_error(const sl_store_batch *b);
+/* Empties b and fills it with ch's rows, read from eng now. SL_STORE_EIO
+ * when a row cannot be written (too large), with the reason in b's error. */
+int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
+/* Writes b in one transaction; on error nothing of it is written and the
+ * same b may be committed again. b is not changed except for its error. */
+int sl_store_commit(sl_store *st, sl_store_batch *b);
+bool sl_store_commit_overlaps(const sl_store *st);
+
 /* One event as stored, the fields of API.md's event. Strings are valid
  * during the callback only. */
 typedef struct sl_store_event {

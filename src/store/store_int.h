@@ -8,6 +8,7 @@
 #define SL_STORE_INT_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -17,19 +18,61 @@
 typedef struct sl_store_ops {
     void (*close)(sl_store *st);
     int (*load)(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
-    int (*write)(sl_store *st, sl_engine *eng, const sl_changes *ch);
+    int (*capture)(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
+    int (*commit)(sl_store *st, sl_store_batch *b);
+    bool (*commit_overlaps)(const sl_store *st);
     int (*config_source)(sl_store *st, const char *name, bool *found, sl_config_source *out);
     int (*events)(sl_store *st, uint64_t since, const char *claim, size_t limit,
                   sl_store_event_fn fn, void *ud, uint64_t *next);
     int (*last_seq)(sl_store *st, uint64_t *out);
-    int (*prune_events)(sl_store *st, int64_t before_ms, uint64_t *deleted);
 } sl_store_ops;
+
+/* A captured batch: statements to run, in order, with their parameters.
+ * Statement numbers are the backend's own; text lives in one arena and is
+ * named by offset, so that the arena may grow. */
+typedef enum { SB_NULL, SB_INT, SB_TEXT } sb_type;
+
+typedef struct sb_param {
+    int64_t i;          /* SB_INT */
+    uint32_t off, len;  /* SB_TEXT: bytes of b->text */
+    uint8_t type;
+} sb_param;
+
+typedef struct sb_op {
+    uint32_t stmt;
+    uint32_t nparams;
+    size_t first; /* its parameters are params[first .. first + nparams - 1] */
+} sb_op;
+
+struct sl_store_batch {
+    sb_op *ops;
+    size_t nops, capops;
+    sb_param *params;
+    size_t nparams, capparams;
+    char *text;
+    size_t ntext, captext;
+    bool prune;
+    int64_t prune_before;
+    uint64_t pruned;
+    char err[SL_STORE_ERR_MAX];
+};
+
+/* store.c: recording a batch (aborts when out of memory, as the engine's
+ * allocations of a batch do). */
+void sl__batch_clear(sl_store_batch *b);
+void sl__batch_op(sl_store_batch *b, uint32_t stmt);
+void sl__batch_int(sl_store_batch *b, int64_t v);
+void sl__batch_text(sl_store_batch *b, const char *s, size_t len); /* NULL: SQL NULL */
+void sl__batch_str(sl_store_batch *b, const char *s);              /* NULL: SQL NULL */
+int sl__batch_fail(sl_store_batch *b, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The head of every backend's struct (the backend embeds it first). */
 struct sl_store {
     const sl_store_ops *ops;
     sl_config_source source; /* given to configurations written from now on */
     int schema;              /* the schema version the store is at */
+    sl_store_batch *scratch; /* sl_store_write's batch, made on first use */
     char err[SL_STORE_ERR_MAX];
 };
 

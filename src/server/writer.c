@@ -1,0 +1,180 @@
+/* writer.c - the store's commits on a thread of their own.
+ *
+ * A commit costs as much as serving the requests whose changes it holds
+ * (SQLite pages written to the WAL, fsync with --durability full), so it
+ * runs beside the event loop instead of inside it: while the writer
+ * commits batch N, the loop serves the next requests and gathers batch
+ * N + 1, which the writer takes as soon as it is done (commit.c). The
+ * loop and the writer share one job slot under a mutex; the writer says it
+ * is done through a pipe that the loop watches, so libevent needs no
+ * locking of its own. An in-memory store cannot be written from another
+ * connection (sl_store_commit_overlaps): it commits on the loop instead,
+ * and the result arrives the same way, on the loop's next turn. */
+#define _GNU_SOURCE /* pipe2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server.h"
+
+struct sl_writer {
+    sl_server *srv;
+    bool threaded;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sl_store_batch *job; /* given to the writer; NULL when it has none */
+    bool outstanding;    /* (loop only) submitted, result not yet taken */
+    bool quit;
+    int rc;         /* the last job's result */
+    double seconds; /* and how long its commit took */
+    int pipe_r, pipe_w;
+    struct event *done_ev;
+};
+
+static double since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void commit_job(sl_writer *w, sl_store_batch *job)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    w->rc = sl_store_commit(w->srv->store, job);
+    w->seconds = since(&t0);
+}
+
+static void notify(sl_writer *w)
+{
+    char byte = 1;
+    while (write(w->pipe_w, &byte, 1) < 0 && errno == EINTR)
+        ;
+}
+
+static void *writer_main(void *arg)
+{
+    sl_writer *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->job && !w->quit)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->job)
+            break;
+        sl_store_batch *job = w->job;
+        pthread_mutex_unlock(&w->mu);
+        commit_job(w, job); /* the loop does not touch job or rc meanwhile */
+        pthread_mutex_lock(&w->mu);
+        w->job = NULL;
+        pthread_cond_broadcast(&w->cv); /* sl_writer_wait */
+        notify(w);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static void done_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    sl_writer *w = arg;
+    char buf[64];
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    if (!w->outstanding)
+        return;
+    pthread_mutex_lock(&w->mu);
+    bool busy = w->job != NULL;
+    int rc = w->rc;
+    double seconds = w->seconds;
+    pthread_mutex_unlock(&w->mu);
+    if (busy)
+        return;
+    w->outstanding = false;
+    sl_commit_done(w->srv, rc, seconds);
+}
+
+int sl_writer_start(sl_server *srv)
+{
+    sl_writer *w = calloc(1, sizeof(*w));
+    if (!w)
+        abort();
+    w->srv = srv;
+    int fds[2];
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+        free(w);
+        return -1;
+    }
+    w->pipe_r = fds[0];
+    w->pipe_w = fds[1];
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->done_ev = event_new(srv->base, w->pipe_r, EV_READ | EV_PERSIST, done_cb, w);
+    if (!w->done_ev)
+        abort();
+    event_add(w->done_ev, NULL);
+    w->threaded = sl_store_commit_overlaps(srv->store);
+    if (w->threaded && pthread_create(&w->thread, NULL, writer_main, w) != 0)
+        w->threaded = false; /* commits on the loop: slower, still correct */
+    if (w->threaded)
+        pthread_setname_np(w->thread, "sluiced-writer"); /* for top -H and perf */
+    srv->writer = w;
+    return 0;
+}
+
+void sl_writer_submit(sl_server *srv, sl_store_batch *b)
+{
+    sl_writer *w = srv->writer;
+    w->outstanding = true;
+    if (!w->threaded) {
+        commit_job(w, b);
+        notify(w);
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->job = b;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void sl_writer_wait(sl_server *srv)
+{
+    sl_writer *w = srv->writer;
+    if (!w || !w->outstanding)
+        return;
+    pthread_mutex_lock(&w->mu);
+    while (w->job)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    done_cb(w->pipe_r, EV_READ, w);
+}
+
+bool sl_writer_busy(const sl_server *srv)
+{
+    return srv->writer && srv->writer->outstanding;
+}
+
+void sl_writer_stop(sl_server *srv)
+{
+    sl_writer *w = srv->writer;
+    if (!w)
+        return;
+    if (w->threaded) {
+        pthread_mutex_lock(&w->mu);
+        w->quit = true;
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->thread, NULL);
+    }
+    event_free(w->done_ev);
+    close(w->pipe_r);
+    close(w->pipe_w);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+    srv->writer = NULL;
+}
