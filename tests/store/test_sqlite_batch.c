@@ -1,0 +1,218 @@
+/* test_sqlite_batch.c - batches captured on one thread and committed on
+ * another (store.h): the capture is a copy (the engine may change at once),
+ * a commit on its own thread never shows half a batch to the reads that run
+ * meanwhile, a failed commit can be committed again, and pruning rides in
+ * a batch. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store_support.h"
+#include "support.h"
+
+static int count_one(void *ud, const sl_store_event *ev)
+{
+    (void)ev;
+    (*(size_t *)ud)++;
+    return 0;
+}
+
+static size_t count_events(sl_store *st)
+{
+    size_t n = 0;
+    uint64_t next = 0, since = 0;
+    for (;;) {
+        size_t before = n;
+        assert_int_equal(sl_store_events(st, since, NULL, 1000, count_one, &n, &next), 0);
+        if (n == before || next == since)
+            break;
+        since = next;
+    }
+    return n;
+}
+
+static void overlaps_only_on_files(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    assert_true(sl_store_commit_overlaps(st));
+    sl_store_close(st);
+    sl_store_opts o = {"sqlite::memory:", SL_DURABILITY_NORMAL};
+    char err[256];
+    assert_int_equal(sl_store_open(&o, &st, err, sizeof(err)), 0);
+    assert_false(sl_store_commit_overlaps(st));
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* What is committed is what the engine held at capture, whatever it did
+ * after. */
+static void capture_is_a_copy(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 10, "id=a m:x lease=60000");
+    t_claim(eng, 10, "id=b m:x lease=60000");
+    sl_store_batch *b = sl_store_batch_new();
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
+    assert_false(sl_store_batch_empty(b));
+    sl_engine_changes_clear(eng);
+    t_release(eng, 20, "a"); /* not in b */
+    assert_int_equal(sl_store_commit(st, b), 0);
+    sl_engine *back = ts_load(st, NULL, 30, NULL);
+    sl_claim_view v;
+    sl_claim_get(t_find(back, "a"), &v);
+    assert_int_equal(v.state, SL_HELD);
+    sl_claim_get(t_find(back, "b"), &v);
+    assert_int_equal(v.state, SL_PENDING);
+    sl_engine_free(back);
+    /* The next batch brings the release. */
+    ts_commit(st, eng);
+    back = ts_load(st, NULL, 30, NULL);
+    sl_claim_get(t_find(back, "b"), &v);
+    assert_int_equal(v.state, SL_HELD);
+    sl_engine_free(back);
+    sl_store_batch_free(b);
+    sl_engine_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+typedef struct job {
+    sl_store *st;
+    sl_store_batch *b;
+    int rc;
+} job;
+
+static void *commit_thread(void *arg)
+{
+    job *j = arg;
+    j->rc = sl_store_commit(j->st, j->b);
+    return NULL;
+}
+
+/* Reads during a commit on another thread see all of a batch or none. */
+static void commit_beside_reads(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    sl_store_batch *b = sl_store_batch_new();
+    size_t expect = 0;
+    for (int round = 0; round < 20; round++) {
+        char spec[64];
+        for (int i = 0; i < 200; i++) {
+            snprintf(spec, sizeof(spec), "id=r%dc%d m:k%d", round, i, i);
+            t_claim(eng, 100 + round, spec);
+        }
+        sl_changes ch;
+        sl_engine_changes(eng, &ch);
+        size_t in_batch = ch.nevents;
+        assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
+        sl_engine_changes_clear(eng);
+        job j = {st, b, -1};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, commit_thread, &j), 0);
+        for (int k = 0; k < 5; k++) {
+            size_t seen = count_events(st);
+            assert_true(seen == expect || seen == expect + in_batch);
+        }
+        pthread_join(t, NULL);
+        assert_int_equal(j.rc, 0);
+        expect += in_batch;
+        assert_int_equal(count_events(st), expect);
+    }
+    sl_store_batch_free(b);
+    sl_engine_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* A commit that fails leaves nothing, says why in the batch, and the same
+ * batch commits once the cause is gone. */
+static void failed_commit_retried(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 10, "id=a m:x");
+    sl_store_batch *b = sl_store_batch_new();
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
+    sl_engine_changes_clear(eng);
+    sqlite3 *db = ts_db(dir);
+    ts_exec(db, "CREATE TRIGGER no_events BEFORE INSERT ON events "
+                "BEGIN SELECT RAISE(ABORT, 'events refused'); END");
+    assert_int_equal(sl_store_commit(st, b), SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_batch_error(b), "events refused"));
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 0);
+    ts_exec(db, "DROP TRIGGER no_events");
+    assert_int_equal(sl_store_commit(st, b), 0);
+    assert_string_equal(sl_store_batch_error(b), "");
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM events"), 2);
+    sqlite3_close(db);
+    sl_store_batch_free(b);
+    sl_engine_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+static void prune_in_a_batch(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 100, "id=a m:x");
+    ts_commit(st, eng);
+    t_claim(eng, 300, "id=b m:y");
+    sl_store_batch *b = sl_store_batch_new();
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
+    sl_engine_changes_clear(eng);
+    sl_store_batch_prune(b, 200);
+    assert_int_equal(sl_store_commit(st, b), 0);
+    assert_int_equal(sl_store_batch_pruned(b), 2); /* a's queued and acquired */
+    assert_int_equal(count_events(st), 2);
+    /* A batch with only a prune is not empty. */
+    sl_store_batch *p = sl_store_batch_new();
+    assert_true(sl_store_batch_empty(p));
+    sl_store_batch_prune(p, 1000);
+    assert_false(sl_store_batch_empty(p));
+    assert_int_equal(sl_store_commit(st, p), 0);
+    assert_int_equal(sl_store_batch_pruned(p), 1); /* the newest stays */
+    sl_store_batch_free(p);
+    sl_store_batch_free(b);
+    sl_engine_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(overlaps_only_on_files),
+        cmocka_unit_test(capture_is_a_copy),
+        cmocka_unit_test(commit_beside_reads),
+        cmocka_unit_test(failed_commit_retried),
+        cmocka_unit_test(prune_in_a_batch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
