@@ -58,6 +58,10 @@ typedef struct sl_load_backend {
      * checks tokens only when they do: Redis lock recipes have none, and a
      * token of 0 on every grant would read as tokens that never grow. */
     bool tokens;
+    /* The workloads it has an equivalent for, as a mask of (1u <<
+     * sl_workload_kind); 0 means all. A run it has none for is printed as
+     * "-" instead of being run. */
+    unsigned workloads;
     /* Opens a session to address ("host:port" for sluice) for a holder
      * named holder. On failure *out is NULL and err (cap bytes) says why. */
     int (*session_open)(const char *address, const char *holder, void **out /* OUT */, char *err,
@@ -88,6 +92,14 @@ extern const sl_load_backend sl_load_backend_redis;
 /* The Redis recipes' two knobs, for every later session: how long to sleep
  * between attempts on a taken lock, and the lease (PX) of a grant. */
 void sl_load_redis_configure(int poll_ms, int lease_ms);
+/* etcd over its JSON gateway (backend_etcd.c): a lease and a transaction,
+ * as client libraries' simple lock (etcd), and etcd's lock API (etcd-lock). */
+extern const sl_load_backend sl_load_backend_etcd;
+extern const sl_load_backend sl_load_backend_etcd_lock;
+/* Their knobs, for every later session: poll_ms > 0 waits for a taken lock
+ * by sleeping between attempts instead of watching (etcd only), and the TTL
+ * of each session's lease in seconds. */
+void sl_load_etcd_configure(int poll_ms, int lease_ttl_s);
 /* Built only when libpq was found (SL_LOAD_HAVE_PG): PostgreSQL advisory
  * locks, blocking or polled, and a table of semaphore slots (backend_pg.c). */
 extern const sl_load_backend sl_load_backend_postgres;

@@ -114,6 +114,12 @@ void sl_http_parser_free(sl_http_parser *p);
  * SL_HTTP_E* code, after which the parser stays failed and p->why says what
  * was wrong. Feeding after completion returns 1 and uses nothing. */
 int sl_http_parser_feed(sl_http_parser *p, const char *data, size_t len, size_t *used /* OUT */);
+/* The body bytes received so far, in *body (NULL when none; not
+ * NUL-terminated before completion): for a caller that reads a streamed
+ * body as it arrives. Returns their number. */
+size_t sl_http_parser_body_so_far(const sl_http_parser *p, const char **body /* OUT */);
+/* Drops the first n of those bytes (n at most their number). */
+void sl_http_parser_body_consume(sl_http_parser *p, size_t n);
 /* Tells the parser that the connection was closed: 1 when that completes
  * the response (a body delimited by the close), else SL_HTTP_ECLOSED. */
 int sl_http_parser_eof(sl_http_parser *p);
@@ -146,6 +152,23 @@ int sl_http_conn_recv(sl_http_conn *c, const sl_http_response **out /* OUT */);
 /* send + recv. */
 int sl_http_conn_request(sl_http_conn *c, const char *method, const char *target, const char *body,
                          size_t body_len, const sl_http_response **out /* OUT */);
+/* A streamed response: a body that keeps coming for as long as the
+ * connection stays open (etcd's watch answers with one JSON message per line
+ * as events happen, in chunks that never end). After sl_http_conn_send():
+ * sl_http_conn_stream_read() waits until body bytes arrive beyond those it
+ * returned before (or until the response ends), then gives every body byte
+ * not yet consumed in *data and *len (not NUL-terminated; valid until the
+ * next call on c) and the status in *status. Returns 0 while the response
+ * goes on, 1 when it is complete (keep-alive as after recv), or a negative
+ * code (the connection is closed). */
+int sl_http_conn_stream_read(sl_http_conn *c, int *status /* OUT */, const char **data /* OUT */,
+                             size_t *len /* OUT */);
+/* Drops the first n body bytes that stream_read gave (messages handled), so
+ * that a stream that never ends stays within SL_HTTP_MAX_BODY. */
+void sl_http_conn_stream_consume(sl_http_conn *c, size_t n);
+/* Gives up on the response in progress (a stream no longer wanted): the
+ * connection closes and the next send reconnects. */
+void sl_http_conn_close(sl_http_conn *c);
 /* From another thread: makes a send or recv blocked on c (and every later
  * one) fail with SL_HTTP_EINTERRUPTED. c stays allocated: its owner frees it. */
 void sl_http_conn_interrupt(sl_http_conn *c);

@@ -36,6 +36,7 @@ struct sl_http_conn {
     socklen_t addr_len;
     char host[300]; /* the Host field: host:port, [v6]:port */
     size_t rpos, rlen;
+    size_t stream_seen; /* body bytes that stream_read has returned, less those consumed */
     char error[400];
     sl_http_parser parser;
     char rbuf[READ_BUF];
@@ -233,6 +234,7 @@ int sl_http_conn_send(sl_http_conn *c, const char *method, const char *target, c
     if (!c->open && (rc = connect_socket(c)) < 0)
         return rc;
     sl_http_parser_reset(&c->parser, strcmp(method, "HEAD") == 0);
+    c->stream_seen = 0;
     rc = send_all(c, len);
     if (rc < 0)
         drop(c);
@@ -306,6 +308,56 @@ int sl_http_conn_request(sl_http_conn *c, const char *method, const char *target
         return rc;
     }
     return sl_http_conn_recv(c, out);
+}
+
+/* Body bytes beyond those returned before, or the end of the response. */
+static int stream_wait(sl_http_conn *c)
+{
+    const char *body;
+    int rc;
+    if (sl_http_parser_response(&c->parser))
+        return 1; /* ended before: nothing more will come */
+    for (;;) {
+        if (c->rpos < c->rlen && (rc = feed_buffered(c)) != 0)
+            return rc;
+        if (sl_http_parser_body_so_far(&c->parser, &body) > c->stream_seen)
+            return 0;
+        if ((rc = read_more(c)) != 0)
+            return rc;
+    }
+}
+
+int sl_http_conn_stream_read(sl_http_conn *c, int *status, const char **data, size_t *len)
+{
+    int rc;
+    *data = NULL;
+    *len = 0;
+    if (!c->open)
+        return set_error(c, SL_HTTP_EINVAL, "no request was sent");
+    rc = stream_wait(c);
+    if (rc < 0) {
+        drop(c);
+        return rc;
+    }
+    *status = c->parser.resp.status;
+    *len = sl_http_parser_body_so_far(&c->parser, data);
+    c->stream_seen = *len;
+    if (rc == 1 && !c->parser.resp.keep_alive)
+        drop(c);
+    return rc;
+}
+
+void sl_http_conn_stream_consume(sl_http_conn *c, size_t n)
+{
+    if (n > c->stream_seen)
+        n = c->stream_seen;
+    sl_http_parser_body_consume(&c->parser, n);
+    c->stream_seen -= n;
+}
+
+void sl_http_conn_close(sl_http_conn *c)
+{
+    drop(c);
 }
 
 void sl_http_conn_interrupt(sl_http_conn *c)

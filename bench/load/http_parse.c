@@ -479,6 +479,24 @@ int sl_http_parser_eof(sl_http_parser *p)
     }
 }
 
+size_t sl_http_parser_body_so_far(const sl_http_parser *p, const char **body)
+{
+    *body = p->body;
+    return p->body ? p->resp.body_len : 0;
+}
+
+void sl_http_parser_body_consume(sl_http_parser *p, size_t n)
+{
+    if (!p->body || n == 0)
+        return;
+    if (n > p->resp.body_len)
+        n = p->resp.body_len;
+    memmove(p->body, p->body + n, p->resp.body_len - n);
+    p->resp.body_len -= n;
+    if (p->state == SL_HTTP_P_DONE)
+        p->body[p->resp.body_len] = '\0';
+}
+
 const sl_http_response *sl_http_parser_response(const sl_http_parser *p)
 {
     return p->state == SL_HTTP_P_DONE ? &p->resp : NULL;

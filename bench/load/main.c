@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "etcd_spawn.h"
 #include "sluiced_spawn.h"
 #ifdef SL_LOAD_HAVE_REDIS
 #include "redis_spawn.h"
@@ -54,6 +55,12 @@ static const char usage[] =
     "  --pg-bindir DIR         else start a throwaway one from DIR's initdb and\n"
     "                          postgres (default: pg_config --bindir)\n"
     "  --pg-poll-ms MS         sleep between attempts on a taken lock (default 10)\n"
+    "  --etcd HOST:PORT        a running etcd, for --backend etcd (lease and txn, waits\n"
+    "                          watched; the revision as token) or etcd-lock (etcd's\n"
+    "                          lock API; no semaphore)\n"
+    "  --etcd-server PATH      else start a throwaway one (free ports, temporary data\n"
+    "                          directory, default settings; default /usr/bin/etcd)\n"
+    "  --etcd-poll-ms MS       etcd: poll a taken lock every MS instead of watching it\n"
     "  -d, --duration SECS     measured time per run (default 5)\n"
     "  -w, --warmup SECS       unmeasured time before it (default 1)\n"
     "  -c, --connections LIST  clients of the uncontended runs (default 1,8,32)\n"
@@ -75,6 +82,8 @@ typedef struct options {
     int redis_poll_ms, redis_lease_ms;
     const char *pg, *pg_bindir; /* --backend postgres* */
     int pg_poll_ms;
+    const char *etcd, *etcd_server; /* --backend etcd|etcd-lock */
+    int etcd_poll_ms;               /* 0: watch */
     long server_pid;
     double duration, warmup;
     int connections[MAX_RUNS], nconnections;
@@ -142,6 +151,7 @@ static void set_defaults(options *o)
     o->redis_poll_ms = 10;
     o->redis_lease_ms = 30000;
     o->pg_poll_ms = 10;
+    o->etcd_server = "/usr/bin/etcd";
     o->duration = 5;
     o->warmup = 1;
     o->connections[0] = 1;
@@ -197,6 +207,9 @@ enum {
     O_REDIS_DURABLE,
     O_REDIS_POLL,
     O_REDIS_LEASE,
+    O_ETCD,
+    O_ETCD_SERVER,
+    O_ETCD_POLL,
     O_PG,
     O_PG_BINDIR,
     O_PG_POLL,
@@ -220,6 +233,9 @@ static const struct option long_options[] = {
     {"redis-durable", no_argument, NULL, O_REDIS_DURABLE},
     {"redis-poll-ms", required_argument, NULL, O_REDIS_POLL},
     {"redis-lease-ms", required_argument, NULL, O_REDIS_LEASE},
+    {"etcd", required_argument, NULL, O_ETCD},
+    {"etcd-server", required_argument, NULL, O_ETCD_SERVER},
+    {"etcd-poll-ms", required_argument, NULL, O_ETCD_POLL},
     {"pg", required_argument, NULL, O_PG},
     {"pg-bindir", required_argument, NULL, O_PG_BINDIR},
     {"pg-poll-ms", required_argument, NULL, O_PG_POLL},
@@ -272,6 +288,14 @@ static int set_option(options *o, int ch, const char *arg)
         return parse_int(arg, 1, 60000, &o->redis_poll_ms);
     case O_REDIS_LEASE:
         return parse_int(arg, 1, 86400000, &o->redis_lease_ms);
+    case O_ETCD:
+        o->etcd = arg;
+        return 0;
+    case O_ETCD_SERVER:
+        o->etcd_server = arg;
+        return 0;
+    case O_ETCD_POLL:
+        return parse_int(arg, 1, 60000, &o->etcd_poll_ms);
     case O_PG:
         o->pg = arg;
         return 0;
@@ -293,6 +317,8 @@ static const sl_load_backend *find_backend(const char *name)
 {
     static const sl_load_backend *const backends[] = {
         &sl_load_backend_sluice,
+        &sl_load_backend_etcd,
+        &sl_load_backend_etcd_lock,
 #ifdef SL_LOAD_HAVE_REDIS
         &sl_load_backend_redis,
 #endif
@@ -314,6 +340,12 @@ static const sl_load_backend *find_backend(const char *name)
 static bool is_pg(const char *backend)
 {
     return strncmp(backend, "postgres", strlen("postgres")) == 0;
+}
+
+/* etcd and etcd-lock: one server, two recipes. */
+static bool is_etcd(const char *backend)
+{
+    return strncmp(backend, "etcd", strlen("etcd")) == 0;
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -343,7 +375,8 @@ static int parse_options(int argc, char **argv, options *o)
         o->redis_durable = true;
     }
     if (!find_backend(o->backend)) {
-        fprintf(stderr, "sluice-load: unknown backend \"%s\" (sluice%s%s)\n", o->backend,
+        fprintf(stderr, "sluice-load: unknown backend \"%s\" (sluice, etcd, etcd-lock%s%s)\n",
+                o->backend,
 #ifdef SL_LOAD_HAVE_REDIS
                 ", redis, redis-durable"
 #else
@@ -364,6 +397,10 @@ static int parse_options(int argc, char **argv, options *o)
     }
     if (is_pg(o->backend) ? o->sluiced != NULL : o->pg != NULL) {
         fprintf(stderr, "sluice-load: --sluiced is for --backend sluice, --pg for postgres*\n");
+        return -1;
+    }
+    if (is_etcd(o->backend) ? o->sluiced != NULL : (o->etcd != NULL || o->etcd_poll_ms > 0)) {
+        fprintf(stderr, "sluice-load: --sluiced is for --backend sluice, --etcd* for etcd*\n");
         return -1;
     }
     if (o->redis && o->redis_durable) {
@@ -388,6 +425,19 @@ static int plan(const options *o, sl_workload *runs)
 }
 
 /* ---- the report -------------------------------------------------------- */
+
+static bool has_equivalent(const sl_load_backend *b, sl_workload_kind kind)
+{
+    return b->workloads == 0 || (b->workloads & (1u << kind)) != 0;
+}
+
+/* A run the backend has no equivalent for. */
+static void print_row_none(const char *backend, const sl_workload *w)
+{
+    printf("%-13s %-12s %7d %5d %10s %10s %10s %11s %11s %8s %11s %11s\n", backend,
+           sl_workload_name(w->kind), w->clients, w->limit, "-", "-", "-", "-", "-", "-", "-", "-");
+    fflush(stdout);
+}
 
 static const char *fmt_ns(uint64_t ns, char *buf, size_t cap)
 {
@@ -487,6 +537,16 @@ static void print_checks(bool tokens, const sl_load_result *r)
 
 /* ---- main -------------------------------------------------------------- */
 
+/* An etcd session's lease outlives the session (warm-up, window and the
+ * generator's 40 s drain, with room to spare), so that no client has to
+ * keep it alive: at least ETCD_LEASE_TTL_S. */
+#define ETCD_LEASE_TTL_S 600
+static int etcd_lease_ttl(const options *o)
+{
+    double need = o->warmup + o->duration + 100;
+    return need > ETCD_LEASE_TTL_S ? (int)need : ETCD_LEASE_TTL_S;
+}
+
 /* label: the backend's name in the table (redis-durable for redis on a
  * durable server). */
 static int run_all(const options *o, const char *label, const char *address, pid_t server_pid)
@@ -508,6 +568,11 @@ static int run_all(const options *o, const char *label, const char *address, pid
     for (i = 0; i < n; i++) {
         snprintf(prefix, sizeof prefix, "sluice-load/%ld/%d", (long)getpid(), i);
         cfg.prefix = prefix;
+        results[i].workload = runs[i];
+        if (!has_equivalent(cfg.backend, runs[i].kind)) {
+            print_row_none(label, &runs[i]);
+            continue;
+        }
         if (sl_workload_run(&cfg, &runs[i], &results[i]) < 0) {
             fprintf(stderr, "sluice-load: %s %d cannot run: %s\n", sl_workload_name(runs[i].kind),
                     runs[i].clients, results[i].first_error);
@@ -520,7 +585,11 @@ static int run_all(const options *o, const char *label, const char *address, pid
     }
     printf("\nchecks (over the whole run, warm-up and drain included) and details\n");
     for (i = 0; i < n; i++)
-        print_checks(cfg.backend->tokens, &results[i]);
+        if (has_equivalent(cfg.backend, runs[i].kind))
+            print_checks(cfg.backend->tokens, &results[i]);
+        else
+            printf("%s %d: not run (%s has no equivalent)\n", sl_workload_name(runs[i].kind),
+                   runs[i].clients, label);
     free(results);
     return failed;
 }
@@ -540,6 +609,8 @@ static int start_server(const options *o, sl_spawn *spawn, bool *started)
 #ifdef SL_LOAD_HAVE_PG
         rc = sl_pg_spawn_start(o->pg_bindir, spawn, err, sizeof err);
 #endif
+    } else if (is_etcd(o->backend) && !o->etcd) {
+        rc = sl_etcd_spawn_start(o->etcd_server, spawn, err, sizeof err);
     } else if (o->sluiced) {
         rc = sl_spawn_start(o->sluiced, o->durability, spawn, err, sizeof err);
     } else {
@@ -557,6 +628,11 @@ static int stop_server(const options *o, sl_spawn *spawn)
 {
     char err[512];
     int rc = 0;
+    if (is_etcd(o->backend)) {
+        if ((rc = sl_etcd_spawn_stop(spawn, err, sizeof err)) < 0)
+            fprintf(stderr, "sluice-load: %s\n", err);
+        return rc;
+    }
 #ifdef SL_LOAD_HAVE_PG
     if (is_pg(o->backend)) {
         if ((rc = sl_pg_spawn_stop(spawn, err, sizeof err)) < 0)
@@ -603,6 +679,10 @@ int main(int argc, char **argv)
         address = o.pg;
     }
 #endif
+    if (is_etcd(o.backend)) {
+        sl_load_etcd_configure(o.etcd_poll_ms, etcd_lease_ttl(&o));
+        address = o.etcd;
+    }
     if (start_server(&o, &spawn, &started) < 0)
         return 2;
     if (started) {
