@@ -108,3 +108,36 @@ void sl_conns_free_all(sl_server *srv)
     srv->conns = NULL;
     srv->nconns = 0;
 }
+
+/* ---- writing answers at once --------------------------------------------- */
+
+struct bufferevent *sl_conn_bev(struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = req ? evhttp_request_get_connection(req) : NULL;
+    return evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+}
+
+/* A bufferevent writes when its socket next polls writable: an epoll_ctl to
+ * watch for it, a turn of the loop, the write, an epoll_ctl to stop. An
+ * answer is small and the socket almost always has room, so it is written
+ * here and then, and evhttp's "written" callback is run as the bufferevent
+ * would have run it (deferred, so that evhttp frees the request after the
+ * caller is done with it). Whatever does not fit is left to the
+ * bufferevent. Measured: two fewer epoll_ctl and one fewer loop turn per
+ * answer. */
+void sl_conn_write_now(struct bufferevent *bev)
+{
+    if (!bev)
+        return;
+    struct evbuffer *out = bufferevent_get_output(bev);
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    if (fd < 0 || evbuffer_get_length(out) == 0)
+        return;
+    while (evbuffer_get_length(out) > 0)
+        if (evbuffer_write(out, fd) <= 0)
+            break;
+    if (evbuffer_get_length(out) == 0) {
+        bufferevent_disable(bev, EV_WRITE);
+        bufferevent_trigger(bev, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+    }
+}

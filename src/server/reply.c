@@ -85,7 +85,9 @@ static void send_now(sl_server *srv, struct evhttp_request *req, sl_route_id rou
     if (ctype && !evhttp_find_header(h, "Content-Type"))
         evhttp_add_header(h, "Content-Type", ctype);
     sl_metrics_http(&srv->metrics, route, status);
+    struct bufferevent *bev = sl_conn_bev(req);
     evhttp_send_reply(req, status, status_text(status), status == 204 ? NULL : body);
+    sl_conn_write_now(bev);
 }
 
 /* The generation whose commit an answer given now must wait for, or 0
@@ -130,8 +132,10 @@ static void queue_or_send(sl_server *srv, struct evhttp_request *req, sl_route_i
 
 static void send_chunk_end(struct evhttp_request *req, struct evbuffer *body)
 {
+    struct bufferevent *bev = sl_conn_bev(req);
     evhttp_send_reply_chunk(req, body);
     evhttp_send_reply_end(req);
+    sl_conn_write_now(bev);
 }
 
 void sl_reply_chunk_end(sl_server *srv, struct evhttp_request *req, struct evbuffer *body)

@@ -233,5 +233,10 @@ typedef void (*sl_conn_gone_fn)(void *arg);
 /* Calls fn(arg) if the request's client goes away; clear with NULL fn. */
 void sl_conn_on_gone(sl_server *srv, struct evhttp_request *req, sl_conn_gone_fn fn, void *arg);
 void sl_conns_free_all(sl_server *srv);
+/* The request's connection's bufferevent (NULL when it has none), taken
+ * before an answer is handed to evhttp, which may free the request; and
+ * writing what evhttp queued on it now rather than on the next turn. */
+struct bufferevent *sl_conn_bev(struct evhttp_request *req);
+void sl_conn_write_now(struct bufferevent *bev);
 
 #endif

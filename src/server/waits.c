@@ -252,7 +252,9 @@ static void start(void *arg, bool committed)
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-store");
     sl_metrics_http(&w->srv->metrics, w->route, w->status);
+    struct bufferevent *bev = sl_conn_bev(w->req);
     evhttp_send_reply_start(w->req, w->status, w->status == 201 ? "Created" : "OK");
+    sl_conn_write_now(bev);
     w->started = true;
     evtimer_add(w->timer, &w->wait_tv);
 }
