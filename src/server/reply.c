@@ -189,6 +189,15 @@ void sl_reply_json(sl_ctx *c, int status, json_t *body)
     queue_or_send(c->srv, c->req, c->route, status, "application/json", json_buffer(body));
 }
 
+void sl_reply_claim(sl_ctx *c, int status, const sl_claim *claim)
+{
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf)
+        abort();
+    sl_json_claim_write(c->srv, claim, buf);
+    queue_or_send(c->srv, c->req, c->route, status, "application/json", buf);
+}
+
 void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
                    json_t *body)
 {

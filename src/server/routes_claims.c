@@ -64,7 +64,7 @@ static void claim_post(sl_ctx *c)
             if (wait > 0 && v.state == SL_PENDING)
                 sl_wait_claim(c, SL_WAIT_CREATE, claim, SL_PENDING, wait, 201);
             else
-                sl_reply_json(c, 201, sl_json_claim(c->srv, claim));
+                sl_reply_claim(c, 201, claim);
         }
     }
     free(b);
@@ -108,7 +108,7 @@ static void claim_get(sl_ctx *c, sl_claim *claim)
     if (wait > 0 && seen == v.state)
         sl_wait_claim(c, SL_WAIT_CLAIM, claim, seen, wait, 200);
     else
-        sl_reply_json(c, 200, sl_json_claim(c->srv, claim));
+        sl_reply_claim(c, 200, claim);
 }
 
 static void claim_delete(sl_ctx *c, sl_claim *claim)
@@ -121,7 +121,7 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
         sl_claim_release(c->srv->eng, claim, SL_REASON_RELEASED, c->now);
         sl_server_touch(c->srv);
     }
-    sl_reply_json(c, 200, sl_json_claim(c->srv, claim));
+    sl_reply_claim(c, 200, claim);
 }
 
 static void claim_renew(sl_ctx *c, sl_claim *claim)
@@ -130,7 +130,7 @@ static void claim_renew(sl_ctx *c, sl_claim *claim)
         return;
     if (sl_claim_renew(c->srv->eng, claim, c->now) == 0) {
         sl_server_touch(c->srv);
-        sl_reply_json(c, 200, sl_json_claim(c->srv, claim));
+        sl_reply_claim(c, 200, claim);
         return;
     }
     sl_claim_view v;

@@ -115,6 +115,8 @@ typedef struct sl_ctx sl_ctx;
  * changes not yet in the store (no answer may show uncommitted state).
  * Takes the reference to body. */
 void sl_reply_json(sl_ctx *c, int status, json_t *body);
+/* The same with the claim's JSON as the body (sl_json_claim_write). */
+void sl_reply_claim(sl_ctx *c, int status, const sl_claim *claim);
 /* {"error": {"code": ..., "message": ...}}. */
 void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -183,6 +185,9 @@ bool sl_auth_allows_claim(sl_ctx *c, const sl_claim *claim);
 
 /* ---- json_out.c: engine state as API.md's JSON --------------------------- */
 json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
+/* json_claim.c: the same claim as compact JSON and a newline, written into
+ * buf without building jansson values (the answers to claim requests). */
+void sl_json_claim_write(sl_server *srv, const sl_claim *claim, struct evbuffer *buf);
 json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full);
 json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg);
 json_t *sl_json_why(sl_server *srv, const sl_claim *claim);
