@@ -198,6 +198,12 @@ void sl_reply_claim(sl_ctx *c, int status, const sl_claim *claim)
     queue_or_send(c->srv, c->req, c->route, status, "application/json", buf);
 }
 
+void sl_reply_send_buffer(sl_server *srv, struct evhttp_request *req, sl_route_id route,
+                          int status, struct evbuffer *body)
+{
+    queue_or_send(srv, req, route, status, "application/json", body);
+}
+
 void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
                    json_t *body)
 {

@@ -127,6 +127,9 @@ void sl_reply_text(sl_ctx *c, int status, const char *ctype, struct evbuffer *bo
 /* The same for answers given later (waits): no context any more. */
 void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
                    json_t *body);
+/* The same with a JSON body already written (taken). */
+void sl_reply_send_buffer(sl_server *srv, struct evhttp_request *req, sl_route_id route,
+                          int status, struct evbuffer *body);
 /* Runs fn(arg, committed) once this turn's changes are committed (at once
  * when nothing is pending): for answers that start later, such as waits
  * whose headers must not go out before the claim they name is durable. */

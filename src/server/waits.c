@@ -103,23 +103,26 @@ static json_t *events_page(sl_wait *w, size_t *count)
     return page ? page : json_pack("{s:[],s:I}", "events", "next", (json_int_t)w->since);
 }
 
-/* Writes the answer: the body of a started reply, or a whole reply. */
+/* Writes the answer (a JSON body, taken): the body of a started reply, or
+ * a whole reply. */
 static void send_body(sl_server *srv, struct evhttp_request *req, bool started,
-                      sl_route_id route, int status, json_t *body)
+                      sl_route_id route, int status, struct evbuffer *body)
 {
-    if (!started) {
-        sl_reply_send(srv, req, route, status, body);
-        return;
-    }
+    if (!started)
+        sl_reply_send_buffer(srv, req, route, status, body);
+    else
+        sl_reply_chunk_end(srv, req, body); /* held while it shows uncommitted state */
+}
+
+static struct evbuffer *new_buffer(void)
+{
     struct evbuffer *buf = evbuffer_new();
     if (!buf)
         abort();
-    sl_json_to_buffer(body, buf);
-    json_decref(body);
-    sl_reply_chunk_end(srv, req, buf); /* held while it shows uncommitted state */
+    return buf;
 }
 
-static void answer_with(sl_wait *w, json_t *body)
+static void answer_buffer(sl_wait *w, struct evbuffer *body)
 {
     sl_server *srv = w->srv;
     struct evhttp_request *req = w->req;
@@ -128,6 +131,14 @@ static void answer_with(sl_wait *w, json_t *body)
     int status = w->status;
     finish(w);
     send_body(srv, req, started, route, status, body);
+}
+
+static void answer_with(sl_wait *w, json_t *body)
+{
+    struct evbuffer *buf = new_buffer();
+    sl_json_to_buffer(body, buf);
+    json_decref(body);
+    answer_buffer(w, buf);
 }
 
 /* Whether the client closed its end although evhttp has not seen it yet
@@ -177,8 +188,13 @@ static void answer(sl_wait *w)
         answer_with(w, final);
         return;
     }
-    answer_with(w, w->kind == SL_WAIT_EVENTS ? events_page(w, &count)
-                                             : sl_json_claim(w->srv, w->claim));
+    if (w->kind == SL_WAIT_EVENTS) {
+        answer_with(w, events_page(w, &count));
+        return;
+    }
+    struct evbuffer *buf = new_buffer();
+    sl_json_claim_write(w->srv, w->claim, buf);
+    answer_buffer(w, buf);
 }
 
 static bool satisfied(sl_wait *w)
