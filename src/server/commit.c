@@ -158,8 +158,17 @@ void sl_commit_done(sl_server *srv, int rc, double seconds)
     srv->batch_gen = 0;
     wake(srv);
     sl_reply_flush(srv, srv->gen_done, true);
-    /* What came in meanwhile (and what waking changed) is the next batch. */
+    /* What came in meanwhile (and what waking changed) is the next batch.
+     * A batch committed on the loop calls this from sl_commit_run: one
+     * level of that is enough, the rest waits for the end of the turn. */
+    static int depth;
+    if (depth > 0) {
+        sl_server_touch(srv);
+        return;
+    }
+    depth++;
     sl_commit_run(srv);
+    depth--;
 }
 
 void sl_commit_drain(sl_server *srv)

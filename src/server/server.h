@@ -102,7 +102,8 @@ void sl_commit_rearm_timer(sl_server *srv);
 /* ---- writer.c: commits on a thread of their own -------------------------- */
 int sl_writer_start(sl_server *srv);
 void sl_writer_stop(sl_server *srv);
-/* Hands b to the writer; sl_commit_done follows on a later turn. */
+/* Hands b to the writer; sl_commit_done follows on a later turn (or at
+ * once, when a small batch is committed on the loop: writer.c). */
 void sl_writer_submit(sl_server *srv, sl_store_batch *b);
 /* A batch was submitted and its result not yet handled. */
 bool sl_writer_busy(const sl_server *srv);

@@ -126,9 +126,30 @@ int sl_writer_start(sl_server *srv)
     return 0;
 }
 
+/* Handing a batch over costs two thread wake-ups, which on a small VM take
+ * longer than a small commit itself (without fsync) takes. So a batch of a
+ * few rows, typical of a lock handed from one waiter to the next, is
+ * committed on the loop; the loop would wait for it anyway, having nothing
+ * else to do. Measured (8 clients on one mutex, 2 vCPUs): handoff p50
+ * 305-330 us through the writer, 167-196 us here; cycles/s 2.6-2.8k vs
+ * 4.1-4.8k; unchanged with 32 connections, whose batches go to the writer.
+ * With --durability full a commit waits for fsync: always the writer. */
+#define SL_COMMIT_HERE_ROWS 16
+
+static bool commit_here(const sl_server *srv, const sl_store_batch *b)
+{
+    return srv->conf->durability != SL_DURABILITY_FULL &&
+           sl_store_batch_rows(b) <= SL_COMMIT_HERE_ROWS;
+}
+
 void sl_writer_submit(sl_server *srv, sl_store_batch *b)
 {
     sl_writer *w = srv->writer;
+    if (w->threaded && commit_here(srv, b)) {
+        commit_job(w, b); /* the writer is idle: the connection is free */
+        sl_commit_done(srv, w->rc, w->seconds);
+        return;
+    }
     w->outstanding = true;
     if (!w->threaded) {
         commit_job(w, b);

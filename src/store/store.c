@@ -146,6 +146,11 @@ bool sl_store_batch_empty(const sl_store_batch *b)
     return b->nops == 0 && !b->prune;
 }
 
+size_t sl_store_batch_rows(const sl_store_batch *b)
+{
+    return b->nops;
+}
+
 void sl_store_batch_prune(sl_store_batch *b, int64_t before_ms)
 {
     b->prune = true;

@@ -108,6 +108,8 @@ sl_store_batch *sl_store_batch_new(void); /* NULL when out of memory */
 void sl_store_batch_free(sl_store_batch *b);
 /* Nothing to write: no rows and no prune. */
 bool sl_store_batch_empty(const sl_store_batch *b);
+/* Rows written or deleted (statements run) by the batch. */
+size_t sl_store_batch_rows(const sl_store_batch *b);
 /* Also delete the events older than before_ms, as sl_store_prune_events
  * does, in the batch's transaction; sl_store_batch_pruned says how many
  * went once it committed. */
