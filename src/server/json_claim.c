@@ -8,8 +8,7 @@
  * a claim is part of a larger document (listings, events, waits), and
  * tests/server compares the two. Only writing is done here: every JSON
  * input is still read by jansson. */
-#include <inttypes.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -91,8 +90,16 @@ static void str_or_null(out *o, const char *s)
 static void num(out *o, int64_t v)
 {
     char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-    raw(o, tmp, (size_t)n);
+    size_t i = sizeof(tmp);
+    /* The magnitude without negating INT64_MIN. */
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--i] = '-';
+    raw(o, tmp + i, sizeof(tmp) - i);
 }
 
 static void time_or_null(out *o, int64_t ms)
