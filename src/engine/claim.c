@@ -281,7 +281,7 @@ sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xloc
 }
 
 /* Indexes the claim and puts it in the list of every claim, which stays in
- * arrival order (restored claims may come in any order). */
+ * arrival order (restore.c links restored claims itself). */
 void sl__claim_link(sl_engine *eng, sl_claim *c, uint64_t idhash)
 {
     sl__hash_insert_hashed(&eng->claims, &c->hnode, idhash);

@@ -206,6 +206,7 @@ int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
         return rc;
     if (sl__hash_find(&eng->configs, name, len))
         return SL_ECONFLICT;
+    sl__restore_finish(eng); /* claims came first, against the order asked */
     config_apply(eng, config_new(eng, name, len), limit, strategy, lease_ms);
     return 0;
 }

@@ -451,7 +451,8 @@ typedef struct sl_claim_rec {
 
 /* Call on an empty engine, in this order: counters, configurations and
  * lock tokens, claims (any order), then restore_done. No events are
- * emitted and the batch stays empty. */
+ * emitted and the batch stays empty. Until restore_done, make no other
+ * call: restored queues are put in order only then. */
 void sl_engine_restore_counters(sl_engine *eng, uint64_t next_seq, uint64_t next_arrival,
                                 uint64_t next_grant, uint64_t token_floor);
 int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,

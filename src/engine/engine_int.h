@@ -33,6 +33,7 @@ typedef struct sl_xlock {
     uint32_t slots;
     sl_via via;
     int64_t cfg_lease; /* the configured lease of a semaphore, 0 if none */
+    sl_lock *lock;     /* restore: the lock found by key, NULL when it is new */
 } sl_xlock;
 
 struct sl_config {
@@ -157,6 +158,11 @@ struct sl_engine {
     sl_event *events;
     size_t nevents, capevents;
     sl_claim *grave;
+    /* between the first sl_engine_restore_claim and restore_done: queues
+     * are lists (sl__queue_restore), holders and claims possibly out of
+     * order, all put right in one go at the end */
+    bool restoring;
+    bool restore_unsorted; /* a claim came in before one of a later arrival */
 };
 
 /* claim.c */
@@ -182,7 +188,8 @@ sl_lock *sl__lock_get(sl_engine *eng, const char *key, size_t len); /* creates *
 void sl__lock_apply_config(sl_engine *eng, sl_lock *l, const sl_config *cfg);
 void sl__lock_check_idle(sl_engine *eng, sl_lock *l);
 void sl__lock_holder_add(sl_engine *eng, sl_centry *e); /* a grant: the token moves */
-void sl__lock_holder_insert(sl_engine *eng, sl_centry *e); /* restore: in grant order */
+void sl__lock_holder_append(sl_engine *eng, sl_centry *e); /* restore: any order */
+void sl__lock_holders_sort(sl_engine *eng, sl_lock *l);   /* ... then into grant order */
 void sl__lock_holder_remove(sl_engine *eng, sl_centry *e);
 void sl__lock_evict_excess(sl_engine *eng);
 void sl__lock_free_all(sl_engine *eng);
@@ -192,6 +199,8 @@ void sl__lock_key(sl_kind kind, const char *name, size_t len, char *out, size_t 
 
 /* queue.c */
 void sl__queue_add(sl_engine *eng, sl_centry *e);
+void sl__queue_restore(sl_engine *eng, sl_centry *e); /* listed, built later */
+void sl__queue_build(sl_lock *l);                     /* builds what was listed */
 void sl__queue_remove(sl_engine *eng, sl_centry *e);
 void sl__queue_requeue(sl_engine *eng, sl_lock *l, sl_strategy strategy);
 bool sl__queue_admissible(sl_engine *eng, const sl_centry *e);
@@ -212,6 +221,10 @@ void sl__rk_free_all(sl_engine *eng, sl_lock *l);
 typedef bool (*sl_rk_visit)(void *ud, sl_centry *e, size_t position, uint64_t slots_before);
 void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud);
 uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below);
+
+/* restore.c: ends a restore early (a configuration set in the middle of
+ * one walks queues, which must be trees by then) */
+void sl__restore_finish(sl_engine *eng);
 
 /* group.c */
 void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now);

@@ -8,6 +8,7 @@
  * are forgotten and their tokens folded into token_floor, where every new
  * lock starts. Tokens therefore never go backwards, even for forgotten names,
  * and memory does not grow with every name ever used. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -150,22 +151,20 @@ void sl__lock_holder_add(sl_engine *eng, sl_centry *e)
     sl__changes_lock(eng, l);
 }
 
-void sl__lock_holder_insert(sl_engine *eng, sl_centry *e)
+/* Restoring: holders come in whatever order the store keeps; each is put
+ * at the back, and sl__lock_holders_sort puts the list in grant order once
+ * they are all in (an insertion in order here would cost O(holders) each
+ * when they come backwards). */
+void sl__lock_holder_append(sl_engine *eng, sl_centry *e)
 {
     sl_lock *l = e->lock;
-    sl_centry *after = l->htail;
-    while (after && after->claim->grant_seq > e->claim->grant_seq)
-        after = after->u.h.prev;
-    e->u.h.prev = after;
-    e->u.h.next = after ? after->u.h.next : l->hhead;
-    if (e->u.h.next)
-        e->u.h.next->u.h.prev = e;
-    else
-        l->htail = e;
-    if (after)
-        after->u.h.next = e;
+    e->u.h.next = NULL;
+    e->u.h.prev = l->htail;
+    if (l->htail)
+        l->htail->u.h.next = e;
     else
         l->hhead = e;
+    l->htail = e;
     l->nholders++;
     l->used += e->slots;
     if (e->token > l->token)
@@ -173,6 +172,38 @@ void sl__lock_holder_insert(sl_engine *eng, sl_centry *e)
     if (l->strategy == SL_REBALANCED)
         sl__rk_add_held(eng, e);
     sl__lock_check_idle(eng, l);
+}
+
+static int grant_order(const void *a, const void *b)
+{
+    uint64_t x = (*(const sl_centry *const *)a)->claim->grant_seq;
+    uint64_t y = (*(const sl_centry *const *)b)->claim->grant_seq;
+    return x < y ? -1 : x > y;
+}
+
+void sl__lock_holders_sort(sl_engine *eng, sl_lock *l)
+{
+    bool sorted = true;
+    for (sl_centry *e = l->hhead; e && e->u.h.next && sorted; e = e->u.h.next)
+        sorted = e->claim->grant_seq < e->u.h.next->claim->grant_seq;
+    if (sorted)
+        return;
+    sl_pvec v = {0};
+    for (sl_centry *e = l->hhead; e; e = e->u.h.next)
+        sl__pvec_push(&eng->mem, &v, e);
+    qsort(v.v, v.n, sizeof(*v.v), grant_order);
+    l->hhead = l->htail = NULL;
+    for (size_t i = 0; i < v.n; i++) {
+        sl_centry *e = v.v[i];
+        e->u.h.prev = l->htail;
+        e->u.h.next = NULL;
+        if (l->htail)
+            l->htail->u.h.next = e;
+        else
+            l->hhead = e;
+        l->htail = e;
+    }
+    sl__pvec_free(&eng->mem, &v);
 }
 
 void sl__lock_holder_remove(sl_engine *eng, sl_centry *e)

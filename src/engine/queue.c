@@ -43,6 +43,32 @@ void sl__queue_add(sl_engine *eng, sl_centry *e)
     sl__lock_check_idle(eng, l);
 }
 
+/* Restoring: the entry is listed at the back of its queue, which
+ * sl__queue_build makes a tree at once when every claim is in, and the lock
+ * is marked for admission as a whole (nobody asks of a restored waiter
+ * whether it alone got in: it was saved waiting). Rebalanced queues go in
+ * one by one, as usual. */
+void sl__queue_restore(sl_engine *eng, sl_centry *e)
+{
+    sl_lock *l = e->lock;
+    if (l->strategy == SL_REBALANCED) {
+        sl__queue_add(eng, e);
+        return;
+    }
+    l->npending++;
+    if (l->queue.root) /* built already: a restore ended early, then went on */
+        sl__tree_insert(&l->queue, &e->u.node, e->slots);
+    else
+        sl__tree_defer(&l->queue, &e->u.node, e->slots);
+    sl__lock_mark_dirty(eng, l);
+    sl__lock_check_idle(eng, l);
+}
+
+void sl__queue_build(sl_lock *l)
+{
+    sl__tree_build(&l->queue);
+}
+
 /* A waiter leaving a skip queue changes nobody's chances there (they depend
  * on the free slots only); on a strict one those behind it move up. */
 void sl__queue_remove(sl_engine *eng, sl_centry *e)

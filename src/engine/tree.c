@@ -270,3 +270,92 @@ sl_tnode *sl__tree_at(const sl_tree *t, size_t rank)
     }
     return NULL;
 }
+
+/* ---- bulk loading -------------------------------------------------------- */
+
+/* A deferred tree is a list: root NULL, first and last its ends, each node
+ * linked to the next through right. */
+bool sl__tree_deferred(const sl_tree *t)
+{
+    return t->root == NULL && t->first != NULL;
+}
+
+void sl__tree_defer(sl_tree *t, sl_tnode *n, uint32_t weight)
+{
+    n->left = n->right = n->parent = NULL;
+    n->weight = weight;
+    if (t->last)
+        t->last->right = n;
+    else
+        t->first = n;
+    t->last = n;
+}
+
+/* Merges two sorted lists; ties keep a's nodes first. */
+static sl_tnode *merge(sl_tnode *a, sl_tnode *b, sl_tree_cmp cmp)
+{
+    sl_tnode head, *tail = &head;
+    while (a && b) {
+        sl_tnode **from = cmp(b, a) < 0 ? &b : &a;
+        tail->right = *from;
+        tail = *from;
+        *from = (*from)->right;
+    }
+    tail->right = a ? a : b;
+    return head.right;
+}
+
+/* Sorts the first n nodes of the list at *list and returns them as a
+ * sorted list; *list moves past them. Recursion depth log2(n). */
+static sl_tnode *sort_list(sl_tnode **list, size_t n, sl_tree_cmp cmp)
+{
+    if (n == 1) {
+        sl_tnode *x = *list;
+        *list = x->right;
+        x->right = NULL;
+        return x;
+    }
+    sl_tnode *a = sort_list(list, n / 2, cmp);
+    sl_tnode *b = sort_list(list, n - n / 2, cmp);
+    return merge(a, b, cmp);
+}
+
+/* The balanced tree of the first n nodes of the sorted list at *list, in
+ * order (so the middle one is the root); *list moves past them. Subtree
+ * sizes differ by at most one at every node, so heights do too: a valid
+ * AVL tree. */
+static sl_tnode *build(sl_tnode **list, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    sl_tnode *left = build(list, n / 2);
+    sl_tnode *root = *list;
+    *list = root->right;
+    root->left = left;
+    if (left)
+        left->parent = root;
+    root->right = build(list, n - n / 2 - 1);
+    if (root->right)
+        root->right->parent = root;
+    update(root);
+    return root;
+}
+
+void sl__tree_build(sl_tree *t)
+{
+    if (!sl__tree_deferred(t))
+        return;
+    size_t n = 1;
+    bool sorted = true;
+    for (sl_tnode *x = t->first; x->right; x = x->right, n++)
+        sorted = sorted && t->cmp(x, x->right) < 0;
+    sl_tnode *list = t->first;
+    if (!sorted) {
+        list = sort_list(&list, n, t->cmp);
+        t->first = list;
+        for (t->last = list; t->last->right; t->last = t->last->right)
+            ;
+    }
+    t->root = build(&list, n);
+    t->root->parent = NULL;
+}

@@ -12,6 +12,7 @@
 #ifndef SL_ENGINE_TREE_H
 #define SL_ENGINE_TREE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,18 @@ size_t sl__tree_rank(const sl_tnode *n);
 uint64_t sl__tree_sum_before(const sl_tnode *n);
 /* The node with the given rank (0-based), NULL when rank >= count. */
 sl_tnode *sl__tree_at(const sl_tree *t, size_t rank);
+
+/* Bulk loading, for restoring saved queues: a million inserts cost a
+ * million walks to the root, each level a cache miss. Instead,
+ * sl__tree_defer() lists n (not in any tree) at the back of an empty or
+ * deferred tree in O(1), comparing and balancing nothing, and
+ * sl__tree_build() sorts what was listed (only when it came out of order:
+ * O(n) otherwise) and builds a perfectly balanced tree from it in O(n).
+ * In between, no other function may be called on t. */
+void sl__tree_defer(sl_tree *t, sl_tnode *n, uint32_t weight);
+/* Whether t holds deferred nodes not built yet. */
+bool sl__tree_deferred(const sl_tree *t);
+void sl__tree_build(sl_tree *t);
 
 #define sl__container_of(ptr, type, member) \
     ((type *)(void *)((char *)(ptr) - offsetof(type, member)))

@@ -2,11 +2,13 @@
  *
  * One read transaction (a consistent snapshot): counters, configurations,
  * lock tokens, then claims in arrival order (the table's own order, in
- * which the engine links each restored claim in O(1)), then
+ * which the engine restores claims without sorting anything), read on a
+ * second thread while this one restores them (below), then
  * sl_engine_restore_done. Every value read back is checked for its type,
  * range and length before the engine sees it: a row that fails names
  * itself in SL_STORE_EDATA, and the engine, partly rebuilt, must then be
  * freed by the caller. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,16 +56,20 @@ static const char claims_sql[] =
     " cancel, grace, lease, timeout, life, granted, grant_seq, revoke_at, ended, reason,"
     " by_claim, locks, tags FROM claims ORDER BY arrival";
 
+/* Columns are read through their sqlite3_value: one sqlite3_column_*
+ * call per column instead of two or three (each of those checks the
+ * statement and its error state again), which counts a million rows over. */
 static bool col_text(sqlite3_stmt *s, int i, size_t max, bool nullable, const char **out)
 {
-    int t = sqlite3_column_type(s, i);
+    sqlite3_value *val = sqlite3_column_value(s, i);
+    int t = sqlite3_value_type(val);
     *out = NULL;
     if (t == SQLITE_NULL)
         return nullable;
     if (t != SQLITE_TEXT)
         return false;
-    const char *p = (const char *)sqlite3_column_text(s, i);
-    size_t n = (size_t)sqlite3_column_bytes(s, i);
+    const char *p = (const char *)sqlite3_value_text(val);
+    size_t n = (size_t)sqlite3_value_bytes(val);
     if (!p || n > max || strlen(p) != n)
         return false;
     *out = p;
@@ -72,9 +78,10 @@ static bool col_text(sqlite3_stmt *s, int i, size_t max, bool nullable, const ch
 
 static bool col_int(sqlite3_stmt *s, int i, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (sqlite3_column_type(s, i) != SQLITE_INTEGER)
+    sqlite3_value *val = sqlite3_column_value(s, i);
+    if (sqlite3_value_type(val) != SQLITE_INTEGER)
         return false;
-    int64_t v = sqlite3_column_int64(s, i);
+    int64_t v = sqlite3_value_int64(val);
     if (v < lo || v > hi)
         return false;
     *out = v;
@@ -303,64 +310,290 @@ static bool row_fields(sqlite3_stmt *s, claim_row *r)
     return true;
 }
 
-static int load_claim(sl_sqlite *sq, sl_engine *eng, sqlite3_stmt *s, claim_row *r,
-                      sl_store_load_stats *stats)
+/* ---- claims: read on a thread of their own -------------------------------
+ *
+ * A million claims take about as long to read and check (SQLite's steps and
+ * columns, the JSON of their locks) as the engine takes to restore them, so
+ * the two run side by side: a reader thread, the only user of the
+ * connection until it is joined, turns rows into restore records in batches
+ * (their strings copied into the batch), and this thread hands each batch's
+ * records to the engine while the reader fills the next. A row that cannot
+ * be read ends the reader's work; its reason travels with the batch, so
+ * the error is the one a row-by-row load would give, after the rows before
+ * it were restored. Without a thread (pthread_create failed) the same
+ * batches are filled and restored in turn. */
+
+#define BATCH_ROWS 512
+#define BATCHES 3
+/* The most text one row can need in a batch: its strings, the decoded
+ * JSON of its locks and tags, and their arrays. */
+#define ROW_TEXT_MAX                                                                            \
+    (SL_ID_MAX + SL_HOLDER_MAX + 2 * SL_NAME_MAX + SL_ID_MAX + 5 + 2 * (SQ_JSON_MAX + 1) +        \
+     SL_CLAIM_LOCKS_MAX * sizeof(sl_claim_lock_rec) + SL_TAGS_MAX * sizeof(sl_tag) + 64)
+#define BATCH_TEXT (1024 * 1024 + ROW_TEXT_MAX) /* a batch ends when a row might not fit */
+
+typedef struct batch {
+    sl_claim_rec rows[BATCH_ROWS];
+    size_t nrows;
+    char *text; /* BATCH_TEXT bytes: every string and array the rows point to */
+    size_t used;
+    bool last;       /* no batch follows */
+    int step_rc;     /* with last: SQLITE_DONE, or the step's failure */
+    bool bad;        /* with last: the row after these could not be read */
+    char bad_name[SL_ID_MAX + 32];
+    char bad_what[160];
+} batch;
+
+typedef struct reader {
+    sl_sqlite *sq;
+    sqlite3_stmt *s;
+    claim_row *row; /* the reader's scratch */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    batch *b[BATCHES];
+    size_t filled, next_fill, next_take; /* a ring: filled batches wait to be taken */
+    bool stop;                          /* the taker gave up: fill no more */
+} reader;
+
+static void *text_put(batch *b, const void *p, size_t n, size_t align)
+{
+    b->used = (b->used + align - 1) / align * align;
+    char *at = b->text + b->used;
+    memcpy(at, p, n);
+    b->used += n;
+    return at;
+}
+
+static const char *text_str(batch *b, const char *str)
+{
+    return str ? text_put(b, str, strlen(str) + 1, 1) : NULL;
+}
+
+/* Copies the row's record, which points into SQLite's column memory and
+ * the reader's scratch, into the batch. */
+static void batch_add(batch *b, const claim_row *r)
+{
+    sl_claim_rec *rec = &b->rows[b->nrows++];
+    const sl_claim_view *v = &r->rec.v;
+    rec->v = *v;
+    rec->v.id = text_str(b, v->id);
+    rec->v.holder = text_str(b, v->holder);
+    rec->v.rebalance_key = text_str(b, v->rebalance_key);
+    rec->v.group = text_str(b, v->group);
+    rec->v.by = text_str(b, v->by);
+    /* Names point into the scratch, where the JSON was decoded: copy it
+     * whole (its size is what the names used) and point into the copy. */
+    sl_claim_lock_rec *locks = text_put(b, r->locks, v->nlocks * sizeof(*locks), 8);
+    if (v->nlocks) {
+        size_t n = 0;
+        for (size_t i = 0; i < v->nlocks; i++) {
+            size_t end = (size_t)(r->locks[i].name - r->scratch) + strlen(r->locks[i].name) + 1;
+            n = end > n ? end : n;
+        }
+        const char *copy = text_put(b, r->scratch, n, 1);
+        for (size_t i = 0; i < v->nlocks; i++)
+            locks[i].name = copy + (r->locks[i].name - r->scratch);
+    }
+    sl_tag *tags = text_put(b, r->tags, v->ntags * sizeof(*tags), 8);
+    for (size_t i = 0; i < v->ntags; i++) {
+        tags[i].key = text_str(b, r->tags[i].key);
+        tags[i].value = text_str(b, r->tags[i].value);
+    }
+    rec->locks = locks;
+    rec->tags = tags;
+}
+
+/* One row into r: 0, or -1 with the row's name and what is wrong in b. */
+static int read_row(sqlite3_stmt *s, claim_row *r, batch *b)
 {
     memset(&r->rec.v, 0, sizeof(r->rec.v));
     const char *id;
     if (!col_text(s, C_ID, SL_ID_MAX, false, &id)) {
-        char name[48];
-        snprintf(name, sizeof(name), "(arrival %lld)", (long long)sqlite3_column_int64(s, 0));
-        return bad_row(sq, "claim", name, "its id is missing or too long");
+        snprintf(b->bad_name, sizeof(b->bad_name), "(arrival %lld)",
+                 (long long)sqlite3_column_int64(s, 0));
+        snprintf(b->bad_what, sizeof(b->bad_what), "its id is missing or too long");
+        return -1;
     }
     r->rec.v.id = id;
-    bool ok = row_fields(s, r) && row_locks(s, r) && row_tags(s, r);
-    int rc = 0;
-    if (!ok) {
-        rc = bad_row(sq, "claim", id, r->what);
-    } else {
-        sl_error err;
-        memset(&err, 0, sizeof(err));
-        if (sl_engine_restore_claim(eng, &r->rec, &err) != 0) {
-            char why[400];
-            snprintf(why, sizeof(why), "the engine refused it: %.100s%s%.253s",
-                     err.what ? err.what : "(no reason given)", err.name[0] ? ": " : "", err.name);
-            rc = bad_row(sq, "claim", id, why);
+    if (row_fields(s, r) && row_locks(s, r) && row_tags(s, r))
+        return 0;
+    snprintf(b->bad_name, sizeof(b->bad_name), "%s", id);
+    snprintf(b->bad_what, sizeof(b->bad_what), "%s", r->what);
+    return -1;
+}
+
+/* Steps rows into b until it is full, the rows end, or one is bad. */
+static void fill_batch(reader *rd, batch *b)
+{
+    b->nrows = 0;
+    b->used = 0;
+    b->last = b->bad = false;
+    while (b->nrows < BATCH_ROWS && b->used <= BATCH_TEXT - ROW_TEXT_MAX) {
+        int rc = sqlite3_step(rd->s);
+        if (rc != SQLITE_ROW) {
+            b->step_rc = rc;
+            b->last = true;
+            return;
         }
+        if (read_row(rd->s, rd->row, b) < 0) {
+            b->bad = b->last = true;
+            return;
+        }
+        batch_add(b, rd->row);
     }
-    if (rc)
-        return rc;
+}
+
+static void *reader_main(void *arg)
+{
+    reader *rd = arg;
+    bool last = false;
+    while (!last) {
+        pthread_mutex_lock(&rd->mu);
+        while (rd->filled == BATCHES && !rd->stop)
+            pthread_cond_wait(&rd->cv, &rd->mu);
+        bool stop = rd->stop;
+        batch *b = rd->b[rd->next_fill];
+        pthread_mutex_unlock(&rd->mu);
+        if (stop)
+            break;
+        fill_batch(rd, b);
+        last = b->last;
+        pthread_mutex_lock(&rd->mu);
+        rd->next_fill = (rd->next_fill + 1) % BATCHES;
+        rd->filled++;
+        pthread_cond_broadcast(&rd->cv);
+        pthread_mutex_unlock(&rd->mu);
+    }
+    return NULL;
+}
+
+static batch *take_batch(reader *rd)
+{
+    pthread_mutex_lock(&rd->mu);
+    while (rd->filled == 0)
+        pthread_cond_wait(&rd->cv, &rd->mu);
+    batch *b = rd->b[rd->next_take];
+    pthread_mutex_unlock(&rd->mu);
+    return b;
+}
+
+static void give_back(reader *rd)
+{
+    pthread_mutex_lock(&rd->mu);
+    rd->next_take = (rd->next_take + 1) % BATCHES;
+    rd->filled--;
+    pthread_cond_broadcast(&rd->cv);
+    pthread_mutex_unlock(&rd->mu);
+}
+
+static void count(sl_store_load_stats *stats, sl_state state)
+{
     stats->claims++;
-    if (r->rec.v.state == SL_PENDING)
+    if (state == SL_PENDING)
         stats->pending++;
-    else if (sl_state_ended(r->rec.v.state))
+    else if (sl_state_ended(state))
         stats->ended++;
     else
         stats->held++;
+}
+
+/* Restores b's rows, then reports what ended the reading, if it ended:
+ * 0 to go on (or at the end), or the error. */
+static int restore_batch(sl_sqlite *sq, sl_engine *eng, const batch *b, sl_store_load_stats *stats)
+{
+    for (size_t i = 0; i < b->nrows; i++) {
+        const sl_claim_rec *rec = &b->rows[i];
+        sl_error err;
+        memset(&err, 0, sizeof(err));
+        if (sl_engine_restore_claim(eng, rec, &err) != 0) {
+            char why[400];
+            snprintf(why, sizeof(why), "the engine refused it: %.100s%s%.253s",
+                     err.what ? err.what : "(no reason given)", err.name[0] ? ": " : "", err.name);
+            return bad_row(sq, "claim", rec->v.id, why);
+        }
+        count(stats, rec->v.state);
+    }
+    if (b->bad)
+        return bad_row(sq, "claim", b->bad_name, b->bad_what);
+    if (b->last && b->step_rc != SQLITE_DONE)
+        return sl__sqlite_fail(sq, "cannot read the claims"); /* the reader made no call since */
     return 0;
+}
+
+static void reader_init(reader *rd, sl_sqlite *sq, sqlite3_stmt *s)
+{
+    memset(rd, 0, sizeof(*rd));
+    rd->sq = sq;
+    rd->s = s;
+    rd->row = calloc(1, sizeof(*rd->row));
+    if (!rd->row)
+        abort();
+    rd->row->rec.locks = rd->row->locks;
+    rd->row->rec.tags = rd->row->tags;
+    for (size_t i = 0; i < BATCHES; i++) {
+        rd->b[i] = calloc(1, sizeof(*rd->b[i]));
+        if (!rd->b[i] || !(rd->b[i]->text = malloc(BATCH_TEXT)))
+            abort();
+    }
+    if (pthread_mutex_init(&rd->mu, NULL) || pthread_cond_init(&rd->cv, NULL))
+        abort();
+}
+
+static void reader_free(reader *rd)
+{
+    pthread_mutex_destroy(&rd->mu);
+    pthread_cond_destroy(&rd->cv);
+    for (size_t i = 0; i < BATCHES; i++) {
+        free(rd->b[i]->text);
+        free(rd->b[i]);
+    }
+    free(rd->row);
+}
+
+static int restore_threaded(reader *rd, sl_engine *eng, sl_store_load_stats *stats)
+{
+    int rc = 0;
+    for (bool last = false; !last && rc == 0;) {
+        batch *b = take_batch(rd);
+        rc = restore_batch(rd->sq, eng, b, stats);
+        last = b->last;
+        give_back(rd);
+    }
+    return rc;
+}
+
+/* Without a second thread: fill one batch, restore it, and so on. */
+static int restore_inline(reader *rd, sl_engine *eng, sl_store_load_stats *stats)
+{
+    int rc = 0;
+    for (bool last = false; !last && rc == 0;) {
+        fill_batch(rd, rd->b[0]);
+        rc = restore_batch(rd->sq, eng, rd->b[0], stats);
+        last = rd->b[0]->last;
+    }
+    return rc;
 }
 
 static int load_claims(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stats)
 {
     sqlite3_stmt *s;
+    reader rd;
+    pthread_t thread;
     int rc = prepare(sq, claims_sql, &s);
     if (rc)
         return rc;
-    claim_row *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
-    r->rec.locks = r->locks;
-    r->rec.tags = r->tags;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        rc = load_claim(sq, eng, s, r, stats);
-        if (rc)
-            break;
+    reader_init(&rd, sq, s);
+    if (pthread_create(&thread, NULL, reader_main, &rd) == 0) {
+        rc = restore_threaded(&rd, eng, stats);
+        pthread_mutex_lock(&rd.mu);
+        rd.stop = true; /* if the engine refused a claim, the reader may still be going */
+        pthread_cond_broadcast(&rd.cv);
+        pthread_mutex_unlock(&rd.mu);
+        pthread_join(thread, NULL);
+    } else {
+        rc = restore_inline(&rd, eng, stats);
     }
-    free(r);
-    if (rc == SQLITE_DONE)
-        rc = 0;
-    else if (rc > 0)
-        return step_fail(sq, s, "cannot read the claims");
+    reader_free(&rd);
     sqlite3_finalize(s);
     return rc;
 }

@@ -24,7 +24,7 @@
 
 /* ---- the in-test store --------------------------------------------------- */
 
-#define ST_CLAIMS 48
+#define ST_CLAIMS 3072 /* many_claims_in_any_order's */
 #define ST_CLAIM_LOCKS 8
 #define ST_TAGS 4
 #define ST_TOKENS 64
@@ -214,7 +214,10 @@ static size_t st_nclaims(const store *st)
     return n;
 }
 
-/* Builds engine B from the store alone; claims go in a shuffled order. */
+/* Builds engine B from the store alone; claims go in a shuffled order, or
+ * with seed 0 in the store's own (arrival order, as slots are taken), or
+ * with BACKWARDS in the reverse of that. */
+#define BACKWARDS 0xffffffffu
 static sl_engine *rebuild(const store *st, const sl_engine_opts *base, int64_t now, unsigned seed)
 {
     sl_engine_opts opts = *base;
@@ -231,12 +234,13 @@ static sl_engine *rebuild(const store *st, const sl_engine_opts *base, int64_t n
         if (st->tokens[i].used)
             assert_int_equal(sl_engine_restore_token(eng, st->tokens[i].key, st->tokens[i].token),
                              0);
-    size_t order[ST_CLAIMS], n = 0;
+    static size_t order[ST_CLAIMS];
+    size_t n = 0;
     for (size_t i = 0; i < ST_CLAIMS; i++)
         if (st->claims[i].used)
             order[n++] = i;
     uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = n; i > 1; i--) {
+    for (size_t i = seed && seed != BACKWARDS ? n : 0; i > 1; i--) {
         x = x * 1103515245u + 12345u;
         size_t j = (x >> 8) % i;
         size_t tmp = order[i - 1];
@@ -244,7 +248,7 @@ static sl_engine *rebuild(const store *st, const sl_engine_opts *base, int64_t n
         order[j] = tmp;
     }
     for (size_t k = 0; k < n; k++) {
-        const st_claim *s = &st->claims[order[k]];
+        const st_claim *s = &st->claims[order[seed == BACKWARDS ? n - 1 - k : k]];
         sl_claim_rec rec = {s->v, s->locks, s->tags};
         sl_error err;
         int rc = sl_engine_restore_claim(eng, &rec, &err);
@@ -644,6 +648,124 @@ static void any_record_order_gives_the_same_engine(void **state)
     t_free(a);
 }
 
+/* Many claims: long queues of mixed priorities and creation times (so the
+ * queue order is not the arrival order), claims on two locks, a semaphore
+ * with many holders, skip and rebalanced queues, ended claims. */
+static void bulk_workload(sl_engine *a, store *st)
+{
+    char spec[160];
+    int64_t t = 1000;
+    w_sem(a, st, t, "pool", 6, SL_STRICT);
+    w_sem(a, st, t, "skip", 4, SL_SKIP);
+    w_sem(a, st, t, "fair", 3, SL_REBALANCED);
+    w_sem(a, st, t, "wide", 300, SL_STRICT);
+    uint32_t x = 12345;
+    for (int i = 0; i < 2600; i++) {
+        x = x * 1103515245u + 12345u;
+        unsigned r = x >> 8;
+        int prio = (int)(r % 5) - 2, created = (int)((r / 5) % 1000);
+        switch (i % 8) {
+        case 0:
+        case 1:
+        case 2:
+            snprintf(spec, sizeof spec, "id=c%d m:m%d prio=%d created=%d", i, (r / 7) % 9, prio,
+                     created);
+            break;
+        case 3:
+            snprintf(spec, sizeof spec, "id=c%d m:m%d s:pool*%u prio=%d", i, (r / 7) % 9,
+                     1 + (r / 11) % 3, prio);
+            break;
+        case 4:
+            snprintf(spec, sizeof spec, "id=c%d s:skip*%u created=%d", i, 1 + (r / 11) % 4,
+                     created);
+            break;
+        case 5:
+            snprintf(spec, sizeof spec, "id=c%d s:fair key=k%u", i, (r / 13) % 5);
+            break;
+        default:
+            snprintf(spec, sizeof spec, "id=c%d s:wide prio=%d", i, prio);
+            break;
+        }
+        w_claim(a, st, ++t, spec);
+        if (r % 17 == 0) { /* some end: released, withdrawn */
+            snprintf(spec, sizeof spec, "c%d", i);
+            w_release(a, st, ++t, spec);
+        }
+    }
+}
+
+/* The batches of A and B hold the same events, type and claim for claim. */
+static void same_batch(sl_engine *ea, sl_engine *eb)
+{
+    sl_changes a, b;
+    sl_engine_changes(ea, &a);
+    sl_engine_changes(eb, &b);
+    assert_int_equal(a.nevents, b.nevents);
+    for (size_t i = 0; i < a.nevents; i++) {
+        assert_int_equal(a.events[i].seq, b.events[i].seq);
+        assert_int_equal(a.events[i].type, b.events[i].type);
+        assert_string_equal(t_id(a.events[i].claim), t_id(b.events[i].claim));
+    }
+    sl_engine_changes_clear(ea);
+    sl_engine_changes_clear(eb);
+}
+
+static size_t a_held(sl_engine *a)
+{
+    sl_engine_stats st;
+    sl_engine_stats_get(a, &st);
+    return st.held;
+}
+
+/* Restoring many claims in arrival order, shuffled, or backwards (queues
+ * built in bulk, holders and claims sorted at the end) gives the engine
+ * that made them; and the rebuilt queues keep working: releasing every
+ * holder in turn grants the same claims, in the same order, as in A. */
+static void many_claims_in_any_order(void **state)
+{
+    (void)state;
+    sl_engine_opts opts;
+    restore_opts(&opts);
+    sl_engine *a = t_engine_opts(&opts);
+    store *st = st_new();
+    bulk_workload(a, st);
+    sl_engine_stats sa;
+    sl_engine_stats_get(a, &sa);
+    assert_true(sa.pending > 1500 && sa.held > 250 && sa.ended > 100);
+    for (unsigned seed = 0; seed < 3; seed++) {
+        sl_engine *b = rebuild(st, &opts, 500000, seed);
+        assert_false(sl_engine_changes_pending(b));
+        same_engine(a, b, true);
+        sl_engine_free(b);
+    }
+    /* Backwards: the worst order for one-by-one insertion. */
+    sl_engine *b = rebuild(st, &opts, 500000, BACKWARDS);
+    same_engine(a, b, true);
+    sl_changes ch;
+    sl_engine_changes(a, &ch);
+    int64_t ta = 100000, dt = 500000 - ta;
+    for (int pass = 0; pass < 2000 && a_held(a) > 0; pass++) {
+        for (const sl_claim *c = sl_claim_next(a, NULL); c; c = sl_claim_next(a, c)) {
+            sl_claim_view v;
+            sl_claim_get(c, &v);
+            if (v.state != SL_HELD)
+                continue;
+            char id[SL_ID_MAX + 1];
+            snprintf(id, sizeof id, "%s", v.id);
+            t_release(a, ++ta, id);
+            t_release(b, ta + dt, id);
+            same_batch(a, b);
+            c = t_find(a, id); /* still there: ended claims are kept */
+        }
+    }
+    sl_engine_stats_get(a, &sa);
+    assert_int_equal(sa.held + sa.pending, 0);
+    same_engine(a, b, false);
+    free(st);
+    sl_engine_free(a);
+    t_free(b);
+}
+
 /* Deadlines that passed while the server was down fire at their own time,
  * in the first batch after restore, with the sequence continuing. */
 static void deadlines_due_during_downtime_fire_at_their_time(void **state)
@@ -942,6 +1064,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(rebuilt_engine_equals_the_original),
         cmocka_unit_test(any_record_order_gives_the_same_engine),
+        cmocka_unit_test(many_claims_in_any_order),
         cmocka_unit_test(deadlines_due_during_downtime_fire_at_their_time),
         cmocka_unit_test(restore_gives_one_full_lease),
         cmocka_unit_test(tokens_below_the_floor_continue_exactly),

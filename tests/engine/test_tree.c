@@ -4,7 +4,8 @@
  * compare the tree with a plain sorted array: order both ways, count, sum,
  * rank, sum_before and sl__tree_at, while a recursive checker recomputes
  * every cached height, count and sum and checks the parent links and the AVL
- * balance. Seeds are fixed so that a failure replays; SL_TEST_SEED runs one
+ * balance. Bulk loading (defer, then build) is checked the same way, from
+ * sorted, reversed and shuffled input. Seeds are fixed so that a failure replays; SL_TEST_SEED runs one
  * more seed of your choice, and every failure names the seed and step. */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -440,6 +441,98 @@ static void test_wide_sums(void **state)
     world_free(&w);
 }
 
+/* ---- bulk loading -------------------------------------------------------- */
+
+/* Lists it in the deferred tree (and in ref, sorted, as put does). */
+static void defer(world *w, item *it, uint32_t weight)
+{
+    size_t i = ref_pos(w, it->key);
+    memmove(&w->ref[i + 1], &w->ref[i], (w->nref - i) * sizeof *w->ref);
+    w->ref[i] = it;
+    w->nref++;
+    it->in = 1;
+    it->weight = weight;
+    memset(&it->node, 0xa5, sizeof it->node); /* garbage in the links must not matter */
+    sl__tree_defer(&w->t, &it->node, weight);
+}
+
+/* n items listed in order 0 (sorted), 1 (reversed) or 2 (shuffled), then
+ * built: the tree must be exactly what n inserts would give in content,
+ * order and positions, balanced, and go on working as a tree. */
+static void build_case(size_t n, int order, uint64_t seed)
+{
+    world w;
+    world_init(&w, n + 1, seed);
+    size_t *idx = sl__calloc(&w.mem, n, sizeof *idx);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    if (order == 2)
+        for (size_t i = n; i > 1; i--) {
+            size_t j = below(&w.rng, i), t = idx[i - 1];
+            idx[i - 1] = idx[j];
+            idx[j] = t;
+        }
+    /* Keys grow with the index (order 0) or fall (1); listed by idx. */
+    for (size_t i = 0; i < n; i++)
+        w.pool[i].key = (uint32_t)(order == 1 ? n - i : i) * 16 + 1;
+    assert_false(sl__tree_deferred(&w.t));
+    for (size_t i = 0; i < n; i++)
+        defer(&w, &w.pool[idx[i]], random_weight(&w.rng));
+    assert_true(sl__tree_deferred(&w.t));
+    sl__tree_build(&w.t);
+    assert_false(sl__tree_deferred(&w.t));
+    verify(&w, 1);
+    /* Perfectly balanced: the height is that of a complete tree. */
+    int32_t h = 0;
+    while (((size_t)1 << h) <= n)
+        h++;
+    assert_int_equal(w.t.root->height, h);
+    /* It is a tree like any other now. */
+    item *spare = &w.pool[n];
+    spare->key = 8; /* below every other key */
+    put(&w, spare, 3);
+    verify(&w, 1);
+    for (g_step = 0; w.nref > 0; g_step++) {
+        take(&w, w.ref[below(&w.rng, w.nref)]);
+        if (g_step % 7 == 0)
+            verify(&w, 0);
+    }
+    g_step = -1;
+    verify(&w, 1);
+    sl__free(&w.mem, idx);
+    world_free(&w);
+}
+
+static void test_build(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 100, 1000, 4097};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int order = 0; order < 3; order++)
+            build_case(sizes[i], order, 1000 + i);
+}
+
+/* Building an empty tree does nothing; a tree built once may be listed
+ * into again only when emptied. */
+static void test_build_empty(void **state)
+{
+    (void)state;
+    sl_tree t;
+    sl__tree_init(&t, cmp_items);
+    sl__tree_build(&t);
+    assert_null(t.root);
+    assert_null(sl__tree_first(&t));
+    item a = {.key = 1}, b = {.key = 2};
+    sl__tree_defer(&t, &b.node, 1);
+    sl__tree_defer(&t, &a.node, 1);
+    sl__tree_build(&t);
+    assert_ptr_equal(sl__tree_first(&t), &a.node);
+    assert_ptr_equal(sl__tree_last(&t), &b.node);
+    assert_int_equal(sl__tree_count(&t), 2);
+    sl__tree_build(&t); /* built: nothing to do */
+    assert_int_equal(sl__tree_count(&t), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +543,8 @@ int main(void)
         cmocka_unit_test(test_wide_sums),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_random_small),
+        cmocka_unit_test(test_build),
+        cmocka_unit_test(test_build_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

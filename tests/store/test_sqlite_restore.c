@@ -402,6 +402,50 @@ static void damaged_rows_refused(void **state)
     ts_rmdir(dir);
 }
 
+/* Claims are read in batches on a thread of their own: a store of many
+ * batches loads whole, and a damaged row far into it, or one the engine
+ * refuses while the reader is batches ahead, still fails the load naming
+ * that row (and stops the reader). */
+static void damage_after_many_batches(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    char spec[64];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(spec, sizeof spec, "id=c%04d m:m%d tag=k=v%d", i, i % 37, i % 3);
+        t_claim(eng, 2 + i, spec);
+        if (i % 500 == 499)
+            ts_commit(st, eng);
+    }
+    ts_commit(st, eng);
+    sl_store_close(st);
+
+    st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_store_load_stats stats;
+    sl_engine *back = ts_load(st, NULL, 4000, &stats);
+    assert_int_equal(stats.claims, 3000);
+    assert_int_equal(stats.held, 37);
+    assert_int_equal(stats.pending, 3000 - 37);
+    ts_same(eng, back);
+    sl_engine_free(eng);
+    t_free(back); /* counts both engines' blocks */
+    sl_store_close(st);
+
+    expect_edata(dir, "UPDATE claims SET state = 42 WHERE id = 'c2711'",
+                 "UPDATE claims SET state = 0 WHERE id = 'c2711'", "claim c2711", "column state");
+    expect_edata(dir, "UPDATE claims SET locks = '[[0,\"m1\",1,0,0],[0,\"m1\",1,0,0]]'"
+                      " WHERE id = 'c1001'",
+                 "UPDATE claims SET locks = '[[0,\"m2\",1,0,0]]' WHERE id = 'c1001'",
+                 "claim c1001", "the engine refused it");
+    expect_edata(dir, "UPDATE claims SET locks = '[[0,\"m1\",1,0,0],[0,\"m1\",1,0,0]]'"
+                      " WHERE id = 'c0003'",
+                 "UPDATE claims SET locks = '[[0,\"m3\",1,0,0]]' WHERE id = 'c0003'",
+                 "claim c0003", "the engine refused it");
+    ts_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +454,7 @@ int main(void)
         cmocka_unit_test(restart_gives_a_lease),
         cmocka_unit_test(tokens_across_the_floor),
         cmocka_unit_test(damaged_rows_refused),
+        cmocka_unit_test(damage_after_many_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
