@@ -226,8 +226,9 @@ static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *id
     if (req->timeout_ms < 0)
         return fail(err, SL_EINVAL, "timeout is 0 (none) or a positive duration", "timeout",
                     NULL, req->timeout_ms);
-    if (sl__hash_count(&eng->claims) >= eng->opts.claims_max)
-        return fail(err, SL_ELIMIT, "the server holds as many claims as it may; retry later",
+    if (sl__hash_count(&eng->claims) >= eng->opts.claims_max && !sl__oldest_ended(eng))
+        return fail(err, SL_ELIMIT,
+                    "the server holds as many live claims as it may; retry later",
                     NULL, NULL, (int64_t)eng->opts.claims_max);
     return 0;
 }
@@ -339,6 +340,8 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
         rc = expand_group(eng, req, x, err);
     if (rc)
         return rc;
+    if (sl__hash_count(&eng->claims) >= eng->opts.claims_max)
+        sl__purge_early(eng, sl__oldest_ended(eng)); /* found by check_req */
     sl_claim *c = sl__claim_alloc(eng, req, x->locks, x->n);
     c->state = SL_PENDING;
     c->priority = req->priority;

@@ -232,6 +232,10 @@ void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now);
 /* timers.c */
 void sl__claim_rearm(sl_engine *eng, sl_claim *c);
 void sl__timers_fire(sl_engine *eng, int64_t now);
+/* Among the oldest claims, the first that has ended (NULL when none), and
+ * its purge before its retention ends (claims_max: timers.c). */
+sl_claim *sl__oldest_ended(const sl_engine *eng);
+void sl__purge_early(sl_engine *eng, sl_claim *c);
 
 /* events.c */
 sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, int64_t now);

@@ -63,6 +63,31 @@ static void purge(sl_engine *eng, sl_claim *c)
     eng->grave = c;
 }
 
+/* At claims_max, a new claim takes the place of the oldest ended one
+ * rather than being refused: ended claims are kept for reading, and history
+ * should not stop work. Claims are listed in arrival order, and in a busy
+ * server the oldest are long ended, so the search looks at the first
+ * OLDEST_ENDED_SCAN only and the claim is refused when none of them has
+ * ended (then the claims are live ones, and the limit is doing its job). */
+#define OLDEST_ENDED_SCAN 64
+
+sl_claim *sl__oldest_ended(const sl_engine *eng)
+{
+    if (eng->nended == 0)
+        return NULL;
+    sl_claim *c = eng->chead;
+    for (int i = 0; c && i < OLDEST_ENDED_SCAN; i++, c = c->next)
+        if (sl_state_ended((sl_state)c->state))
+            return c;
+    return NULL;
+}
+
+void sl__purge_early(sl_engine *eng, sl_claim *c)
+{
+    if (c)
+        purge(eng, c);
+}
+
 static void fire(sl_engine *eng, sl_claim *c, int64_t at)
 {
     if (sl_state_ended((sl_state)c->state))

@@ -357,8 +357,9 @@ static void timeouts_and_cancel(void **state)
     t_free(eng);
 }
 
-/* claims_max counts live and retained claims: an ended claim keeps its
- * place until it is purged. */
+/* claims_max counts live and retained claims; at the limit a new claim
+ * takes the place of the oldest ended claim (purged early, in the batch),
+ * and is refused only when the oldest claims are all live. */
 static void claims_max_is_enforced(void **state)
 {
     (void)state;
@@ -383,11 +384,25 @@ static void claims_max_is_enforced(void **state)
     refused(eng, &b->req, SL_ELIMIT, "");
     t_release(eng, 100, "a");
     assert_int_equal(t_state(eng, "b"), SL_HELD);
-    assert_int_equal(sl_claim_create(eng, &b->req, 599, &c, &err), SL_ELIMIT);
-    /* a is purged at 600: room again. */
-    assert_int_equal(sl_claim_create(eng, &b->req, 600, &c, &err), 0);
+    sl_engine_changes_clear(eng);
+    /* a ended at 100 and would be kept until 600: d takes its place. */
+    assert_int_equal(sl_claim_create(eng, &b->req, 200, &c, &err), 0);
     assert_null(sl_claim_find(eng, "a"));
     assert_int_equal(t_state(eng, "d"), SL_HELD);
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(ch.npurged, 1);
+    assert_string_equal(ch.purged[0], "a");
+    sl_engine_changes_clear(eng);
+    /* b, c and d are live: refused again, nothing changed. */
+    breq_init(b, "e");
+    b->locks[0].name = "z2";
+    assert_int_equal(sl_claim_create(eng, &b->req, 300, &c, &err), SL_ELIMIT);
+    assert_false(sl_engine_changes_pending(eng));
+    t_release(eng, 400, "c");
+    assert_int_equal(sl_claim_create(eng, &b->req, 400, &c, &err), 0);
+    assert_null(sl_claim_find(eng, "c"));
+    assert_int_equal(t_state(eng, "e"), SL_HELD);
     test_free(b);
     t_free(eng);
 }
