@@ -33,13 +33,21 @@ static unsigned char random_byte(void)
     return b;
 }
 
+/* The first character's value is offset so that it is a letter ('A' now,
+ * 'B' from the year 2109): an id never starts with '-', which a command
+ * line would take for an option (`sluice release ID`). The order is kept
+ * while the top six bits of the time stay below 64 - FIRST_OFFSET, that is
+ * until the year 9300. */
+#define FIRST_OFFSET 11
+
 void sl_claim_id_new(int64_t now_ms, char out[SL_CLAIM_ID_LEN + 1])
 {
     uint64_t t = now_ms > 0 ? (uint64_t)now_ms : 0;
-    for (int i = TIME_CHARS - 1; i >= 0; i--) {
+    for (int i = TIME_CHARS - 1; i > 0; i--) {
         out[i] = digits[t & 63];
         t >>= 6;
     }
+    out[0] = digits[t + FIRST_OFFSET < 64 ? t + FIRST_OFFSET : 63];
     for (int i = TIME_CHARS; i < SL_CLAIM_ID_LEN; i++)
         out[i] = digits[random_byte() & 63];
     out[SL_CLAIM_ID_LEN] = '\0';
