@@ -18,6 +18,7 @@
 #ifdef SL_LOAD_HAVE_REDIS
 #include "redis_spawn.h"
 #endif
+#include "scale.h"
 #ifdef SL_LOAD_HAVE_PG
 #include "pg_spawn.h"
 #endif
@@ -27,13 +28,15 @@
 #define MAX_SECONDS 3600.0
 
 static const char usage[] =
-    "usage: sluice-load [options] [uncontended] [contended] [semaphore]\n"
+    "usage: sluice-load [options] [uncontended] [contended] [semaphore] [scale]\n"
     "\n"
     "Loads a lock service with clients that acquire and release locks in a loop, and\n"
     "prints cycles/s, latency percentiles and CPU time per cycle of this program and of\n"
     "the server. Every run checks what the clients saw: never more holders than the\n"
     "limit, fencing tokens that only grow, grants in FIFO order in the server's event\n"
-    "log. With no workload named, all three run.\n"
+    "log. With no workload named, all three run. scale (sluice only, named alone or\n"
+    "with others) fills sluiced with a million pending claims and measures memory,\n"
+    "latency and restarts (bench/README.md).\n"
     "\n"
     "  --sluiced PATH          start a throwaway sluiced (free port, temporary store)\n"
     "  --durability MODE       normal (default) or full, for that sluiced\n"
@@ -70,6 +73,9 @@ static const char usage[] =
     "  --short                 smoke test: 1 s runs after 0.25 s of warm-up; uncontended\n"
     "                          with 1 and 8 clients, contended with 8, semaphore with 8\n"
     "                          clients on 4 slots (so that they still wait)\n"
+    "  --scale-locks N         scale: mutexes, each held by one claim (default 10000)\n"
+    "  --scale-waiters N       scale: claims queued behind each holder (default 100)\n"
+    "                          (--short: 100 locks x 10 waiters)\n"
     "  -h, --help\n"
     "\n"
     "Exit status: 0 all checks passed, 1 a check or a request failed, 2 bad usage or setup.\n"
@@ -89,6 +95,8 @@ typedef struct options {
     int connections[MAX_RUNS], nconnections;
     int contended_clients, semaphore_clients, semaphore_limit;
     bool want[3]; /* by sl_workload_kind */
+    bool scale;   /* scale.h's run, after the others */
+    int scale_locks, scale_waiters;
 } options;
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -161,6 +169,8 @@ static void set_defaults(options *o)
     o->contended_clients = 8;
     o->semaphore_clients = 64;
     o->semaphore_limit = 10;
+    o->scale_locks = 10000;
+    o->scale_waiters = 100;
 }
 
 static void apply_short(options *o)
@@ -173,12 +183,18 @@ static void apply_short(options *o)
     o->contended_clients = 8;
     o->semaphore_clients = 8;
     o->semaphore_limit = 4;
+    o->scale_locks = 100;
+    o->scale_waiters = 10;
 }
 
 static int parse_workloads(int argc, char **argv, options *o)
 {
     int i, k;
     for (i = optind; i < argc; i++) {
+        if (strcmp(argv[i], "scale") == 0) {
+            o->scale = true;
+            continue;
+        }
         for (k = 0; k < 3 && strcmp(argv[i], sl_workload_name((sl_workload_kind)k)) != 0; k++)
             ;
         if (k == 3) {
@@ -202,6 +218,8 @@ enum {
     O_SC,
     O_SL,
     O_SHORT,
+    O_SCALE_LOCKS,
+    O_SCALE_WAITERS,
     O_REDIS,
     O_REDIS_SERVER,
     O_REDIS_DURABLE,
@@ -228,6 +246,8 @@ static const struct option long_options[] = {
     {"semaphore-clients", required_argument, NULL, O_SC},
     {"semaphore-limit", required_argument, NULL, O_SL},
     {"short", no_argument, NULL, O_SHORT},
+    {"scale-locks", required_argument, NULL, O_SCALE_LOCKS},
+    {"scale-waiters", required_argument, NULL, O_SCALE_WAITERS},
     {"redis", required_argument, NULL, O_REDIS},
     {"redis-server", required_argument, NULL, O_REDIS_SERVER},
     {"redis-durable", no_argument, NULL, O_REDIS_DURABLE},
@@ -275,6 +295,10 @@ static int set_option(options *o, int ch, const char *arg)
         return parse_int(arg, 1, 1000000, &o->semaphore_limit);
     case O_SHORT:
         return 0; /* applied before the others */
+    case O_SCALE_LOCKS:
+        return parse_int(arg, 1, 10000000, &o->scale_locks);
+    case O_SCALE_WAITERS:
+        return parse_int(arg, 1, 10000000, &o->scale_waiters);
     case O_REDIS:
         o->redis = arg;
         return 0;
@@ -594,6 +618,48 @@ static int run_all(const options *o, const char *label, const char *address, pid
     return failed;
 }
 
+/* How the throwaway sluiced runs: a scale run past the server's default
+ * limit of 10 million claims gets a configuration file raising it. */
+#define SLUICED_MAX_CLAIMS 10000000L
+static sl_spawn_opts sluiced_opts(const options *o)
+{
+    sl_spawn_opts so = {o->durability, 0, NULL};
+    long need = (long)o->scale_locks * (o->scale_waiters + 1) * 11 / 10 + 1000000;
+    if (o->scale && need > SLUICED_MAX_CLAIMS)
+        so.max_claims = (size_t)need;
+    return so;
+}
+
+/* The scale run (sluice only): with a server started here it restarts it. */
+static int run_scale(const options *o, const char *address, pid_t pid, sl_spawn *spawn)
+{
+    char prefix[64];
+    sl_scale_config sc;
+    if (strcmp(o->backend, "sluice") != 0) {
+        printf("\nscale: not run: it measures sluiced with a million pending claims across "
+               "restarts, which %s has no equivalent for\n", o->backend);
+        return 0;
+    }
+    memset(&sc, 0, sizeof sc);
+    snprintf(prefix, sizeof prefix, "sluice-load/%ld/scale", (long)getpid());
+    sc.address = address;
+    sc.server_pid = pid;
+    sc.spawn = spawn;
+    sc.binary = o->sluiced;
+    sc.spawn_opts = sluiced_opts(o);
+    sc.prefix = prefix;
+    sc.locks = o->scale_locks;
+    sc.waiters = o->scale_waiters;
+    sc.fill_connections = 16;
+    sc.fill_depth = 32;
+    sc.clients = 4;
+    sc.contended_clients = o->contended_clients;
+    sc.warmup_s = o->warmup;
+    sc.duration_s = o->duration;
+    sc.handoffs = 1000;
+    return sl_scale_run(&sc);
+}
+
 /* Starts the throwaway server asked for (a sluiced, or a redis-server
  * unless --redis names one), or none; 0, or -1 after saying why. */
 static int start_server(const options *o, sl_spawn *spawn, bool *started)
@@ -612,7 +678,8 @@ static int start_server(const options *o, sl_spawn *spawn, bool *started)
     } else if (is_etcd(o->backend) && !o->etcd) {
         rc = sl_etcd_spawn_start(o->etcd_server, spawn, err, sizeof err);
     } else if (o->sluiced) {
-        rc = sl_spawn_start(o->sluiced, o->durability, spawn, err, sizeof err);
+        sl_spawn_opts so = sluiced_opts(o);
+        rc = sl_spawn_start_opts(o->sluiced, &so, spawn, err, sizeof err);
     } else {
         return 0;
     }
@@ -689,7 +756,11 @@ int main(int argc, char **argv)
         address = spawn.address;
         pid = spawn.pid;
     }
-    rc = run_all(&o, label, address, pid);
+    rc = o.want[0] || o.want[1] || o.want[2] ? run_all(&o, label, address, pid) : 0;
+    if (o.scale) {
+        int src = run_scale(&o, address, pid, started ? &spawn : NULL);
+        rc = src > rc ? src : rc;
+    }
     if (started && stop_server(&o, &spawn) < 0)
         rc = rc ? rc : 1;
     if (rc == 1)

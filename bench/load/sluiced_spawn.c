@@ -1,5 +1,6 @@
 /* sluiced_spawn.c - starts and stops a throwaway sluiced (see sluiced_spawn.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -44,17 +45,51 @@ int sl_spawn_free_port(void)
     return port;
 }
 
-static pid_t launch(const char *binary, const char *durability, const char *address,
+/* limits.max_claims for the server, in dir/sluiced.yaml. */
+static int write_config(const char *dir, size_t max_claims, char *path, size_t cap)
+{
+    FILE *f;
+    snprintf(path, cap, "%s/sluiced.yaml", dir);
+    f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# written by sluice-load for a scale run\nlimits:\n  max_claims: %zu\n",
+            max_claims);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static pid_t launch(const char *binary, const sl_spawn_opts *o, const char *address,
                     const char *dir)
 {
-    char listen[80], store[300];
+    char listen[80], store[300], config[300];
+    char *argv[16];
+    int n = 0;
     pid_t pid;
     snprintf(listen, sizeof listen, "%s", address);
     snprintf(store, sizeof store, "sqlite:%s/sluice.db", dir);
+    if (o->max_claims && write_config(dir, o->max_claims, config, sizeof config) < 0)
+        return -1;
+    argv[n++] = (char *)binary;
+    argv[n++] = "--listen";
+    argv[n++] = listen;
+    argv[n++] = "--store";
+    argv[n++] = store;
+    argv[n++] = "--durability";
+    argv[n++] = (char *)o->durability;
+    argv[n++] = "--log-level";
+    argv[n++] = o->log_path ? "info" : "warn";
+    if (o->max_claims) {
+        argv[n++] = "--config";
+        argv[n++] = config;
+    }
+    argv[n] = NULL;
     pid = fork();
     if (pid == 0) {
-        char *argv[] = {(char *)binary, "--listen",         listen,        "--store", store,
-                        "--durability", (char *)durability, "--log-level", "warn",    NULL};
+        if (o->log_path) {
+            int fd = open(o->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd < 0 || dup2(fd, STDERR_FILENO) < 0)
+                _exit(127);
+        }
         execv(binary, argv);
         fprintf(stderr, "sluice-load: cannot run %s: %s\n", binary, strerror(errno));
         _exit(127);
@@ -126,6 +161,13 @@ int sl_spawn_terminate(pid_t pid)
 
 int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, char *err, size_t cap)
 {
+    sl_spawn_opts o = {durability, 0, NULL};
+    return sl_spawn_start_opts(binary, &o, out, err, cap);
+}
+
+int sl_spawn_start_opts(const char *binary, const sl_spawn_opts *opts, sl_spawn *out, char *err,
+                        size_t cap)
+{
     const char *tmp = getenv("TMPDIR");
     int attempt, status = -1;
     memset(out, 0, sizeof *out);
@@ -141,7 +183,7 @@ int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, ch
             break;
         snprintf(port, sizeof port, "%d", p);
         snprintf(out->address, sizeof out->address, "127.0.0.1:%d", p);
-        out->pid = launch(binary, durability, out->address, out->dir);
+        out->pid = launch(binary, opts, out->address, out->dir);
         if (out->pid < 0)
             break;
         if (wait_ready(out->pid, port, &status) == 0)
@@ -163,8 +205,11 @@ int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, ch
 int sl_spawn_stop_named(sl_spawn *s, const char *name, char *err, size_t cap)
 {
     int status;
-    if (s->pid <= 0)
+    if (s->pid <= 0) { /* it exited already (a scale run saw it go) */
+        if (s->dir[0])
+            sl_spawn_remove_dir(s->dir);
         return 0;
+    }
     status = sl_spawn_terminate(s->pid);
     s->pid = 0;
     sl_spawn_remove_dir(s->dir);
@@ -184,4 +229,30 @@ int sl_spawn_stop_named(sl_spawn *s, const char *name, char *err, size_t cap)
 int sl_spawn_stop(sl_spawn *s, char *err, size_t cap)
 {
     return sl_spawn_stop_named(s, "sluiced", err, cap);
+}
+
+int sl_spawn_halt(sl_spawn *s, bool crash)
+{
+    int status;
+    pid_t pid = s->pid;
+    s->pid = 0;
+    if (pid <= 0)
+        return -1;
+    if (!crash)
+        return sl_spawn_terminate(pid);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
+}
+
+int sl_spawn_relaunch(const char *binary, const sl_spawn_opts *opts, sl_spawn *s, char *err,
+                      size_t cap)
+{
+    s->pid = launch(binary, opts, s->address, s->dir);
+    if (s->pid > 0)
+        return 0;
+    snprintf(err, cap, "cannot start %s again: %s", binary, strerror(errno));
+    s->pid = 0;
+    return -1;
 }

@@ -8,6 +8,7 @@
 #ifndef SL_BENCH_SLUICED_SPAWN_H
 #define SL_BENCH_SLUICED_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -17,10 +18,33 @@ typedef struct sl_spawn {
     char address[64]; /* "127.0.0.1:PORT" */
 } sl_spawn;
 
+/* How to run it. */
+typedef struct sl_spawn_opts {
+    const char *durability; /* "normal" or "full" */
+    /* 0: the server's own limit on claims; else limits.max_claims in a
+     * configuration file written into the temporary directory (a scale
+     * run may need more than the default 10 million). */
+    size_t max_claims;
+    /* NULL: the server logs warnings to our stderr; else it logs at info
+     * level to this file (the scale run reads "store ... loaded in N ms"). */
+    const char *log_path;
+} sl_spawn_opts;
+
 /* Starts binary with --durability durability ("normal" or "full"). 0, or
  * -1 with the reason in err (cap bytes) and nothing left behind. */
 int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out /* OUT */, char *err,
                    size_t cap);
+int sl_spawn_start_opts(const char *binary, const sl_spawn_opts *opts, sl_spawn *out /* OUT */,
+                        char *err, size_t cap);
+/* For restart measurements. Stops s's server and keeps its directory:
+ * SIGTERM (waiting up to 30 s, then SIGKILL), or SIGKILL at once when
+ * crash; its exit status, or -1 when it had to be killed unasked. */
+int sl_spawn_halt(sl_spawn *s, bool crash);
+/* Starts binary again on s's store and address, and returns at once,
+ * right after the fork (the caller times how long it takes to serve):
+ * 0, or -1 with the reason in err. */
+int sl_spawn_relaunch(const char *binary, const sl_spawn_opts *opts, sl_spawn *s, char *err,
+                      size_t cap);
 /* Stops the server and removes its directory: 0 when it exited with status
  * 0, else -1 with the reason in err. */
 int sl_spawn_stop(sl_spawn *s, char *err, size_t cap);
