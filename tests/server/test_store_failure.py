@@ -1,0 +1,72 @@
+"""sluiced when its store cannot commit (docs/api.md, "Effects and commits").
+
+A trigger added to the store file from another connection makes every
+commit fail, the way a full disk or a broken file would. The change in
+flight is answered 503 ("not confirmed"), /healthz turns 503, changes are
+refused; once the trigger is dropped the writer's retry (every second)
+commits the same batch, the server serves again, and what was answered
+before the failure, and the batch that was retried, survive a restart."""
+import os
+import sqlite3
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sluiced_fixture import ServerTestCase, wait_until  # noqa: E402
+
+RECOVERY_DEADLINE_S = 15
+
+
+class TestStoreFailure(ServerTestCase):
+    def block(self, db):
+        db.execute("CREATE TRIGGER sf_block BEFORE INSERT ON events "
+                   "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+        db.commit()
+
+    def unblock(self, db):
+        db.execute("DROP TRIGGER sf_block")
+        db.commit()
+
+    def assertUnavailable(self, r):
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json["error"]["code"], "unavailable", r)
+
+    def test_commit_fails_then_recovers(self):
+        srv = self.srv
+        before = srv.claim("before", [("m", "sf/a")])
+        self.assertEqual(before["state"], "held")
+        db = sqlite3.connect(srv.store, timeout=10)
+        try:
+            self.block(db)
+            r = srv.post("/v1/claims", {"holder": "during", "locks": [{"mutex": "sf/b"}]})
+            self.assertUnavailable(r)
+            self.assertIn("not confirmed", r.json["error"]["message"])
+            self.assertEqual(srv.get("/healthz").status, 503)
+            # While the store fails, changes are refused at once.
+            self.assertUnavailable(srv.post("/v1/claims",
+                                            {"holder": "refused", "locks": [{"mutex": "sf/c"}]}))
+            self.assertUnavailable(srv.delete("/v1/claims/" + before["id"]))
+            self.unblock(db)
+        finally:
+            db.close()
+        wait_until(lambda: srv.get("/healthz").status == 200, RECOVERY_DEADLINE_S,
+                   what="/healthz 200 after the store recovers")
+        # The batch that failed was committed by the retry: its claim exists.
+        during = srv.get("/v1/claims?holder=during").json["claims"]
+        self.assertEqual([c["state"] for c in during], ["held"])
+        self.assertEqual(srv.get("/v1/claims?holder=refused").json["claims"], [])
+        self.assertEqual(srv.claim_get(before["id"])["state"], "held")
+        self.assertIn("store commit failed", srv.stderr())
+        self.assertIn("store commits again", srv.stderr())
+        # Changes are accepted again, and everything survives a restart.
+        after = srv.claim("after", [("m", "sf/d")])
+        srv.restart()
+        for cid in (before["id"], during[0]["id"], after["id"]):
+            self.assertEqual(srv.claim_get(cid)["state"], "held")
+            srv.release(cid)
+        types = [e["type"] for e in srv.all_events(0) if e.get("claim") == during[0]["id"]]
+        self.assertEqual(types[:2], ["claim.queued", "claim.acquired"])
+
+
+if __name__ == "__main__":
+    unittest.main()
