@@ -28,6 +28,8 @@ struct sl_writer {
     pthread_cond_t cv;
     sl_store_batch *job; /* given to the writer; NULL when it has none */
     bool outstanding;    /* (loop only) submitted, result not yet taken */
+    bool ckpt_wanted;    /* the WAL is long: checkpoint when no job waits */
+    bool checkpointing;  /* the writer is checkpointing: the connection is busy */
     bool quit;
     int rc;         /* the last job's result */
     double seconds; /* and how long its commit took */
@@ -57,22 +59,41 @@ static void notify(sl_writer *w)
         ;
 }
 
+/* Checkpoints run here, after the answers of the commit that made them due
+ * are on their way, and never on the loop (sqlite.c's WAL hook). */
+static void checkpoint(sl_writer *w)
+{
+    w->ckpt_wanted = false;
+    w->checkpointing = true;
+    pthread_mutex_unlock(&w->mu);
+    if (sl_store_checkpoint(w->srv->store) != 0)
+        sl_log(SL_LOG_WARN, "a WAL checkpoint failed; the next one will try again");
+    pthread_mutex_lock(&w->mu);
+    w->checkpointing = false;
+}
+
 static void *writer_main(void *arg)
 {
     sl_writer *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->job && !w->quit)
+        while (!w->job && !w->quit && !w->ckpt_wanted)
             pthread_cond_wait(&w->cv, &w->mu);
-        if (!w->job)
-            break;
-        sl_store_batch *job = w->job;
-        pthread_mutex_unlock(&w->mu);
-        commit_job(w, job); /* the loop does not touch job or rc meanwhile */
-        pthread_mutex_lock(&w->mu);
-        w->job = NULL;
-        pthread_cond_broadcast(&w->cv); /* sl_writer_wait */
-        notify(w);
+        if (w->job) {
+            sl_store_batch *job = w->job;
+            pthread_mutex_unlock(&w->mu);
+            commit_job(w, job); /* the loop does not touch job or rc meanwhile */
+            bool due = sl_store_checkpoint_due(w->srv->store);
+            pthread_mutex_lock(&w->mu);
+            w->job = NULL;
+            w->ckpt_wanted |= due;
+            pthread_cond_broadcast(&w->cv); /* sl_writer_wait */
+            notify(w);
+        } else if (w->ckpt_wanted) {
+            checkpoint(w);
+        } else {
+            break; /* quit, with nothing left to do */
+        }
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -136,23 +157,42 @@ int sl_writer_start(sl_server *srv)
  * With --durability full a commit waits for fsync: always the writer. */
 #define SL_COMMIT_HERE_ROWS 16
 
-static bool commit_here(const sl_server *srv, const sl_store_batch *b)
+static bool commit_here(sl_writer *w, const sl_store_batch *b)
 {
-    return srv->conf->durability != SL_DURABILITY_FULL &&
-           sl_store_batch_rows(b) <= SL_COMMIT_HERE_ROWS;
+    if (w->srv->conf->durability == SL_DURABILITY_FULL ||
+        sl_store_batch_rows(b) > SL_COMMIT_HERE_ROWS)
+        return false;
+    pthread_mutex_lock(&w->mu);
+    bool idle = !w->checkpointing && !w->ckpt_wanted;
+    pthread_mutex_unlock(&w->mu);
+    return idle;
+}
+
+/* After a commit on the loop: a checkpoint it made due goes to the writer. */
+static void checkpoint_if_due(sl_writer *w)
+{
+    if (!sl_store_checkpoint_due(w->srv->store))
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->ckpt_wanted = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void sl_writer_submit(sl_server *srv, sl_store_batch *b)
 {
     sl_writer *w = srv->writer;
-    if (w->threaded && commit_here(srv, b)) {
+    if (w->threaded && commit_here(w, b)) {
         commit_job(w, b); /* the writer is idle: the connection is free */
+        checkpoint_if_due(w);
         sl_commit_done(srv, w->rc, w->seconds);
         return;
     }
     w->outstanding = true;
     if (!w->threaded) {
         commit_job(w, b);
+        if (sl_store_checkpoint_due(srv->store))
+            sl_store_checkpoint(srv->store);
         notify(w);
         return;
     }

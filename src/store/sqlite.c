@@ -33,6 +33,12 @@
  * instead of SQLite's 1000 copies far fewer pages per commit. The WAL
  * stays under SQ_WAL_KEEP, and replaying it at start reads at most that. */
 #define SQ_CHECKPOINT_PAGES "8192"
+#define SQ_CHECKPOINT_FRAMES 8192
+/* On the write connection SQLite's automatic checkpoint is replaced by a
+ * WAL hook that only notes the WAL's length: a checkpoint of 8192 pages
+ * takes tens of ms, and run by the commit that crosses the mark it would
+ * stall the event loop (which commits small batches itself). The server
+ * runs it on the writer thread instead (sl_store_checkpoint). */
 
 static const char *const stmt_sql[SQ_COUNT] = {
     [SQ_BEGIN] = "BEGIN IMMEDIATE",
@@ -220,6 +226,14 @@ static int prepare_all(sqlite3 *db, sqlite3_stmt **stmts)
     return 0;
 }
 
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    (void)db;
+    (void)name;
+    ((sl_sqlite *)arg)->wal_frames = frames;
+    return SQLITE_OK;
+}
+
 /* The write connection: a second one on a file, the same one in memory. */
 static int open_writer(sl_sqlite *sq, const sl_store_opts *opts, bool memory, int flags,
                        char *err, size_t errlen)
@@ -240,6 +254,7 @@ static int open_writer(sl_sqlite *sq, const sl_store_opts *opts, bool memory, in
     int rc = set_write_pragmas(sq, sq->wdb, opts, err, errlen);
     if (rc)
         return rc;
+    sqlite3_wal_hook(sq->wdb, wal_hook, sq);
     if (prepare_all(sq->wdb, sq->wstmt) != 0) {
         snprintf(err, errlen, "cannot use the store %s: cannot prepare its statements: %s",
                  sq->path, sqlite3_errmsg(sq->wdb));
@@ -317,6 +332,22 @@ static int sqlite_config_source(sl_store *st, const char *name, bool *found, sl_
     return 0;
 }
 
+static bool sqlite_checkpoint_due(const sl_store *st)
+{
+    return ((const sl_sqlite *)st)->wal_frames >= SQ_CHECKPOINT_FRAMES;
+}
+
+/* PASSIVE: copies what no reader still needs and never waits for one; the
+ * rest goes at the next checkpoint. */
+static int sqlite_checkpoint(sl_store *st)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    int log = 0, done = 0;
+    int rc = sqlite3_wal_checkpoint_v2(sq->wdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
+    sq->wal_frames = 0;
+    return rc == SQLITE_OK || rc == SQLITE_BUSY ? 0 : SL_STORE_EIO;
+}
+
 static bool sqlite_commit_overlaps(const sl_store *st)
 {
     const sl_sqlite *sq = (const sl_sqlite *)st;
@@ -329,6 +360,8 @@ static const sl_store_ops sqlite_ops = {
     .capture = sl__sqlite_capture,
     .commit = sl__sqlite_commit,
     .commit_overlaps = sqlite_commit_overlaps,
+    .checkpoint_due = sqlite_checkpoint_due,
+    .checkpoint = sqlite_checkpoint,
     .config_source = sqlite_config_source,
     .events = sl__sqlite_events,
     .last_seq = sl__sqlite_last_seq,

@@ -79,6 +79,7 @@ typedef struct sl_sqlite {
      * connection reads the committed event log (store.h). */
     sqlite3 *wdb;
     sqlite3_stmt *wstmt[SQ_COUNT];
+    int wal_frames; /* the WAL's length after the last commit (its hook) */
     sq_buf locks_json, tags_json; /* reused by every write */
 } sl_sqlite;
 

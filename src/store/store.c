@@ -236,6 +236,16 @@ bool sl_store_commit_overlaps(const sl_store *st)
     return st->ops->commit_overlaps(st);
 }
 
+bool sl_store_checkpoint_due(const sl_store *st)
+{
+    return st->ops->checkpoint_due(st);
+}
+
+int sl_store_checkpoint(sl_store *st)
+{
+    return st->ops->checkpoint(st);
+}
+
 /* Capture and commit in one go, with the store's own batch. */
 int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch)
 {
@@ -246,8 +256,10 @@ int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch)
     if (rc == 0)
         rc = sl_store_commit(st, st->scratch);
     if (rc)
-        sl__store_fail(st, rc, "%s", st->scratch->err);
-    return rc;
+        return sl__store_fail(st, rc, "%s", st->scratch->err);
+    if (sl_store_checkpoint_due(st))
+        sl_store_checkpoint(st); /* a failure only leaves a longer WAL */
+    return 0;
 }
 
 int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,

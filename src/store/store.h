@@ -125,6 +125,12 @@ int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_stor
  * same b may be committed again. b is not changed except for its error. */
 int sl_store_commit(sl_store *st, sl_store_batch *b);
 bool sl_store_commit_overlaps(const sl_store *st);
+/* The write-ahead log has grown enough to be checkpointed (copied into the
+ * database), which the store does not do by itself during commits: ask
+ * after a commit, in the thread that committed, and run the checkpoint
+ * where commits run, never during one. sl_store_write checkpoints itself. */
+bool sl_store_checkpoint_due(const sl_store *st);
+int sl_store_checkpoint(sl_store *st);
 
 /* One event as stored, the fields of API.md's event. Strings are valid
  * during the callback only. */

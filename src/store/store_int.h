@@ -21,6 +21,8 @@ typedef struct sl_store_ops {
     int (*capture)(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
     int (*commit)(sl_store *st, sl_store_batch *b);
     bool (*commit_overlaps)(const sl_store *st);
+    bool (*checkpoint_due)(const sl_store *st);
+    int (*checkpoint)(sl_store *st);
     int (*config_source)(sl_store *st, const char *name, bool *found, sl_config_source *out);
     int (*events)(sl_store *st, uint64_t since, const char *claim, size_t limit,
                   sl_store_event_fn fn, void *ud, uint64_t *next);

@@ -205,6 +205,40 @@ static void prune_in_a_batch(void **state)
     ts_rmdir(dir);
 }
 
+/* Commits never checkpoint by themselves: the store says when the WAL is
+ * long enough, and a checkpoint, run where commits run, resets that. */
+static void checkpoint_when_due(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    sl_store_batch *b = sl_store_batch_new();
+    assert_false(sl_store_checkpoint_due(st));
+    int n = 0;
+    char spec[64];
+    for (; n < 50000 && !sl_store_checkpoint_due(st); n++) {
+        snprintf(spec, sizeof(spec), "id=c%d m:k%d", n, n % 50);
+        t_claim(eng, 100 + n, spec);
+        sl_changes ch;
+        sl_engine_changes(eng, &ch);
+        assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
+        sl_engine_changes_clear(eng);
+        assert_int_equal(sl_store_commit(st, b), 0);
+    }
+    assert_true(sl_store_checkpoint_due(st));
+    assert_true(n > 100); /* thousands of frames, not a few commits */
+    assert_int_equal(sl_store_checkpoint(st), 0);
+    assert_false(sl_store_checkpoint_due(st));
+    sqlite3 *db = ts_db(dir);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), n);
+    sqlite3_close(db);
+    sl_store_batch_free(b);
+    sl_engine_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +247,7 @@ int main(void)
         cmocka_unit_test(commit_beside_reads),
         cmocka_unit_test(failed_commit_retried),
         cmocka_unit_test(prune_in_a_batch),
+        cmocka_unit_test(checkpoint_when_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
