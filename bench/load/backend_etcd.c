@@ -48,6 +48,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "address.h"
 #include "backend.h"
 #include "base64.h"
 #include "http.h"
@@ -199,27 +200,6 @@ static int encode_key(session *s, const char *text, char *out)
     return 0;
 }
 
-/* "host:port" or "[v6]:port". */
-static int split_address(const char *address, char *host, size_t hcap, char *port, size_t pcap)
-{
-    const char *colon = strrchr(address, ':');
-    const char *h = address;
-    size_t hlen;
-    if (!colon || !colon[1] || strlen(colon + 1) >= pcap)
-        return -1;
-    hlen = (size_t)(colon - address);
-    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') {
-        h++;
-        hlen -= 2;
-    }
-    if (hlen == 0 || hlen >= hcap)
-        return -1;
-    memcpy(host, h, hlen);
-    host[hlen] = '\0';
-    memcpy(port, colon + 1, strlen(colon + 1) + 1);
-    return 0;
-}
-
 static int grant_lease(session *s)
 {
     const sl_http_response *r;
@@ -251,11 +231,11 @@ static void session_close(void *vs)
 
 static int session_open(const char *address, const char *holder, void **out, char *err, size_t cap)
 {
-    char host[256], port[16];
+    char host[256], port[SL_LOAD_PORT_MAX];
     session *s;
     (void)holder; /* the token (etcd) or the lease (etcd-lock) says who holds */
     *out = NULL;
-    if (split_address(address, host, sizeof host, port, sizeof port) < 0) {
+    if (sl_load_address(address, host, sizeof host, port) < 0) {
         snprintf(err, cap, "\"%s\" is not HOST:PORT", address);
         return -1;
     }

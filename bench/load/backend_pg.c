@@ -44,6 +44,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "address.h"
 #include "backend.h"
 
 #define TOKEN_HEX 32 /* 128 random bits: unique among every grant of a run */
@@ -305,21 +306,14 @@ static void ignore_notice(void *arg, const char *message)
  * throwaway server; anything with '=' or "://" is a conninfo already. */
 static int conninfo_of(const char *address, char *out, size_t cap)
 {
-    const char *colon = strrchr(address, ':');
-    char *end;
-    long port;
+    char host[256], port[SL_LOAD_PORT_MAX];
     if (strchr(address, '=') || strstr(address, "://"))
         return snprintf(out, cap, "%s", address) < (int)cap ? 0 : -1;
-    if (!colon || colon == address)
-        return -1;
-    errno = 0;
-    port = strtol(colon + 1, &end, 10);
-    if (errno || end == colon + 1 || *end || port < 1 || port > 65535)
+    if (sl_load_address(address, host, sizeof host, port) < 0)
         return -1;
     return snprintf(out, cap,
-                    "host=%.*s port=%ld dbname=postgres user=postgres "
-                    "application_name=sluice-load",
-                    (int)(colon - address), address, port) < (int)cap
+                    "host=%s port=%s dbname=postgres user=postgres application_name=sluice-load",
+                    host, port) < (int)cap
                ? 0
                : -1;
 }

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "address.h"
 #include "backend.h"
 
 /* Above any wait on one command (there are no blocking commands here), so
@@ -125,28 +126,6 @@ static int load_script(session *s, const char *script, char *sha)
     return 0;
 }
 
-/* "host:port"; the last colon, so that a bare IPv6 address works too. */
-static int split_address(const char *address, char *host, size_t hcap, int *port)
-{
-    const char *colon = strrchr(address, ':');
-    char *end;
-    long p;
-    size_t hlen;
-    if (!colon || colon == address)
-        return -1;
-    hlen = (size_t)(colon - address);
-    if (hlen >= hcap)
-        return -1;
-    errno = 0;
-    p = strtol(colon + 1, &end, 10);
-    if (errno || end == colon + 1 || *end || p < 1 || p > 65535)
-        return -1;
-    memcpy(host, address, hlen);
-    host[hlen] = '\0';
-    *port = (int)p;
-    return 0;
-}
-
 static void session_close(void *vs)
 {
     session *s = vs;
@@ -160,12 +139,11 @@ static void session_close(void *vs)
 static int session_open(const char *address, const char *holder, void **out, char *err, size_t cap)
 {
     struct timeval tv = {.tv_sec = SOCKET_TIMEOUT_S, .tv_usec = 0};
-    char host[256];
-    int port;
+    char host[256], port[SL_LOAD_PORT_MAX];
     session *s;
     (void)holder; /* the token, not a name, says who holds */
     *out = NULL;
-    if (split_address(address, host, sizeof host, &port) < 0) {
+    if (sl_load_address(address, host, sizeof host, port) < 0) {
         snprintf(err, cap, "\"%s\" is not HOST:PORT", address);
         return -1;
     }
@@ -180,7 +158,7 @@ static int session_open(const char *address, const char *holder, void **out, cha
         free(s);
         return -1;
     }
-    s->ctx = redisConnectWithTimeout(host, port, tv);
+    s->ctx = redisConnectWithTimeout(host, atoi(port), tv);
     if (!s->ctx || s->ctx->err) {
         snprintf(err, cap, "cannot connect to Redis at %s: %s", address,
                  s->ctx ? s->ctx->errstr : "out of memory");

@@ -169,7 +169,7 @@ static const char *doing(uint32_t stmt)
     }
 }
 
-static int run_op(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op, sl_store_batch *errb)
+static int run_op(sl_sqlite *sq, sl_store_batch *b, const sb_op *op)
 {
     sqlite3_stmt *s = sq->wstmt[op->stmt];
     for (uint32_t i = 0; i < op->nparams; i++) {
@@ -181,10 +181,10 @@ static int run_op(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op, sl_st
         else
             sqlite3_bind_null(s, (int)i + 1);
     }
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : wfail(sq, errb, doing(op->stmt));
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : wfail(sq, b, doing(op->stmt));
     sl__sqlite_reset(s);
     if (rc == 0 && op->stmt == SQ_META_UPDATE && sqlite3_changes(sq->wdb) != 1)
-        rc = sl__batch_fail(errb, SL_STORE_EIO,
+        rc = sl__batch_fail(b, SL_STORE_EIO,
                             "the store %s: its counters row is missing: restore the file "
                             "from a backup",
                             sq->path);
@@ -208,7 +208,7 @@ int sl__sqlite_commit(sl_store *st, sl_store_batch *b)
     if (rc)
         return rc;
     for (size_t i = 0; rc == 0 && i < b->nops; i++)
-        rc = run_op(sq, b, &b->ops[i], b);
+        rc = run_op(sq, b, &b->ops[i]);
     if (rc == 0 && b->prune)
         rc = sl__sqlite_prune_in(sq, b->prune_before, &b->pruned, b);
     if (rc == 0)
