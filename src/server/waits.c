@@ -76,10 +76,20 @@ static void link_wait(sl_wait *w)
         sl_claim_set_udata(w->claim, w);
 }
 
+/* A wait's start and end move the claim's lease deadline (the lease cannot
+ * run out while a request waits, and counts again from the wait's end), so
+ * the loop's timer follows at once: a timer left on the old deadline would
+ * let a dead client's claim outlive its lease until some other request came. */
+static void watch(sl_server *srv, sl_claim *claim, int delta)
+{
+    sl_claim_watch(srv->eng, claim, delta, sl_server_now(srv));
+    sl_commit_rearm_timer(srv);
+}
+
 static void unwatch(sl_wait *w)
 {
     if (w->kind != SL_WAIT_EVENTS && !w->unwatched && w->claim)
-        sl_claim_watch(w->srv->eng, w->claim, -1, sl_server_now(w->srv));
+        watch(w->srv, w->claim, -1);
     w->unwatched = true;
 }
 
@@ -299,7 +309,7 @@ void sl_wait_claim(sl_ctx *c, sl_wait_kind kind, sl_claim *claim, sl_state seen,
     w->claim = claim;
     w->seen = seen;
     link_wait(w);
-    sl_claim_watch(c->srv->eng, claim, +1, c->now);
+    watch(c->srv, claim, +1);
     sl_reply_after_commit(c->srv, start, w);
 }
 

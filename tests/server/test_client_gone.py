@@ -225,6 +225,31 @@ class TestWatcherGone(GoneCase):
         wait_until(lambda: self.srv.claim_get(a["id"])["state"] == "expired", 5.0,
                    what="expiry after the watcher left")
 
+    def test_gone_watcher_lease_runs_out_on_time(self):
+        """A held claim kept alive by a wait whose client dies runs out one
+        lease after the hang-up, with nothing else reaching the server (every
+        request fires due timers, so only the loop's own timer may do it here):
+        the other claim's long poll sees its grant then, not at its wait's end.
+        Regression: the timer stayed armed on an older deadline and the slot
+        was freed up to 16 s late (or at the next request)."""
+        m = "gone/ontime"
+        a = self.srv.claim("a", [("m", m)], lease="1s")
+        s = raw_request(self.srv, "GET", "/v1/claims/%s?wait=25s" % a["id"])
+        self.assertEqual(read_head(s)[0], 200)
+        conn, resp = self.srv.start_request("POST", "/v1/claims", body={
+            "holder": "b", "locks": [{"mutex": m}], "wait": "20s"}, timeout=30)
+        self.assertEqual(resp.status, 201)
+        closed = time.monotonic()
+        hard_close(s)
+        b = json.loads(resp.read())
+        took = time.monotonic() - closed
+        conn.close()
+        self.assertEqual(b["state"], "held", b)
+        self.assertGreaterEqual(took, 0.9)
+        self.assertLess(took, 5.0, "the lease ran out %.1f s after its watcher left" % took)
+        self.assertEqual(self.srv.claim_get(a["id"])["state"], "expired")
+        self.srv.release(b["id"])
+
     def test_events_wait_gone(self):
         """An events long poll that hangs up is forgotten: the next event does
         not trip over it, and new waits work."""
