@@ -14,6 +14,7 @@
  * When the store fails, the held answers get 503, the captured batch is
  * kept, no new change is accepted (routes check store_failed) and the
  * same batch is committed again every second until it succeeds. */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,6 +40,8 @@ void sl_commit_rearm_timer(sl_server *srv)
 static void commit_failed(sl_server *srv, const char *why)
 {
     srv->metrics.commit_failures++;
+    snprintf(srv->store_error, sizeof(srv->store_error), "%s",
+             why && *why ? why : "no reason given by the store");
     if (!srv->store_failed)
         sl_log(SL_LOG_ERROR, "store commit failed, refusing changes until it recovers: %s", why);
     srv->store_failed = true;

@@ -22,8 +22,10 @@ void sl_route_health(sl_ctx *c)
     if (!get_only(c))
         return;
     if (c->srv->store_failed) {
-        sl_reply_error(c, 503, "unavailable", "the store cannot commit: %s",
-                       sl_store_error(c->srv->store));
+        sl_reply_error(c, 503, "unavailable",
+                       "the store cannot commit (changes are refused and retried every "
+                       "second): %s",
+                       c->srv->store_error);
         return;
     }
     sl_engine_stats st;

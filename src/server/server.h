@@ -55,6 +55,7 @@ typedef struct sl_server {
     int64_t last_now;
     int64_t armed_at;         /* the deadline timer_ev is armed for */
     bool store_failed;        /* a commit failed: refuse changes until one succeeds */
+    char store_error[512];    /* ... and why, for /healthz */
     bool stopping;
     sl_reply *replies_head, *replies_tail; /* answers held until the commit */
     /* The commit pipeline (commit.c): generations number the batches. */

@@ -12,10 +12,14 @@
  * synchronous=FULL fsyncs the WAL at every commit and survives power loss
  * too. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "sqlite_int.h"
 
@@ -139,6 +143,64 @@ static int check_dir(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* The process that holds an flock on the file, from /proc/locks (Linux);
+ * 0 when it cannot be told. Only for the message. */
+static long lock_holder(int fd)
+{
+    struct stat sb;
+    FILE *f = fstat(fd, &sb) == 0 ? fopen("/proc/locks", "r") : NULL;
+    if (!f)
+        return 0;
+    char want[64], line[256];
+    snprintf(want, sizeof(want), "%02x:%02x:%llu", major(sb.st_dev), minor(sb.st_dev),
+             (unsigned long long)sb.st_ino);
+    long pid = 0;
+    while (!pid && fgets(line, sizeof(line), f)) {
+        long p = 0;
+        char dev[64];
+        /* "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" */
+        if (strstr(line, "FLOCK") && sscanf(line, "%*s %*s %*s %*s %ld %63s", &p, dev) == 2 &&
+            strcmp(dev, want) == 0)
+            pid = p;
+    }
+    fclose(f);
+    return pid;
+}
+
+/* One server per file: two that shared it would each keep their own engine
+ * and overwrite each other's rows (seen: the twin's commits broke the
+ * first server's for good). An exclusive flock, held until the store is
+ * closed, makes the second refuse to start; the kernel drops it when the
+ * process dies, even by kill -9, so a crash never leaves a stale lock.
+ * flock and SQLite's fcntl locks do not interact on Linux. */
+static int lock_file(sl_sqlite *sq, char *err, size_t errlen)
+{
+    sq->lock_fd = open(sq->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (sq->lock_fd < 0) {
+        snprintf(err, errlen, "cannot use the store %s: cannot open it: %s", sq->path,
+                 strerror(errno));
+        return SL_STORE_EIO;
+    }
+    if (flock(sq->lock_fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    int e = errno;
+    long pid = e == EWOULDBLOCK ? lock_holder(sq->lock_fd) : 0;
+    char who[48] = "another process";
+    if (pid > 0)
+        snprintf(who, sizeof(who), "process %ld", pid);
+    if (e == EWOULDBLOCK)
+        snprintf(err, errlen,
+                 "the store %s is in use by %s (another sluiced?): two servers on one SQLite "
+                 "file would overwrite each other's state. Stop the other server, or give this "
+                 "one a store of its own (several servers share state through PostgreSQL)",
+                 sq->path, who);
+    else
+        snprintf(err, errlen, "cannot use the store %s: cannot lock it: %s", sq->path, strerror(e));
+    close(sq->lock_fd);
+    sq->lock_fd = -1;
+    return SL_STORE_EIO;
+}
+
 /* Runs a pragma and returns its first column's text in out (may be ""). */
 static int pragma(sqlite3 *db, const char *sql, char *out, size_t cap)
 {
@@ -167,6 +229,10 @@ static void sqlite_close(sl_store *st)
     for (int i = 0; i < SQ_COUNT; i++)
         sqlite3_finalize(sq->stmt[i]);
     sqlite3_close(sq->db);
+    /* Last: closing any descriptor of the file drops SQLite's own POSIX
+     * locks on it, so this one goes only once SQLite is done. */
+    if (sq->lock_fd >= 0)
+        close(sq->lock_fd);
     sl__sq_buf_free(&sq->locks_json);
     sl__sq_buf_free(&sq->tags_json);
     free(sq->path);
@@ -274,9 +340,15 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     sl_sqlite *sq = xcalloc(1, sizeof(*sq));
     sq->base.ops = &sqlite_ops;
     sq->base.source = SL_SOURCE_API;
+    sq->lock_fd = -1;
     size_t plen = strlen(path);
     sq->path = xcalloc(1, plen + 1);
     memcpy(sq->path, path, plen);
+    if (!memory && (rc = lock_file(sq, err, errlen)) != 0) {
+        free(sq->path);
+        free(sq);
+        return rc;
+    }
 
     /* NOMUTEX: each connection is used by one thread at a time (store.h),
      * so SQLite's own locking of every call is pure cost. */

@@ -80,6 +80,7 @@ typedef struct sl_sqlite {
     sqlite3 *wdb;
     sqlite3_stmt *wstmt[SQ_COUNT];
     int wal_frames; /* the WAL's length after the last commit (its hook) */
+    int lock_fd;    /* the file, flock()ed for the store's life; -1 in memory */
     sq_buf locks_json, tags_json; /* reused by every write */
 } sl_sqlite;
 

@@ -8,11 +8,12 @@ commits the same batch, the server serves again, and what was answered
 before the failure, and the batch that was retried, survive a restart."""
 import os
 import sqlite3
+import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluiced_fixture import ServerTestCase, wait_until  # noqa: E402
+from sluiced_fixture import ServerTestCase, free_port, wait_until  # noqa: E402
 
 RECOVERY_DEADLINE_S = 15
 
@@ -41,7 +42,10 @@ class TestStoreFailure(ServerTestCase):
             r = srv.post("/v1/claims", {"holder": "during", "locks": [{"mutex": "sf/b"}]})
             self.assertUnavailable(r)
             self.assertIn("not confirmed", r.json["error"]["message"])
-            self.assertEqual(srv.get("/healthz").status, 503)
+            health = srv.get("/healthz")
+            self.assertEqual(health.status, 503)
+            # /healthz says why (it once said "the store cannot commit: ").
+            self.assertIn("injected failure", health.json["error"]["message"])
             # While the store fails, changes are refused at once.
             self.assertUnavailable(srv.post("/v1/claims",
                                             {"holder": "refused", "locks": [{"mutex": "sf/c"}]}))
@@ -66,6 +70,39 @@ class TestStoreFailure(ServerTestCase):
             srv.release(cid)
         types = [e["type"] for e in srv.all_events(0) if e.get("claim") == during[0]["id"]]
         self.assertEqual(types[:2], ["claim.queued", "claim.acquired"])
+
+
+
+class TestStoreInUse(ServerTestCase):
+    """Two servers on one SQLite file would each keep their own engine and
+    overwrite each other's rows (seen: the twin started, and the first went
+    503 for good at their first colliding commit). The second refuses to
+    start, naming the process that holds the file; the first serves on; the
+    file is free again once its server is gone, even after kill -9."""
+
+    def start_twin(self):
+        cmd = [self.srv.binary, "--listen", "127.0.0.1:%d" % free_port(),
+               "--store", "sqlite:" + self.srv.store]
+        return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+
+    def test_second_server_refuses_the_file(self):
+        srv = self.srv
+        first = srv.claim("first", [("m", "split/brain")])
+        twin = self.start_twin()
+        self.assertNotEqual(twin.returncode, 0)
+        err = twin.stderr.decode("utf-8", "replace")
+        self.assertIn("is in use by process %d" % srv.proc.pid, err)
+        self.assertIn("Stop the other server", err)
+        self.assertNotIn("listening", err)
+        # The first server is untouched and goes on committing.
+        self.assertEqual(srv.get("/healthz").status, 200)
+        second = srv.claim("second", [("m", "split/brain")])
+        self.assertEqual(second["state"], "pending")
+        srv.release(first["id"])
+        self.assertEqual(srv.claim_get(second["id"])["state"], "held")
+        # kill -9 leaves no stale lock: a new server takes the file.
+        srv.restart(hard=True)
+        self.assertEqual(srv.claim_get(second["id"])["state"], "held")
 
 
 if __name__ == "__main__":
