@@ -3,7 +3,7 @@
  * A claim is one allocation: the struct, one entry per lock, its tags and
  * every string it carries, so that memory per claim is small, bounded by the
  * request's bounds, and freed in one call. Tags and the group become locks
- * here (DESIGN.md: both are sugar for locks), so the rest of the engine only
+ * here (docs/engine.md: both are sugar for locks), so the rest of the engine only
  * ever sees locks. */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +29,7 @@ int sl__claim_order(const sl_claim *a, const sl_claim *b)
 typedef struct xclaim {
     sl_xlock *locks; /* SL_CLAIM_LOCKS_MAX of them: the engine's scratch */
     size_t n;
+    const sl_claim_req *req;
 } xclaim;
 
 static bool text_valid(const char *s, size_t max, bool required)
@@ -101,15 +102,20 @@ static int xadd(const sl_engine *eng, xclaim *x, sl_kind kind, const char *name,
         return fail(err, SL_EINVAL, "a mutex has one slot; ask for slots 1 or use a semaphore",
                     field, name, slots);
     }
-    if (limit > 0 && slots > limit)
-        return fail(err, SL_EINVAL,
-                    "the claim asks for more slots than the semaphore's limit, so it could "
-                    "never be granted",
-                    field, name, limit);
+    if (limit > 0 && slots > limit) {
+        fail(err, SL_EINVAL,
+             "the claim asks for more slots than the semaphore's limit, so it could never be "
+             "granted",
+             field, name, limit);
+        if (err)
+            err->asked = slots;
+        return SL_EINVAL;
+    }
     for (size_t i = 0; i < x->n; i++)
         if (x->locks[i].keylen == xl->keylen && memcmp(x->locks[i].key, xl->key, xl->keylen) == 0)
-            return fail(err, SL_EINVAL, "the same lock appears twice in one claim", field, name,
-                        0);
+            return fail(err, SL_EINVAL, "the same lock appears twice in one claim", field, name, 0);
+    if (x->req->allow && !x->req->allow(x->req->allow_ud, xl->key))
+        return fail(err, SL_EFORBIDDEN, "the access rules refuse this lock", field, xl->key, 0);
     x->n++;
     return 0;
 }
@@ -126,7 +132,7 @@ static int expand_locks(const sl_engine *eng, const sl_claim_req *req, xclaim *x
         if (!sl_name_valid(lr->name, len, false))
             return fail(err, SL_EINVAL,
                         "a lock name is 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, with "
-                        "no leading or trailing '/' and no '//'",
+                        "no leading or trailing '/', no '//' and no '.' or '..' segment",
                         field, lr->name, 0);
         int rc = xadd(eng, x, lr->kind, lr->name, len, lr->slots ? lr->slots : 1, SL_VIA_LOCK,
                       field, err);
@@ -332,12 +338,15 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     int rc = check_req(eng, req, &idhash, err);
     if (rc)
         return rc;
-    xclaim xc = {sl__xlocks(eng), 0}, *x = &xc;
+    xclaim xc = {sl__xlocks(eng), 0, req}, *x = &xc;
     rc = expand_locks(eng, req, x, err);
     if (!rc)
         rc = expand_tags(eng, req, x, err);
     if (!rc)
         rc = expand_group(eng, req, x, err);
+    if (!rc && x->n == 0 && req->allow && !req->allow(req->allow_ud, NULL))
+        rc = fail(err, SL_EFORBIDDEN, "the access rules refuse a claim that takes no lock",
+                  "holder", NULL, 0);
     if (rc)
         return rc;
     if (sl__hash_count(&eng->claims) >= eng->opts.claims_max)
@@ -566,6 +575,43 @@ const sl_claim *sl_pending_next(sl_engine *eng, const sl_claim *prev)
     snapshot(eng);
     size_t i = prev ? prev->pidx + 1 : 0;
     return i < eng->npending ? eng->psnap[i] : NULL;
+}
+
+const sl_claim *sl_pending_after(sl_engine *eng, int32_t priority, int64_t created,
+                                 uint64_t arrival)
+{
+    snapshot(eng);
+    sl_claim key = {.priority = priority, .created = created, .arrival = arrival};
+    size_t lo = 0, hi = eng->npending; /* the first claim ordered after key */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sl__claim_order(eng->psnap[mid], &key) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < eng->npending ? eng->psnap[lo] : NULL;
+}
+
+const sl_claim *sl_claim_after(const sl_engine *eng, uint64_t arrival)
+{
+    const sl_claim *head = eng->chead, *tail = eng->ctail;
+    if (!head || tail->arrival <= arrival)
+        return NULL;
+    if (head->arrival > arrival)
+        return head;
+    /* Arrivals are numbered in order, so the nearer end is a fair guess of
+     * the shorter walk. */
+    if (tail->arrival - arrival < arrival - head->arrival) {
+        const sl_claim *c = tail;
+        while (c->prev && c->prev->arrival > arrival)
+            c = c->prev;
+        return c;
+    }
+    const sl_claim *c = head;
+    while (c && c->arrival <= arrival)
+        c = c->next;
+    return c;
 }
 
 size_t sl_pending_position(sl_engine *eng, const sl_claim *c)

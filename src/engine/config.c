@@ -9,6 +9,32 @@
 
 #include "engine_int.h"
 
+/* The namespaces tags and groups make locks in ("tag/", "group/"): the
+ * length of the one name starts with, else 0. */
+static size_t reserved_prefix(const char *name, size_t len)
+{
+    static const char *const spaces[] = {"tag/", "group/"};
+    for (size_t i = 0; i < sizeof(spaces) / sizeof(spaces[0]); i++) {
+        size_t n = strlen(spaces[i]);
+        if (len >= n && memcmp(name, spaces[i], n) == 0)
+            return n;
+    }
+    return 0;
+}
+
+/* Whether pattern p configures name. A pattern reaches into the tag and
+ * group namespaces only when it names them: a catch-all "*" (or "g*")
+ * must not turn every concurrency group into an N-slot semaphore, nor make
+ * every tag a lock. */
+static bool pattern_matches(const sl_config *p, const char *name, size_t len)
+{
+    size_t plen = (size_t)p->len - 1;
+    if (plen > len || memcmp(p->name, name, plen) != 0)
+        return false;
+    size_t ns = reserved_prefix(name, len);
+    return ns == 0 || plen >= ns;
+}
+
 const sl_config *sl__config_resolve(const sl_engine *eng, const char *name, size_t len)
 {
     sl_hnode *n = sl__hash_find(&eng->configs, name, len);
@@ -17,8 +43,7 @@ const sl_config *sl__config_resolve(const sl_engine *eng, const char *name, size
     const sl_config *best = NULL;
     for (size_t i = 0; i < eng->patterns.n; i++) {
         const sl_config *p = eng->patterns.v[i];
-        size_t plen = (size_t)p->len - 1;
-        if (plen <= len && memcmp(p->name, name, plen) == 0 && (!best || p->len > best->len))
+        if (pattern_matches(p, name, len) && (!best || p->len > best->len))
             best = p;
     }
     return best;
@@ -48,7 +73,8 @@ static int check_set(const char *name, size_t len, uint32_t limit, sl_strategy s
     if (!sl_name_valid(name, len, true)) {
         sl__error_set(err, SL_EINVAL,
                       "a semaphore name is 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, "
-                      "no leading or trailing '/', no '//', optionally ending in '*'",
+                      "no leading or trailing '/', no '//', no '.' or '..' segment, optionally "
+                      "ending in '*'",
                       "name", name, 0);
         return SL_EINVAL;
     }
@@ -124,12 +150,13 @@ int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy str
     return 0;
 }
 
-static bool config_in_use(const sl_engine *eng, const sl_config *cfg)
+/* A semaphore the configuration configures that has holders or waiters. */
+static const sl_lock *config_in_use(const sl_engine *eng, const sl_config *cfg)
 {
     for (const sl_lock *l = eng->active_head; l; l = l->next)
         if (l->cfg == cfg && sl__lock_busy(l))
-            return true;
-    return false;
+            return l;
+    return NULL;
 }
 
 static void unbind_list(sl_engine *eng, sl_lock *l, const sl_config *cfg)
@@ -153,7 +180,15 @@ int sl_sem_delete(sl_engine *eng, const char *name, int64_t now, sl_error *err)
         return SL_ENOTFOUND;
     }
     sl_config *cfg = sl__container_of(n, sl_config, hnode);
-    if (config_in_use(eng, cfg)) {
+    const sl_lock *busy = config_in_use(eng, cfg);
+    if (busy && cfg->pattern) {
+        sl__error_set(err, SL_ECONFLICT,
+                      "this semaphore, made from the pattern, has holders or waiters; delete the "
+                      "pattern once no semaphore made from it is in use",
+                      "name", busy->key + 4, 0);
+        return SL_ECONFLICT;
+    }
+    if (busy) {
         sl__error_set(err, SL_ECONFLICT,
                       "the semaphore has holders or waiters; delete it once they are gone",
                       "name", name, 0);

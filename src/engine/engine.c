@@ -156,4 +156,5 @@ void sl__error_set(sl_error *err, int code, const char *what, const char *field,
     copy_bounded(err->field, sizeof(err->field), field);
     copy_bounded(err->name, sizeof(err->name), name);
     err->value = value;
+    err->asked = 0;
 }

@@ -7,7 +7,7 @@
  * calls; decisions come out as claim states and as a log of events and
  * changes that the store writes and the server turns into responses.
  *
- * Semantics are DESIGN.md's; the comments here say what each call does, what
+ * Semantics are docs/engine.md's; the comments here say what each call does, what
  * it returns and who owns what. Every mutating call first fires the timers
  * due at or before `now` (leases, timeouts, grace), in deadline order and at
  * their deadlines, so the outcome does not depend on how often the embedder
@@ -37,9 +37,10 @@ enum {
     SL_ECONFLICT = -3, /* the state forbids it (in use, ended, revoking, id taken) */
     SL_EUNKNOWN = -4,  /* a semaphore with no configuration and no pattern */
     SL_ELIMIT = -5,    /* an engine bound (claims, patterns) is reached */
+    SL_EFORBIDDEN = -6, /* the request's `allow` refused one of the claim's locks */
 };
 
-/* Bounds the engine enforces itself (API.md's). */
+/* Bounds the engine enforces itself (docs/api.md's). */
 #define SL_NAME_MAX 253           /* lock names, group, tag keys and values */
 #define SL_ID_MAX 64              /* claim ids */
 #define SL_HOLDER_MAX 253         /* holder strings */
@@ -67,7 +68,7 @@ typedef enum {
 
 typedef enum { SL_CANCEL_NONE, SL_CANCEL_PENDING, SL_CANCEL_IN_PROGRESS } sl_cancel;
 
-/* Why a pending claim waits on one lock (API.md's `rule`). */
+/* Why a pending claim waits on one lock (docs/api.md's `rule`). */
 typedef enum {
     SL_RULE_NONE,       /* not pending */
     SL_RULE_AT_LIMIT,   /* fewer free slots than the claim asks for */
@@ -128,8 +129,9 @@ int sl_state_parse(const char *s, sl_state *out);
 int sl_strategy_parse(const char *s, sl_strategy *out);
 int sl_cancel_parse(const char *s, sl_cancel *out);
 
-/* API.md's lock names: 1 to 253 of A-Z a-z 0-9 . _ - / : =, no leading or
- * trailing '/', no "//"; with allow_pattern a final '*' is allowed too. */
+/* Lock names: 1 to 253 of A-Z a-z 0-9 . _ - / : =, no leading or trailing
+ * '/', no "//", no "." or ".." segment; with allow_pattern a final '*' is
+ * allowed too. */
 bool sl_name_valid(const char *name, size_t len, bool allow_pattern);
 
 /* ---- the engine ---------------------------------------------------------- */
@@ -168,13 +170,15 @@ void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out);
 /* What went wrong with a request, for the caller to word: `what` is a static
  * sentence ("the same lock appears twice in one claim"); `field` names the
  * offending field ("locks[2]"), `name` the lock or semaphore involved (a
- * copy, empty when none), `value` a number if any (a limit, a count). */
+ * copy, empty when none), `value` a number if any (a limit, a count);
+ * `asked` the slots a claim asked for where more than a limit (else 0). */
 typedef struct sl_error {
     int code;
     const char *what;
     char field[32];
     char name[SL_NAME_MAX + 1];
     int64_t value;
+    int64_t asked;
 } sl_error;
 
 /* ---- semaphores ---------------------------------------------------------- */
@@ -278,6 +282,14 @@ typedef struct sl_claim_req {
     const char *rebalance_key; /* NULL for none */
     int64_t lease_ms;   /* < 0: shortest configured lease, else the default */
     int64_t timeout_ms; /* 0 = none; counts from arrival */
+    /* Optional, for the embedder's access rules: asked about every lock the
+     * claim would take once its tags and group are expanded (key "mtx/NAME"
+     * or "sem/NAME"), and with NULL when it would take none, before anything
+     * changes. false refuses the claim with SL_EFORBIDDEN; err->field and
+     * err->name say which lock. Only the embedder knows who asks, and only
+     * the engine knows which locks tags add. */
+    bool (*allow)(void *ud, const char *key);
+    void *allow_ud;
 } sl_claim_req;
 
 /* Adds a claim: checks it, supersedes and revokes in its group as its
@@ -294,6 +306,14 @@ const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev);
  * first with prev NULL. The order is sorted when first asked for after a
  * change (O(n log n)); iterating it then is O(1) a step. */
 const sl_claim *sl_pending_next(sl_engine *eng, const sl_claim *prev);
+/* Resuming those listings where an earlier page ended, even if the claim
+ * it ended on has gone since: the first pending claim after the key
+ * (priority, created, arrival) in the total order (O(log n) once sorted),
+ * and the first claim, live or retained, that arrived after `arrival`.
+ * NULL when there is none. */
+const sl_claim *sl_pending_after(sl_engine *eng, int32_t priority, int64_t created,
+                                 uint64_t arrival);
+const sl_claim *sl_claim_after(const sl_engine *eng, uint64_t arrival);
 /* The claim's place in that order, from 1; 0 when not pending. */
 size_t sl_pending_position(sl_engine *eng, const sl_claim *c);
 

@@ -1,5 +1,5 @@
 /* names.c - the words of the model: states, strategies, rules, reasons and
- * event types as API.md spells them, and the rule for valid lock names. */
+ * event types as docs/api.md spells them, and the rule for valid lock names. */
 #include <string.h>
 
 #include "engine.h"
@@ -122,6 +122,27 @@ static bool name_char(char ch)
            ch == '.' || ch == '_' || ch == '-' || ch == '/' || ch == ':' || ch == '=';
 }
 
+/* Whether a '/'-separated segment is "." or "..". Such names are not path
+ * escapes (names are flat strings), but "team-a/../team-b/db" reads like
+ * one, to people and to path-normalising proxies alike, so they are
+ * refused. A pattern's last segment is cut by its '*' ("a/..*" may match
+ * "a/..x"), so it counts only when whole. */
+static bool dot_segment(const char *s, size_t n, bool last_whole)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && s[i] != '/')
+            continue;
+        size_t seg = i - start;
+        bool whole = i < n || last_whole;
+        if (whole &&
+            ((seg == 1 && s[start] == '.') || (seg == 2 && s[start] == '.' && s[start + 1] == '.')))
+            return true;
+        start = i + 1;
+    }
+    return false;
+}
+
 bool sl_name_valid(const char *name, size_t len, bool allow_pattern)
 {
     if (!name || len == 0 || len > SL_NAME_MAX)
@@ -140,5 +161,5 @@ bool sl_name_valid(const char *name, size_t len, bool allow_pattern)
         return false;
     if (body == len && name[len - 1] == '/')
         return false;
-    return true;
+    return !dot_segment(name, body, body == len);
 }

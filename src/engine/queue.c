@@ -1,7 +1,7 @@
 /* queue.c - queues and admission: who may be granted, and granting them.
  *
  * A pending claim is granted when it is admissible on every one of its locks
- * at the same moment (DESIGN.md). The rule is that of full passes: try every
+ * at the same moment (docs/engine.md). The rule is that of full passes: try every
  * waiter in the one total order, each against the state left by the grants
  * before it, and pass again until a pass grants nothing. Trying every waiter
  * would cost O(n) per change, so a pass only tries the waiters that could be
@@ -245,7 +245,7 @@ static bool collect_visit(void *ud, sl_centry *e, size_t position, uint64_t slot
 
 /* The waiters of l that its strategy would let in now, were their other
  * locks free. Strict: the prefix of the queue that fits. Skip: every waiter
- * that fits by itself (the amortised walk DESIGN.md allows). Rebalanced:
+ * that fits by itself (the amortised walk docs/engine.md allows). Rebalanced:
  * the prefix of the order of choice that fits. */
 static void collect(sl_engine *eng, sl_lock *l, const sl_claim *floor)
 {

@@ -1,6 +1,6 @@
 /* rebalance.c - the rebalanced strategy: fair shares between rebalance keys.
  *
- * DESIGN.md: with K keys among a lock's holders and waiters, each key's
+ * docs/engine.md: with K keys among a lock's holders and waiters, each key's
  * quota is floor(limit / K), plus one slot for the limit mod K keys whose
  * oldest waiting claims are oldest. Free slots go to the oldest waiting claim
  * of a key below its quota; when no such key waits, to the oldest waiting

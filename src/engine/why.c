@@ -1,4 +1,4 @@
-/* why.c - why a pending claim waits, lock by lock, in API.md's rules.
+/* why.c - why a pending claim waits, lock by lock, in docs/api.md's rules.
  *
  * at_limit: fewer free slots than it asks for. behind: enough free slots,
  * but claims ahead take them. quota (rebalanced, and it wins there): its key

@@ -1,11 +1,12 @@
-/* auth.c - bearer tokens (API.md: Auth).
+/* auth.c - bearer tokens (docs/api.md: Auth).
  *
  * With no tokens configured every request is admitted as admin; this is the
  * default because the server listens on loopback. With tokens, every request
  * but /healthz needs "Authorization: Bearer <token>". An admin token may do
  * everything; a limited token only claims, reads and configures locks whose
- * names start with one of its prefixes (a claim's explicit locks and its
- * group; tags are limits the admins set, so they need no prefix). */
+ * names start with one of its prefixes: every lock of a claim counts, those
+ * its tags and group add included (the engine asks, through the request's
+ * `allow`, once it knows which locks the tags add). */
 #include <string.h>
 
 #include <event2/http.h>
@@ -61,17 +62,47 @@ bool sl_auth_allows(const sl_ctx *c, const char *name)
     return false;
 }
 
+/* A lock key ("mtx/NAME", "sem/NAME") or, for a claim that takes no lock,
+ * its holder: such a claim touches nobody's slots, but it names a holder
+ * and tags that belong to somebody, so it belongs to the namespace of its
+ * holder. */
+static bool allows_key_or_holder(const sl_ctx *c, const char *key, const char *holder)
+{
+    return key ? sl_auth_allows(c, key + 4) : sl_auth_allows(c, holder);
+}
+
 bool sl_auth_allows_claim(sl_ctx *c, const sl_claim *claim)
 {
     if (c->auth.admin)
         return true;
     sl_claim_view v;
     sl_claim_get(claim, &v);
+    if (v.nlocks == 0)
+        return allows_key_or_holder(c, NULL, v.holder);
+    /* Every lock counts, whether the claim named it or its tags and group
+     * added it: a rule of "the explicit locks and the group" held vacuously
+     * for a claim made of tags only. */
     for (size_t i = 0; i < v.nlocks; i++) {
         sl_claim_lock_view lv;
         sl_claim_lock_peek(claim, i, &lv); /* no position: none is needed */
-        if (lv.via == SL_VIA_LOCK && !sl_auth_allows(c, lv.name))
+        if (!sl_auth_allows(c, lv.name))
             return false;
     }
-    return !v.group || sl_auth_allows(c, v.group);
+    return true;
+}
+
+static bool allow_cb(void *ud, const char *key)
+{
+    const sl_auth_claim *a = ud;
+    return allows_key_or_holder(a->c, key, a->holder);
+}
+
+void sl_auth_bind_claim(const sl_ctx *c, sl_claim_req *req, sl_auth_claim *a)
+{
+    if (c->auth.admin)
+        return;
+    a->c = c;
+    a->holder = req->holder;
+    req->allow = allow_cb;
+    req->allow_ud = a;
 }

@@ -2,14 +2,24 @@
  *
  * Checks every field's type and shape and refuses unknown fields (a
  * misspelt "lokcs" should not become a claim on nothing); the engine then
- * checks what the claim asks for. Strings point into the parsed JSON, which
- * the caller keeps alive while the request is used. */
+ * checks what the claim asks for. Every message names the field, the value
+ * as it was sent and what would be accepted. Strings point into the parsed
+ * JSON, which the caller keeps alive while the request is used. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "claim_body.h"
 #include "duration.h"
+#include "json_fields.h"
+
+static const char *const claim_fields[] = {
+    "holder", "locks", "priority", "created", "rebalance_key", "tags", "group",
+    "cancel", "grace", "lease", "timeout", "wait", NULL,
+};
+static const char *const lock_fields[] = {"mutex", "semaphore", "slots", NULL};
+
+#define LOCK_SHAPE "a lock is {\"mutex\": NAME} or {\"semaphore\": NAME, \"slots\": N}"
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t cap, const char *fmt,
                                                      ...)
@@ -21,24 +31,53 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t cap, cons
     return -1;
 }
 
+/* "FIELD must be WANT, not VALUE": the value as the client wrote it. */
+static int not_a(char *err, size_t cap, const char *field, const char *want, const json_t *v)
+{
+    char text[80];
+    sl_json_value_text(v, text, sizeof(text));
+    return bad(err, cap, "%s must be %s, not %s", field, want, text);
+}
+
+/* A whole number in [lo, hi], or a message saying which and why not. */
+static int whole_in(const json_t *v, const char *field, json_int_t lo, json_int_t hi,
+                    const char *why, json_int_t *out, char *err, size_t cap)
+{
+    char want[128];
+    snprintf(want, sizeof(want), "a whole number from %lld to %lld%s", (long long)lo,
+             (long long)hi, why);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return not_a(err, cap, field, want, v);
+    *out = json_integer_value(v);
+    return 0;
+}
+
 static int parse_lock(json_t *item, size_t i, sl_lock_req *out, char *err, size_t cap)
 {
-    char field[32];
-    snprintf(field, sizeof(field), "locks[%zu]", i);
-    const char *mutex = NULL, *sem = NULL;
-    json_int_t slots = 1;
-    json_error_t jerr;
-    if (!json_is_object(item) ||
-        json_unpack_ex(item, &jerr, JSON_STRICT, "{s?s,s?s,s?I}", "mutex", &mutex, "semaphore",
-                       &sem, "slots", &slots) != 0 ||
-        (!mutex == !sem))
-        return bad(err, cap,
-                   "%s must be {\"mutex\": NAME} or {\"semaphore\": NAME, \"slots\": N}", field);
-    if (slots < 1 || slots > SL_LIMIT_MAX)
-        return bad(err, cap, "%s.slots must be a whole number from 1 to 1000000000", field);
+    char field[32], where[48];
+    snprintf(field, sizeof(field), "locks[%zu]", i % 1000);
+    snprintf(where, sizeof(where), "%s: ", field);
+    if (!json_is_object(item))
+        return not_a(err, cap, field, "an object: " LOCK_SHAPE, item);
+    if (sl_json_known_fields(item, lock_fields, where, LOCK_SHAPE, err, cap) != 0)
+        return -1;
+    json_t *mutex = json_object_get(item, "mutex"), *sem = json_object_get(item, "semaphore");
+    json_t *slots = json_object_get(item, "slots");
+    if (!mutex == !sem)
+        return bad(err, cap, "%s must name exactly one of \"mutex\" and \"semaphore\"; %s", field,
+                   LOCK_SHAPE);
+    json_t *name = mutex ? mutex : sem;
+    if (!json_is_string(name)) {
+        snprintf(where, sizeof(where), "%s.%s", field, mutex ? "mutex" : "semaphore");
+        return not_a(err, cap, where, "a string (the lock's name)", name);
+    }
+    json_int_t n = 1;
+    snprintf(where, sizeof(where), "%s.slots", field);
+    if (slots && whole_in(slots, where, 1, SL_LIMIT_MAX, "", &n, err, cap) != 0)
+        return -1;
     out->kind = mutex ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
-    out->name = mutex ? mutex : sem;
-    out->slots = (uint32_t)slots;
+    out->name = json_string_value(name);
+    out->slots = (uint32_t)n;
     return 0;
 }
 
@@ -47,9 +86,10 @@ static int parse_locks(json_t *locks, sl_claim_body *b, char *err, size_t cap)
     if (!locks)
         return 0;
     if (!json_is_array(locks))
-        return bad(err, cap, "%s must be an array of locks", "locks");
+        return not_a(err, cap, "locks", "an array of locks", locks);
     if (json_array_size(locks) > SL_LOCKS_MAX)
-        return bad(err, cap, "%s: a claim has at most 64 locks", "locks");
+        return bad(err, cap, "locks has %zu locks; a claim has at most %d",
+                   json_array_size(locks), SL_LOCKS_MAX);
     size_t i;
     json_t *item;
     json_array_foreach(locks, i, item)
@@ -66,16 +106,20 @@ static int parse_tags(json_t *tags, sl_claim_body *b, char *err, size_t cap)
     if (!tags)
         return 0;
     if (!json_is_object(tags))
-        return bad(err, cap, "%s must be an object of string values", "tags");
+        return not_a(err, cap, "tags", "an object of string values ({\"env\": \"prod\"})", tags);
     if (json_object_size(tags) > SL_TAGS_MAX)
-        return bad(err, cap, "%s: a claim has at most 32 tags", "tags");
+        return bad(err, cap, "tags has %zu tags; a claim has at most %d",
+                   json_object_size(tags), SL_TAGS_MAX);
     const char *key;
     json_t *val;
     size_t n = 0;
     json_object_foreach(tags, key, val)
     {
-        if (!json_is_string(val))
-            return bad(err, cap, "tags.%s must be a string", key);
+        if (!json_is_string(val)) {
+            char field[80];
+            snprintf(field, sizeof(field), "tags.%.64s", key);
+            return not_a(err, cap, field, "a string", val);
+        }
         b->tags[n].key = key;
         b->tags[n].value = json_string_value(val);
         n++;
@@ -84,64 +128,76 @@ static int parse_tags(json_t *tags, sl_claim_body *b, char *err, size_t cap)
     return 0;
 }
 
-static int duration_field(json_t *v, const char *name, int64_t *ms, char *err, size_t cap)
+/* A printable string of 1 to max characters (holder, rebalance_key): the
+ * engine refuses others too, but cannot say where the fault is. */
+static int text_field(json_t *v, const char *name, size_t max, const char *what,
+                      const char **out, char *err, size_t cap)
 {
-    if (!v)
-        return 0;
-    if (json_is_string(v) && sl_duration_parse(json_string_value(v), ms) == 0)
-        return 0;
-    if (json_is_number(v) && sl_duration_from_seconds(json_number_value(v), ms) == 0)
-        return 0;
-    return bad(err, cap,
-               "%s must be a duration such as \"250ms\", \"30s\", \"5m\", \"1h30m\" or a "
-               "number of seconds",
-               name);
+    if (!json_is_string(v))
+        return not_a(err, cap, name, what, v);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0)
+        return bad(err, cap, "%s is empty; it must be %s", name, what);
+    if (n > max)
+        return bad(err, cap, "%s is %zu bytes long; at most %zu are allowed", name, n, max);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f)
+            return bad(err, cap,
+                       "%s has a control character (byte 0x%02x) at position %zu; use printable "
+                       "characters only",
+                       name, ch, i + 1);
+    }
+    *out = s;
+    return 0;
 }
 
-static int parse_scalars(json_t *body, sl_claim_body *b, json_t **locks, json_t **tags,
-                         char *err, size_t cap)
+static int parse_created(json_t *created, sl_claim_req *r, char *err, size_t cap)
 {
-    json_t *holder = NULL, *prio = NULL, *created = NULL, *rkey = NULL, *group = NULL;
-    json_t *cancel = NULL, *grace = NULL, *lease = NULL, *timeout = NULL, *wait = NULL;
-    json_error_t jerr;
-    if (json_unpack_ex(body, &jerr, JSON_STRICT,
-                       "{s?o,s?o,s?o,s?o,s?o,s?o,s?o,s?o,s?o,s?o,s?o,s?o}", "holder", &holder,
-                       "locks", locks, "priority", &prio, "created", &created, "rebalance_key",
-                       &rkey, "tags", tags, "group", &group, "cancel", &cancel, "grace", &grace,
-                       "lease", &lease, "timeout", &timeout, "wait", &wait) != 0)
-        return bad(err, cap,
-                   "%s; a claim has holder, locks, priority, created, rebalance_key, tags, "
-                   "group, cancel, grace, lease, timeout and wait",
-                   jerr.text);
+    if (!created)
+        return 0;
+    if (!json_is_string(created) || sl_time_parse(json_string_value(created), &r->created_ms) != 0)
+        return not_a(err, cap, "created",
+                     "an RFC 3339 time such as \"2026-11-22T10:00:00.000Z\"", created);
+    r->has_created = true;
+    return 0;
+}
+
+static int parse_scalars(json_t *body, sl_claim_body *b, char *err, size_t cap)
+{
     sl_claim_req *r = &b->req;
-    if (!json_is_string(holder))
-        return bad(err, cap, "%s is required: a string naming who claims (a run, a job)",
-                   "holder");
-    r->holder = json_string_value(holder);
-    if (prio && (!json_is_integer(prio) || json_integer_value(prio) < INT32_MIN ||
-                 json_integer_value(prio) > INT32_MAX))
-        return bad(err, cap, "%s must be a whole number (higher goes first)", "priority");
-    r->priority = prio ? (int32_t)json_integer_value(prio) : 0;
-    if (created) {
-        if (!json_is_string(created) ||
-            sl_time_parse(json_string_value(created), &r->created_ms) != 0)
-            return bad(err, cap, "%s must be an RFC 3339 time such as 2026-11-22T10:00:00.000Z",
-                       "created");
-        r->has_created = true;
-    }
-    if ((rkey && !json_is_string(rkey)) || (group && !json_is_string(group)))
-        return bad(err, cap, "%s must be strings", "rebalance_key and group");
-    r->rebalance_key = rkey ? json_string_value(rkey) : NULL;
+    json_t *holder = json_object_get(body, "holder"), *prio = json_object_get(body, "priority");
+    json_t *rkey = json_object_get(body, "rebalance_key"), *group = json_object_get(body, "group");
+    json_t *cancel = json_object_get(body, "cancel");
+    if (!holder)
+        return bad(err, cap, "holder is required: a string naming who claims (a run, a job)");
+    if (text_field(holder, "holder", SL_HOLDER_MAX, "a string naming who claims (a run, a job)",
+                   &r->holder, err, cap) != 0)
+        return -1;
+    json_int_t p = 0;
+    if (prio && whole_in(prio, "priority", INT32_MIN, INT32_MAX, " (higher goes first)", &p, err,
+                         cap) != 0)
+        return -1;
+    r->priority = (int32_t)p;
+    if (parse_created(json_object_get(body, "created"), r, err, cap) != 0)
+        return -1;
+    if (rkey && text_field(rkey, "rebalance_key", SL_NAME_MAX,
+                           "a string (claims with the same key share a quota)", &r->rebalance_key,
+                           err, cap) != 0)
+        return -1;
+    if (group && !json_is_string(group))
+        return not_a(err, cap, "group", "a string (the group's name, e.g. \"repo/pr-12\")", group);
     r->group = group ? json_string_value(group) : NULL;
     if (cancel && (!json_is_string(cancel) ||
                    sl_cancel_parse(json_string_value(cancel), &r->cancel) != 0))
-        return bad(err, cap, "%s must be \"none\", \"pending\" or \"in-progress\"", "cancel");
-    if (duration_field(grace, "grace", &r->grace_ms, err, cap) ||
-        duration_field(lease, "lease", &r->lease_ms, err, cap) ||
-        duration_field(timeout, "timeout", &r->timeout_ms, err, cap) ||
-        duration_field(wait, "wait", &b->wait_ms, err, cap))
+        return not_a(err, cap, "cancel", "\"none\", \"pending\" or \"in-progress\"", cancel);
+    if (sl_body_duration(json_object_get(body, "grace"), "grace", &r->grace_ms, err, cap) ||
+        sl_body_lease(json_object_get(body, "lease"), &r->lease_ms, err, cap) ||
+        sl_body_duration(json_object_get(body, "timeout"), "timeout", &r->timeout_ms, err, cap) ||
+        sl_body_duration(json_object_get(body, "wait"), "wait", &b->wait_ms, err, cap))
         return -1;
-    b->has_timeout = timeout != NULL;
+    b->has_timeout = json_object_get(body, "timeout") != NULL;
     return 0;
 }
 
@@ -152,11 +208,17 @@ int sl_claim_body_parse(json_t *body, sl_claim_body *b, char *err, size_t cap)
     b->req.tags = b->tags;
     b->req.grace_ms = -1;
     b->req.lease_ms = -1;
-    json_t *locks = NULL, *tags = NULL;
-    if (parse_scalars(body, b, &locks, &tags, err, cap) != 0 ||
-        parse_locks(locks, b, err, cap) != 0 || parse_tags(tags, b, err, cap) != 0)
+    if (sl_json_known_fields(body, claim_fields, "",
+                             "a claim has holder, locks, priority, created, rebalance_key, tags, "
+                             "group, cancel, grace, lease, timeout and wait",
+                             err, cap) != 0 ||
+        parse_scalars(body, b, err, cap) != 0 ||
+        parse_locks(json_object_get(body, "locks"), b, err, cap) != 0 ||
+        parse_tags(json_object_get(body, "tags"), b, err, cap) != 0)
         return -1;
     if (b->req.nlocks == 0 && b->req.ntags == 0 && !b->req.group)
-        return bad(err, cap, "%s", "a claim needs at least one of locks, tags or group");
+        return bad(err, cap, "%s",
+                   "a claim needs at least one of locks, tags or group: say what it claims, as "
+                   "in {\"holder\": \"run-1\", \"locks\": [{\"mutex\": \"deploy\"}]}");
     return 0;
 }

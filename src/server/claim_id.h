@@ -3,7 +3,7 @@
  * An id is 22 characters of a base64 alphabet whose ASCII order is its
  * numeric order: 8 characters of the creation time in ms since the epoch
  * (the first a letter: see claim_id.c), then 14 characters (84 bits) from
- * the kernel's CSPRNG. 84 random bits keep ids unguessable (API.md: knowing
+ * the kernel's CSPRNG. 84 random bits keep ids unguessable (docs/api.md: knowing
  * an id is what lets a client act on its claim; UUIDv7 keeps 74). The time
  * prefix is for the store: the indexes on claim ids (claims.id,
  * events.claim) then grow at their right edge, as the rowid tables do, so a

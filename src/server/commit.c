@@ -8,7 +8,7 @@
  * woken only after its commit, and what they answer is held the same way.
  * One batch is written at a time: while it is, the engine gathers the next
  * one, captured the moment the writer is done, so a commit's cost is paid
- * once per batch however many requests came in meanwhile (DESIGN.md's
+ * once per batch however many requests came in meanwhile (docs/engine.md's
  * "one transaction per turn" becomes one per writer round: docs/api.md).
  *
  * When the store fails, the held answers get 503, the captured batch is
@@ -91,6 +91,7 @@ static int capture(sl_server *srv)
         sl_waits_claim_purged(srv, ch.purged_claims[i]);
     keep_wake_ids(srv, &ch);
     srv->batch_events = ch.nevents;
+    srv->batch_seq = ch.next_seq;
     sl_metrics_events(&srv->metrics, ch.events, ch.nevents);
     if (srv->prune_due) {
         sl_store_batch_prune(srv->batch, srv->prune_before);
@@ -158,6 +159,7 @@ void sl_commit_done(sl_server *srv, int rc, double seconds)
         sl_log(SL_LOG_DEBUG, "pruned %llu events older than the retention",
                (unsigned long long)sl_store_batch_pruned(srv->batch));
     srv->gen_done = srv->batch_gen;
+    srv->seq_done = srv->batch_seq;
     srv->batch_gen = 0;
     wake(srv);
     sl_reply_flush(srv, srv->gen_done, true);

@@ -149,7 +149,8 @@ int sl_log_level_parse(const char *s, sl_log_level *out)
 /* ---- the checks (sl_conf_check, and the end of every load) ---------------- */
 
 #define NAME_RULE                                                                                  \
-    "1 to 253 characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//'"
+    "1 to 253 characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', "        \
+    "no '.' or '..' segment"
 
 /* "HOST:PORT" with a port 1..65535; an IPv6 host in brackets. NULL when
  * fine, else what is wrong and how to mend it. */
@@ -323,8 +324,9 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
     if ((unsigned)c->log_level > SL_LOG_DEBUG)
         PROBLEM("is not a log level; use error, warn, info or debug");
     AT("default_lease");
-    if (c->default_lease_ms < 0 || c->default_lease_ms > SL_DURATION_MAX_MS)
-        PROBLEM("must be 0 (none) or a duration of at most 100 years, like 30s");
+    if (c->default_lease_ms < 0 || c->default_lease_ms > SL_DURATION_MAX_MS ||
+        (c->default_lease_ms > 0 && c->default_lease_ms < SL_LEASE_MIN_MS))
+        PROBLEM("must be 0 (none) or a duration from 100ms to 100 years, like 30s");
     AT("default_timeout");
     if (c->default_timeout_ms < 0 || c->default_timeout_ms > SL_DURATION_MAX_MS)
         PROBLEM("must be 0 (none) or a duration of at most 100 years, like 10m");
@@ -374,8 +376,9 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         if ((unsigned)s->strategy > SL_REBALANCED)
             PROBLEM("is not a strategy; use strict, skip or rebalanced");
         AT("semaphores[%zu].lease", i);
-        if (s->lease_ms < 0 || s->lease_ms > SL_DURATION_MAX_MS)
-            PROBLEM("must be 0 (none) or a duration of at most 100 years, like 30s");
+        if (s->lease_ms < 0 || s->lease_ms > SL_DURATION_MAX_MS ||
+            (s->lease_ms > 0 && s->lease_ms < SL_LEASE_MIN_MS))
+            PROBLEM("must be 0 (none) or a duration from 100ms to 100 years, like 30s");
     }
 
     for (size_t i = 0; i < c->ntokens; i++) {

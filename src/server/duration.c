@@ -106,15 +106,45 @@ static int finish(int64_t whole, int64_t nano, bool nonzero, int64_t *ms)
     return 0;
 }
 
-int sl_duration_parse(const char *s, int64_t *ms)
+/* Why digits at p do not make a number (number_parse failed there). */
+static const char *number_problem(const char *p)
+{
+    size_t n = 0;
+    while (is_digit(p[n]))
+        n++;
+    if (n > INT_DIGITS_MAX)
+        return "has a number with too many digits";
+    if (p[n] == '.' && !is_digit(p[n + 1]))
+        return "has a '.' with no digit after it (1.5s or 1s, not 1.s)";
+    return "has more than 9 digits after a '.'";
+}
+
+/* What follows a number where a unit should be, when it is no unit. */
+static const char *unit_problem(char ch)
+{
+    if (ch == 'd')
+        return "has a day unit 'd', which durations do not have: write hours instead (24h "
+               "for 1d)";
+    if (ch == 'u' || ch == 'n' || (unsigned char)ch == 0xC2 || (unsigned char)ch == 0xCE)
+        return "is finer than a millisecond: the smallest unit is ms";
+    if (ch == 'w' || ch == 'y')
+        return "has a unit durations do not have: use h, m, s or ms (168h for a week)";
+    if (ch == ' ')
+        return "has a space in it: write the parts together, as in 1h30m";
+    return "has something other than a unit (h, m, s, ms) after a number";
+}
+
+/* The parser, saying what is wrong: NULL when s is a duration. */
+static const char *parse(const char *s, int64_t *ms)
 {
     if (!s || !*s)
-        return -1;
+        return "is empty";
     /* Largest first; the index is the order units must come in. */
     static const struct {
         size_t len;
         int64_t ms;
     } units[] = {{1, 3600000}, {1, 60000}, {1, 1000}, {2, 1}};
+    static const char *const too_long = "is longer than 100 years, the longest duration";
 
     const char *p = s;
     int64_t whole = 0, nano = 0;
@@ -123,16 +153,24 @@ int sl_duration_parse(const char *s, int64_t *ms)
     int parts = 0;
     while (*p) {
         int64_t ipart, frac;
-        if (number_parse(&p, &ipart, &frac) != 0)
-            return -1;
+        if (number_parse(&p, &ipart, &frac) != 0) {
+            if (*p == '-')
+                return "is negative: a duration is 0 (none) or positive";
+            if (*p == '.')
+                return "needs a digit before its '.' (0.5s, not .5s)";
+            if (is_digit(*p))
+                return number_problem(p);
+            return parts ? "has something other than a number after a unit"
+                         : "does not start with a number";
+        }
         nonzero = nonzero || ipart != 0 || frac != 0;
         if (*p == '\0') {
             /* A bare number is seconds, but only as the whole text:
              * "1m30" is a mistake, not 1m30s. */
             if (parts != 0)
-                return -1;
+                return "ends in a number without its unit (1m30s, not 1m30)";
             if (add_part(ipart, frac, 1000, &whole, &nano) != 0)
-                return -1;
+                return too_long;
             break;
         }
         /* "ms" before "m": the longest unit name that matches. */
@@ -146,16 +184,27 @@ int sl_duration_parse(const char *s, int64_t *ms)
         else if (p[0] == 's')
             u = 2;
         else
-            return -1;
+            return unit_problem(p[0]);
         if (u < next)
-            return -1; /* out of order ("30s1m") or repeated ("1s1s") */
+            return "has its units out of order or twice: largest first, each once (1h30m)";
         next = u + 1;
         p += units[u].len;
         if (add_part(ipart, frac, units[u].ms, &whole, &nano) != 0)
-            return -1;
+            return too_long;
         parts++;
     }
-    return finish(whole, nano, nonzero, ms);
+    return finish(whole, nano, nonzero, ms) == 0 ? NULL : too_long;
+}
+
+int sl_duration_parse(const char *s, int64_t *ms)
+{
+    return parse(s, ms) ? -1 : 0;
+}
+
+const char *sl_duration_problem(const char *s)
+{
+    int64_t ms;
+    return parse(s, &ms);
 }
 
 int sl_duration_from_seconds(double seconds, int64_t *ms)

@@ -1,4 +1,4 @@
-/* duration.h - durations and timestamps as API.md writes them.
+/* duration.h - durations and timestamps as docs/api.md writes them.
  *
  * Durations: a sequence of number+unit, largest unit first, units h, m, s,
  * ms, numbers possibly fractional ("250ms", "30s", "5m", "1h30m", "1.5s",
@@ -15,10 +15,17 @@
 #include <stdint.h>
 
 #define SL_DURATION_MAX_MS (100LL * 365 * 24 * 3600 * 1000) /* 100 years */
+/* The shortest lease a claim, a semaphore or the configuration may set (0
+ * is none): below it no client could renew in time over a network, and a
+ * claim would only flap between held and expired. */
+#define SL_LEASE_MIN_MS 100
 
 /* Parses a duration string into milliseconds. 0 on success, -1 when the
  * text is not a duration, is negative, or exceeds SL_DURATION_MAX_MS. */
 int sl_duration_parse(const char *s, int64_t *ms);
+/* Why s is not a duration, in words that follow the text ("is negative: a
+ * duration is 0 (none) or positive"); NULL when it is one. Static. */
+const char *sl_duration_problem(const char *s);
 /* Seconds as a JSON number (may be fractional) into milliseconds. */
 int sl_duration_from_seconds(double seconds, int64_t *ms);
 /* Formats milliseconds as described above ("0" for 0). Writes at most cap

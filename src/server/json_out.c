@@ -1,4 +1,4 @@
-/* json_out.c - the engine's state as API.md's JSON: claims, locks, why.
+/* json_out.c - the engine's state as docs/api.md's JSON: claims, locks, why.
  *
  * Times are RFC 3339 strings (null when unset), durations strings like
  * "30s" ("0" for none), tokens and positions exact integers or null. Reason

@@ -1,7 +1,7 @@
 /* reply.c - answers: JSON bodies, error bodies, and answers held until the
  * turn's changes are committed.
  *
- * API.md: effects are applied and committed before the response is sent. A
+ * docs/api.md: effects are applied and committed before the response is sent. A
  * handler answers as soon as it has called the engine; when the engine has
  * changes not yet in the store, the answer waits in a queue that the commit
  * (commit.c) flushes once the transaction is durable, or fails with 503 if it
@@ -238,8 +238,27 @@ void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ..
     evbuffer_free(buf);
 }
 
+/* The engine's SL_EFORBIDDEN, in the words of tokens and prefixes. */
+static void reply_forbidden(sl_ctx *c, const sl_error *err)
+{
+    if (err->name[0])
+        sl_reply_error(c, 403, "forbidden",
+                       "%s: this token may not use %s: it is outside the token's prefixes (the "
+                       "locks a claim's tags and group add count like the locks it names)",
+                       err->field, err->name);
+    else
+        sl_reply_error(c, 403, "forbidden",
+                       "this claim takes no lock (no semaphore is configured for its tags), so "
+                       "it belongs to its holder's namespace: give a holder under one of this "
+                       "token's prefixes");
+}
+
 void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
 {
+    if (err->code == SL_EFORBIDDEN) {
+        reply_forbidden(c, err);
+        return;
+    }
     int status = 400;
     const char *code = "bad_request";
     switch (err->code) {
@@ -251,7 +270,13 @@ void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
     }
     const char *field = err->field[0] ? err->field : NULL;
     const char *name = err->name[0] ? err->name : NULL;
-    if (field && name)
+    if (err->asked > 0)
+        sl_reply_error(c, status, code,
+                       "%s (%s): asks for %lld slots but the semaphore's limit is %lld, so it "
+                       "could never be granted; ask for at most %lld, or raise the limit first",
+                       field ? field : "locks", name ? name : "?", (long long)err->asked,
+                       (long long)err->value, (long long)err->value);
+    else if (field && name)
         sl_reply_error(c, status, code, "%s (%s): %s", field, name, err->what);
     else if (field || name)
         sl_reply_error(c, status, code, "%s: %s", field ? field : name, err->what);

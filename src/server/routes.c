@@ -22,14 +22,59 @@ int sl_query_duration(sl_ctx *c, const char *key, int64_t *ms)
     const char *v = sl_query_get(c, key);
     if (!v)
         return 0;
-    if (sl_duration_parse(v, ms) != 0) {
+    const char *problem = sl_duration_problem(v);
+    if (problem) {
         sl_reply_error(c, 400, "bad_request",
-                       "query parameter %s=\"%s\" is not a duration; use e.g. 250ms, 20s, 5m, "
+                       "query parameter %s=\"%.64s\" %s; use a duration such as 250ms, 20s, 5m, "
                        "1h30m or a number of seconds",
-                       key, v);
+                       key, v, problem);
         return -1;
     }
-    return 0;
+    return sl_duration_parse(v, ms);
+}
+
+/* "a, b and c" into buf. */
+static void word_list(const char *const *names, char *buf, size_t cap)
+{
+    size_t n = 0, len = 0;
+    while (names && names[n])
+        n++;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                         names[i]);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+bool sl_query_only(sl_ctx *c, const char *const *known)
+{
+    /* libevent's keyvalq is a TAILQ; its header has no TAILQ_FOREACH. */
+    for (struct evkeyval *kv = c->query->tqh_first; kv; kv = kv->next.tqe_next) {
+        bool ok = false;
+        for (size_t i = 0; known && known[i] && !ok; i++)
+            ok = strcmp(kv->key, known[i]) == 0;
+        char takes[160];
+        word_list(known, takes, sizeof(takes));
+        if (!ok) {
+            /* As with unknown body fields: a misspelt "?wiat=20s" must not
+             * silently become a request without its wait. */
+            sl_reply_error(c, 400, "bad_request",
+                           "unknown query parameter \"%.64s\"; %s takes %s%s", kv->key, c->path,
+                           takes[0] ? "only " : "no query parameters", takes);
+            return false;
+        }
+        for (struct evkeyval *o = kv->next.tqe_next; o; o = o->next.tqe_next) {
+            if (strcmp(o->key, kv->key) == 0) {
+                sl_reply_error(c, 400, "bad_request",
+                               "query parameter %s is given twice; give it once", kv->key);
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
@@ -50,7 +95,7 @@ int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
 }
 
 /* Nesting depth of a JSON text, counted without parsing it: jansson allows
- * 2048 levels, API.md 32. */
+ * 2048 levels, docs/api.md 32. */
 static int json_depth(const char *p, size_t n)
 {
     int depth = 0, max = 0;
@@ -109,7 +154,7 @@ json_t *sl_body_json(sl_ctx *c)
     return body;
 }
 
-/* Decodes %XX in a path (API.md: %2F is accepted for '/'); -1 when malformed
+/* Decodes %XX in a path (docs/api.md: %2F is accepted for '/'); -1 when malformed
  * or when it decodes to a NUL. */
 static int decode_path(const char *in, char *out, size_t cap)
 {
@@ -163,8 +208,8 @@ static void dispatch(sl_ctx *c)
         sl_route_metrics(c);
     else
         sl_reply_error(c, 404, "not_found",
-                       "no such endpoint: %s (see API.md: /v1/semaphores, /v1/mutexes, "
-                       "/v1/claims, /v1/queue, /v1/events, /healthz, /metrics)",
+                       "no such endpoint: %s; the endpoints are /v1/semaphores, /v1/mutexes, "
+                       "/v1/claims, /v1/queue, /v1/events, /healthz and /metrics",
                        p);
 }
 

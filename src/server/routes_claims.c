@@ -9,29 +9,9 @@
 #include "claim_id.h"
 #include "server.h"
 
-static bool claim_allowed(sl_ctx *c, sl_claim_body *b)
-{
-    for (size_t i = 0; i < b->req.nlocks; i++) {
-        if (!sl_auth_allows(c, b->locks[i].name)) {
-            sl_reply_error(c, 403, "forbidden",
-                           "locks[%zu]: this token may not claim \"%s\": it is outside its "
-                           "prefixes",
-                           i, b->locks[i].name);
-            return false;
-        }
-    }
-    if (b->req.group && !sl_auth_allows(c, b->req.group)) {
-        sl_reply_error(c, 403, "forbidden",
-                       "group: this token may not use group \"%s\": it is outside its prefixes",
-                       b->req.group);
-        return false;
-    }
-    return true;
-}
-
 static void claim_post(sl_ctx *c)
 {
-    if (sl_refuse_if_store_failed(c))
+    if (!sl_query_only(c, NULL) || sl_refuse_if_store_failed(c))
         return;
     json_t *body = sl_body_json(c);
     if (!body)
@@ -42,12 +22,14 @@ static void claim_post(sl_ctx *c)
     char err[512];
     if (sl_claim_body_parse(body, b, err, sizeof(err)) != 0) {
         sl_reply_error(c, 400, "bad_request", "%s", err);
-    } else if (claim_allowed(c, b)) {
+    } else {
         char id[SL_CLAIM_ID_LEN + 1];
         sl_claim_id_new(c->now, id);
         b->req.id = id;
         if (!b->has_timeout)
             b->req.timeout_ms = c->srv->conf->default_timeout_ms;
+        sl_auth_claim auth;
+        sl_auth_bind_claim(c, &b->req, &auth);
         sl_claim *claim = NULL;
         sl_error eerr;
         if (sl_claim_create(c->srv->eng, &b->req, c->now, &claim, &eerr) != 0) {
@@ -89,8 +71,9 @@ static sl_claim *find_claim(sl_ctx *c, const char *id)
 
 static void claim_get(sl_ctx *c, sl_claim *claim)
 {
+    static const char *const known[] = {"wait", "seen", NULL};
     int64_t wait = 0;
-    if (sl_query_duration(c, "wait", &wait) != 0)
+    if (!sl_query_only(c, known) || sl_query_duration(c, "wait", &wait) != 0)
         return;
     sl_claim_view v;
     sl_claim_get(claim, &v);
@@ -144,116 +127,6 @@ static void claim_renew(sl_ctx *c, sl_claim *claim)
     sl_reply_json(c, 409, body);
 }
 
-static bool claim_matches(sl_ctx *c, const sl_claim *claim, bool has_state, sl_state state,
-                          const char *holder)
-{
-    sl_claim_view v;
-    sl_claim_get(claim, &v);
-    if (has_state && v.state != state)
-        return false;
-    if (holder && strcmp(holder, v.holder) != 0)
-        return false;
-    return sl_auth_allows_claim(c, claim);
-}
-
-/* With ?lock= only that lock's holders and waiters are looked at. */
-static void claims_of_lock(sl_ctx *c, const char *key, json_t *arr, bool has_state,
-                           sl_state state, const char *holder)
-{
-    sl_kind kind = strncmp(key, "mtx/", 4) == 0 ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
-    sl_lock_view lv;
-    const sl_lock *lock = NULL;
-    if (sl_lock_lookup(c->srv->eng, kind, key + 4, &lv, &lock) != 0 || !lock)
-        return;
-    sl_holder_view hv[64];
-    for (size_t off = 0, n; (n = sl_lock_holders(lock, off, hv, 64)) > 0; off += n)
-        for (size_t i = 0; i < n; i++)
-            if (claim_matches(c, hv[i].claim, has_state, state, holder))
-                json_array_append_new(arr, sl_json_claim(c->srv, hv[i].claim));
-    sl_waiter_view wv[64];
-    for (size_t off = 0, n; (n = sl_lock_waiters(c->srv->eng, lock, off, wv, 64)) > 0; off += n)
-        for (size_t i = 0; i < n; i++)
-            if (claim_matches(c, wv[i].claim, has_state, state, holder))
-                json_array_append_new(arr, sl_json_claim(c->srv, wv[i].claim));
-}
-
-static void claims_list(sl_ctx *c)
-{
-    const char *s = sl_query_get(c, "state"), *holder = sl_query_get(c, "holder");
-    const char *lock = sl_query_get(c, "lock");
-    sl_state state = SL_PENDING;
-    if (s && sl_state_parse(s, &state) != 0) {
-        sl_reply_error(c, 400, "bad_request", "state=\"%s\" is not a claim state", s);
-        return;
-    }
-    if (lock && ((strncmp(lock, "mtx/", 4) != 0 && strncmp(lock, "sem/", 4) != 0) ||
-                 !sl_name_valid(lock + 4, strlen(lock + 4), false))) {
-        sl_reply_error(c, 400, "bad_request",
-                       "lock=\"%s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
-        return;
-    }
-    json_t *arr = json_array();
-    if (lock) {
-        claims_of_lock(c, lock, arr, s != NULL, state, holder);
-    } else {
-        size_t n = 0;
-        for (const sl_claim *cl = sl_claim_next(c->srv->eng, NULL); cl && n < SL_LIST_MAX;
-             cl = sl_claim_next(c->srv->eng, cl))
-            if (claim_matches(c, cl, s != NULL, state, holder)) {
-                json_array_append_new(arr, sl_json_claim(c->srv, (sl_claim *)cl));
-                n++;
-            }
-    }
-    sl_reply_json(c, 200, json_pack("{s:o}", "claims", arr));
-}
-
-static json_t *queue_entry(sl_ctx *c, const sl_claim *claim, size_t position)
-{
-    json_t *o = sl_json_claim(c->srv, claim);
-    size_t lock = 0;
-    sl_rule rule = sl_claim_main_rule(c->srv->eng, claim, &lock);
-    json_object_set_new(o, "position", json_integer((json_int_t)position));
-    json_object_set_new(o, "rule", json_string(sl_rule_name(rule)));
-    return o;
-}
-
-void sl_route_queue(sl_ctx *c)
-{
-    c->route = SL_ROUTE_QUEUE;
-    if (c->method != EVHTTP_REQ_GET) {
-        sl_reply_add_header(c->req, "Allow", "GET");
-        sl_reply_error(c, 405, "method_not_allowed", "/v1/queue takes GET");
-        return;
-    }
-    const char *lock = sl_query_get(c, "lock");
-    json_t *arr = json_array();
-    if (lock) {
-        sl_kind kind = strncmp(lock, "mtx/", 4) == 0 ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
-        sl_lock_view lv;
-        const sl_lock *l = NULL;
-        if ((strncmp(lock, "mtx/", 4) != 0 && strncmp(lock, "sem/", 4) != 0) ||
-            sl_lock_lookup(c->srv->eng, kind, lock + 4, &lv, &l) == SL_EINVAL) {
-            json_decref(arr);
-            sl_reply_error(c, 400, "bad_request",
-                           "lock=\"%s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
-            return;
-        }
-        sl_waiter_view wv[64];
-        for (size_t off = 0, n; l && (n = sl_lock_waiters(c->srv->eng, l, off, wv, 64)) > 0;
-             off += n)
-            for (size_t i = 0; i < n; i++)
-                if (sl_auth_allows_claim(c, wv[i].claim))
-                    json_array_append_new(arr, queue_entry(c, wv[i].claim, wv[i].position));
-    } else {
-        size_t pos = 0;
-        for (const sl_claim *cl = sl_pending_next(c->srv->eng, NULL); cl && pos < SL_LIST_MAX;
-             cl = sl_pending_next(c->srv->eng, cl))
-            if (sl_auth_allows_claim(c, cl))
-                json_array_append_new(arr, queue_entry(c, cl, ++pos));
-    }
-    sl_reply_json(c, 200, json_pack("{s:o}", "queue", arr));
-}
-
 static void one_claim(sl_ctx *c, const char *id, const char *action)
 {
     c->route = !action ? SL_ROUTE_CLAIM
@@ -262,10 +135,13 @@ static void one_claim(sl_ctx *c, const char *id, const char *action)
         sl_reply_error(c, 404, "not_found", "no such endpoint: %s", c->path);
         return;
     }
+    bool get = !action && c->method == EVHTTP_REQ_GET; /* takes wait and seen */
+    if (!get && !sl_query_only(c, NULL))
+        return;
     sl_claim *claim = find_claim(c, id);
     if (!claim)
         return;
-    if (!action && c->method == EVHTTP_REQ_GET)
+    if (get)
         claim_get(c, claim);
     else if (!action && c->method == EVHTTP_REQ_DELETE)
         claim_delete(c, claim);
@@ -287,7 +163,7 @@ void sl_route_claims(sl_ctx *c, const char *rest)
         if (c->method == EVHTTP_REQ_POST)
             claim_post(c);
         else if (c->method == EVHTTP_REQ_GET)
-            claims_list(c);
+            sl_route_claims_list(c);
         else {
             sl_reply_add_header(c->req, "Allow", "GET, POST");
             sl_reply_error(c, 405, "method_not_allowed", "/v1/claims takes GET and POST");

@@ -34,11 +34,27 @@ json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, siz
     return json_pack("{s:o,s:I}", "events", p.events, "next", (json_int_t)next);
 }
 
+/* The last seq of the committed log: what a reader can see. */
+static uint64_t last_seq(const sl_ctx *c)
+{
+    return c->srv->seq_done > 0 ? c->srv->seq_done - 1 : 0;
+}
+
+/* A since= past the end of the log would skip every event up to it once
+ * the log got there (a store replaced, a cursor made up): it reads from
+ * the end instead, and the page's "next" says where that is. */
+static uint64_t clamp_since(const sl_ctx *c, uint64_t since)
+{
+    uint64_t end = last_seq(c);
+    return since > end ? end : since;
+}
+
 static void events_get(sl_ctx *c)
 {
+    static const char *const known[] = {"since", "claim", "limit", "wait", NULL};
     uint64_t since = 0, limit = 1000;
     int64_t wait = 0;
-    if (sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0 ||
+    if (!sl_query_only(c, known) || sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0 ||
         sl_query_uint(c, "limit", SL_QUERY_LIMIT_MAX, &limit) != 0 ||
         sl_query_duration(c, "wait", &wait) != 0)
         return;
@@ -54,6 +70,7 @@ static void events_get(sl_ctx *c)
                        "the event log spans every lock: reading it needs an admin token");
         return;
     }
+    since = clamp_since(c, since);
     size_t count = 0;
     json_t *page = sl_events_page(c->srv, since, claim, (size_t)limit, &count);
     if (!page) {
@@ -92,8 +109,9 @@ void sl_route_events(sl_ctx *c, const char *rest)
                        "the event stream spans every lock: reading it needs an admin token");
         return;
     }
+    static const char *const known[] = {"since", NULL};
     uint64_t since = 0;
-    if (sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0)
+    if (!sl_query_only(c, known) || sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0)
         return;
     const char *last = evhttp_find_header(evhttp_request_get_input_headers(c->req),
                                           "Last-Event-ID");
@@ -103,5 +121,5 @@ void sl_route_events(sl_ctx *c, const char *rest)
         if (end != last && *end == '\0')
             since = v;
     }
-    sl_stream_open(c, since);
+    sl_stream_open(c, clamp_since(c, since));
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "json_fields.h"
 #include "server.h"
 
 bool sl_refuse_if_store_failed(sl_ctx *c)
@@ -21,7 +22,7 @@ static bool name_ok(sl_ctx *c, const char *name, bool pattern)
         return true;
     sl_reply_error(c, 400, "bad_request",
                    "\"%s\" is not a lock name: 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, "
-                   "no leading or trailing '/', no '//'%s",
+                   "no leading or trailing '/', no '//', no '.' or '..' segment%s",
                    name, pattern ? ", optionally ending in '*'" : "");
     return false;
 }
@@ -35,13 +36,40 @@ static bool allowed(sl_ctx *c, const char *name)
     return false;
 }
 
-int sl_json_duration_field(json_t *v, int64_t *ms)
+#define SEM_SHAPE                                                                          \
+    "the body is {\"limit\": N, \"strategy\": \"strict\"|\"skip\"|\"rebalanced\", "          \
+    "\"lease\": \"30s\"} and only limit is required"
+
+/* A PUT body's values; -1 and a message naming the field and the fix. */
+static int sem_body(json_t *body, uint32_t *limit, sl_strategy *st, int64_t *lease_ms,
+                    char *err, size_t cap)
 {
-    if (json_is_string(v))
-        return sl_duration_parse(json_string_value(v), ms);
-    if (json_is_number(v))
-        return sl_duration_from_seconds(json_number_value(v), ms);
-    return -1;
+    static const char *const fields[] = {"limit", "strategy", "lease", NULL};
+    if (sl_json_known_fields(body, fields, "", SEM_SHAPE, err, cap) != 0)
+        return -1;
+    json_t *lim = json_object_get(body, "limit"), *strategy = json_object_get(body, "strategy");
+    char text[80];
+    if (!lim) {
+        snprintf(err, cap, "limit is required: {\"limit\": N} with N from 0 (paused) to %u",
+                 SL_LIMIT_MAX);
+        return -1;
+    }
+    if (!json_is_integer(lim) || json_integer_value(lim) < 0 ||
+        json_integer_value(lim) > SL_LIMIT_MAX) {
+        sl_json_value_text(lim, text, sizeof(text));
+        snprintf(err, cap, "limit must be a whole number from 0 (paused) to %u, not %s",
+                 SL_LIMIT_MAX, text);
+        return -1;
+    }
+    *limit = (uint32_t)json_integer_value(lim);
+    if (strategy && (!json_is_string(strategy) ||
+                     sl_strategy_parse(json_string_value(strategy), st) != 0)) {
+        sl_json_value_text(strategy, text, sizeof(text));
+        snprintf(err, cap, "strategy must be \"strict\", \"skip\" or \"rebalanced\", not %s",
+                 text);
+        return -1;
+    }
+    return sl_body_lease(json_object_get(body, "lease"), lease_ms, err, cap);
 }
 
 static void sem_put(sl_ctx *c, const char *name)
@@ -51,34 +79,15 @@ static void sem_put(sl_ctx *c, const char *name)
     json_t *body = sl_body_json(c);
     if (!body)
         return;
-    json_t *limit = NULL, *strategy = NULL, *lease = NULL;
-    json_error_t jerr;
-    if (json_unpack_ex(body, &jerr, JSON_STRICT, "{s:o,s?o,s?o}", "limit", &limit, "strategy",
-                       &strategy, "lease", &lease) != 0) {
-        sl_reply_error(c, 400, "bad_request",
-                       "%s; the body is {\"limit\": N, \"strategy\": \"strict\"|\"skip\"|"
-                       "\"rebalanced\", \"lease\": \"30s\"} and only limit is required",
-                       jerr.text);
-        json_decref(body);
-        return;
-    }
     sl_strategy st = SL_STRICT;
     int64_t lease_ms = 0;
-    if (!json_is_integer(limit) || json_integer_value(limit) < 0 ||
-        json_integer_value(limit) > SL_LIMIT_MAX) {
-        sl_reply_error(c, 400, "bad_request", "limit must be a whole number from 0 to %u",
-                       SL_LIMIT_MAX);
-    } else if (strategy && (!json_is_string(strategy) ||
-                            sl_strategy_parse(json_string_value(strategy), &st) != 0)) {
-        sl_reply_error(c, 400, "bad_request", "strategy must be strict, skip or rebalanced");
-    } else if (lease && sl_json_duration_field(lease, &lease_ms) != 0) {
-        sl_reply_error(c, 400, "bad_request",
-                       "lease must be a duration such as \"30s\", \"5m\" or a number of seconds");
+    uint32_t limit = 0;
+    char msg[512];
+    if (sem_body(body, &limit, &st, &lease_ms, msg, sizeof(msg)) != 0) {
+        sl_reply_error(c, 400, "bad_request", "%s", msg);
     } else {
         sl_error err;
-        int rc = sl_sem_set(c->srv->eng, name, (uint32_t)json_integer_value(limit), st, lease_ms,
-                            c->now, &err);
-        if (rc != 0) {
+        if (sl_sem_set(c->srv->eng, name, limit, st, lease_ms, c->now, &err) != 0) {
             sl_reply_engine_error(c, &err);
         } else {
             sl_server_touch(c->srv);
@@ -206,6 +215,8 @@ static void method_not_allowed(sl_ctx *c, const char *allow)
 /* rest == NULL: answer the semaphore just configured (after a PUT). */
 void sl_route_semaphores(sl_ctx *c, const char *rest)
 {
+    if (rest && !sl_query_only(c, NULL))
+        return;
     if (!rest) {
         lock_get(c, SL_KIND_SEMAPHORE, c->path + strlen("/v1/semaphores/"));
         return;
@@ -237,6 +248,8 @@ void sl_route_semaphores(sl_ctx *c, const char *rest)
 void sl_route_mutexes(sl_ctx *c, const char *rest)
 {
     c->route = *rest ? SL_ROUTE_MUTEX : SL_ROUTE_MUTEXES;
+    if (!sl_query_only(c, NULL))
+        return;
     if (c->method != EVHTTP_REQ_GET) {
         method_not_allowed(c, "GET");
         return;

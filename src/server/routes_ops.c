@@ -10,6 +10,8 @@
 /* /healthz and /metrics take GET (and HEAD); anything else is 405. */
 static bool get_only(sl_ctx *c)
 {
+    if (!sl_query_only(c, NULL))
+        return false;
     if (c->method == EVHTTP_REQ_GET || c->method == EVHTTP_REQ_HEAD)
         return true;
     sl_reply_add_header(c->req, "Allow", "GET");
@@ -42,6 +44,11 @@ void sl_route_metrics(sl_ctx *c)
     c->route = SL_ROUTE_METRICS;
     if (!get_only(c))
         return;
+    if (!c->auth.admin) {
+        sl_reply_error(c, 403, "forbidden",
+                       "the metrics span every lock: reading them needs an admin token");
+        return;
+    }
     struct evbuffer *b = evbuffer_new();
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
     sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", b);

@@ -259,6 +259,7 @@ static int open_store(sl_server *srv)
                sl_store_error(srv->store));
         return -1;
     }
+    srv->seq_done = ch.next_seq;
     sl_engine_changes_clear(srv->eng);
     sl_store_set_source(srv->store, SL_SOURCE_API);
     return 0;

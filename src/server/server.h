@@ -67,6 +67,9 @@ typedef struct sl_server {
     char *wake_ids;           /* the batch's changed claims, SL_ID_MAX + 1 bytes each */
     size_t nwake, capwake;
     size_t batch_events;      /* events in the batch */
+    uint64_t batch_seq;       /* the engine's next_seq when it was captured */
+    uint64_t seq_done;        /* ... of the newest committed batch: events below it are in
+                               * the store */
     bool prune_due;           /* trim the event log in the next batch */
     int64_t prune_before;
     sl_wait *event_waits;     /* GET /v1/events?wait= parked */
@@ -163,6 +166,9 @@ struct sl_ctx {
 };
 
 const char *sl_query_get(const sl_ctx *c, const char *key);
+/* Whether every query parameter is one of known (NULL-terminated; NULL:
+ * none) and none is given twice; else a 400 naming it is sent. */
+bool sl_query_only(sl_ctx *c, const char *const *known);
 /* A duration query parameter; absent -> *ms unchanged, 0; bad -> 400 sent, -1. */
 int sl_query_duration(sl_ctx *c, const char *key, int64_t *ms);
 int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out);
@@ -173,6 +179,7 @@ json_t *sl_body_json(sl_ctx *c);
 void sl_route_semaphores(sl_ctx *c, const char *rest);
 void sl_route_mutexes(sl_ctx *c, const char *rest);
 void sl_route_claims(sl_ctx *c, const char *rest);
+void sl_route_claims_list(sl_ctx *c); /* routes_lists.c, as sl_route_queue */
 void sl_route_queue(sl_ctx *c);
 void sl_route_events(sl_ctx *c, const char *rest);
 void sl_route_health(sl_ctx *c);
@@ -186,9 +193,19 @@ bool sl_refuse_if_store_failed(sl_ctx *c);
 int sl_auth_check(sl_ctx *c);
 /* Whether the request may touch a lock name (limited tokens: prefixes). */
 bool sl_auth_allows(const sl_ctx *c, const char *name);
+/* Every lock of the claim (explicit, tag and group locks); a claim that
+ * takes no lock goes by its holder's name. */
 bool sl_auth_allows_claim(sl_ctx *c, const sl_claim *claim);
+/* Has the engine check a new claim's locks, tag and group locks included,
+ * before it is made (sl_claim_req.allow); a no-op for admins. a must live
+ * as long as req is used. */
+typedef struct sl_auth_claim {
+    const sl_ctx *c;
+    const char *holder;
+} sl_auth_claim;
+void sl_auth_bind_claim(const sl_ctx *c, sl_claim_req *req, sl_auth_claim *a);
 
-/* ---- json_out.c: engine state as API.md's JSON --------------------------- */
+/* ---- json_out.c: engine state as docs/api.md's JSON --------------------------- */
 json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
 /* json_claim.c: the same claim as compact JSON and a newline, written into
  * buf without building jansson values (the answers to claim requests). */
@@ -196,11 +213,9 @@ void sl_json_claim_write(sl_server *srv, const sl_claim *claim, struct evbuffer 
 json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full);
 json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg);
 json_t *sl_json_why(sl_server *srv, const sl_claim *claim);
-json_t *sl_json_event(const sl_store_event *ev); /* API.md's event, from the log */
+json_t *sl_json_event(const sl_store_event *ev); /* docs/api.md's event, from the log */
 json_t *sl_json_time(int64_t ms);     /* null for -1 */
 json_t *sl_json_duration(int64_t ms); /* "30s", "0" */
-/* A duration field of a body: a string ("30s") or a number of seconds. */
-int sl_json_duration_field(json_t *v, int64_t *ms);
 /* Words for why a claim waits or how it ended. */
 void sl_claim_reason_words(sl_server *srv, const sl_claim *claim, char *buf, size_t cap);
 void sl_rule_words(const sl_why *w, char *buf, size_t cap);

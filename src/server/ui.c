@@ -50,7 +50,7 @@ void sl_route_ui(sl_ctx *c)
     if (!a) {
         sl_reply_error(c, 404, "not_found",
                        "no such page: %s. The dashboard is at /, /queue and /claims/ID; the "
-                       "HTTP API is under /v1/ (see API.md); /healthz and /metrics report on "
+                       "HTTP API is under /v1/; /healthz and /metrics report on "
                        "the server",
                        c->path);
         return;

@@ -4,7 +4,7 @@
  * A wait sends its status line and headers first (once the change that made
  * it is committed), then the body when it is woken, as one chunk. Sending the
  * headers early is what makes libevent read the socket again, so a client
- * that hangs up is noticed at once (STYLE.md): a pending claim whose creator
+ * that hangs up is noticed at once: a pending claim whose creator
  * vanished is withdrawn, a grant that would reach nobody is released.
  *
  * Waits on a claim hang off the claim (sl_claim_udata), so waking them after

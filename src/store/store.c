@@ -292,7 +292,7 @@ int sl_store_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted)
 
 /* ---- reasons ------------------------------------------------------------- */
 
-/* A duration as API.md writes it in words: "30s" when whole seconds. */
+/* A duration as docs/api.md writes it in words: "30s" when whole seconds. */
 static void duration(char *buf, size_t cap, int64_t ms)
 {
     if (ms % 1000 == 0)

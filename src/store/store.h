@@ -132,7 +132,7 @@ bool sl_store_commit_overlaps(const sl_store *st);
 bool sl_store_checkpoint_due(const sl_store *st);
 int sl_store_checkpoint(sl_store *st);
 
-/* One event as stored, the fields of API.md's event. Strings are valid
+/* One event as stored, the fields of docs/api.md's event. Strings are valid
  * during the callback only. */
 typedef struct sl_store_event {
     uint64_t seq;
@@ -148,7 +148,7 @@ typedef struct sl_store_event {
 typedef int (*sl_store_event_fn)(void *ud, const sl_store_event *ev);
 
 /* Calls fn for the events with seq > since (and of that claim, when claim
- * is not NULL), oldest first, at most limit. *next is API.md's `next`: the
+ * is not NULL), oldest first, at most limit. *next is docs/api.md's `next`: the
  * last seq examined, i.e. the last one passed to fn when the limit was
  * reached or fn stopped, else the last seq in the log, or since when that
  * is higher (an empty log, a since past the end). fn must not call

@@ -476,6 +476,94 @@ static void name_valid_edges(void **state)
     assert_false(sl_name_valid("a%2Fb", 5, false));
     /* The length is what counts, not the terminator. */
     assert_true(sl_name_valid("ab/", 2, false));
+    /* "." and ".." segments read like path escapes: refused. Dots inside a
+     * segment are fine, and a pattern's last segment is cut by its '*'. */
+    static const char *const dotted[] = {".", "..", "./a", "../a", "a/.", "a/..", "a/./b",
+                                         "team-a/../team-b/deploy", "a/../*", "./*"};
+    for (size_t i = 0; i < sizeof(dotted) / sizeof(dotted[0]); i++) {
+        assert_false(sl_name_valid(dotted[i], strlen(dotted[i]), false));
+        assert_false(sl_name_valid(dotted[i], strlen(dotted[i]), true));
+    }
+    static const char *const fine[] = {"a.b", "...", "a/.b", "a/..b", "a/b.", ".a/b", "v1.2/x"};
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+        assert_true(sl_name_valid(fine[i], strlen(fine[i]), false));
+    assert_true(sl_name_valid("a/.*", 4, true));
+    assert_true(sl_name_valid("a/..*", 5, true));
+}
+
+/* The access rules of the embedder see every lock a claim would take, those
+ * its tags and group add included, and a claim that would take none. */
+typedef struct allow_log {
+    char seen[8][64];
+    size_t n;
+    const char *refuse; /* key refused, or "" for a lockless claim */
+} allow_log;
+
+static bool allow_rec(void *ud, const char *key)
+{
+    allow_log *a = ud;
+    if (a->n < 8)
+        snprintf(a->seen[a->n++], 64, "%s", key ? key : "");
+    return strcmp(key ? key : "", a->refuse) != 0;
+}
+
+static int claim_with(sl_engine *eng, const char *id, const sl_lock_req *locks, size_t nlocks,
+                      const sl_tag *tags, size_t ntags, const char *group, allow_log *a,
+                      sl_error *err)
+{
+    sl_claim_req r;
+    memset(&r, 0, sizeof(r));
+    r.id = id;
+    r.holder = "h";
+    r.locks = locks;
+    r.nlocks = nlocks;
+    r.tags = tags;
+    r.ntags = ntags;
+    r.group = group;
+    r.grace_ms = r.lease_ms = -1;
+    r.allow = allow_rec;
+    r.allow_ud = a;
+    sl_claim *c = NULL;
+    return sl_claim_create(eng, &r, 0, &c, err);
+}
+
+static void allow_sees_every_lock(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    t_sem(eng, 0, "tag/tenant=*", 2, SL_STRICT);
+    t_sem(eng, 0, "tag/tenant", 5, SL_STRICT);
+    const sl_lock_req locks[] = {{SL_KIND_MUTEX, "a/m", 1}};
+    const sl_tag tags[] = {{"tenant", "acme"}, {"env", "dev"}};
+    allow_log a = {.refuse = "nothing"};
+    sl_error err;
+    assert_int_equal(claim_with(eng, "c1", locks, 1, tags, 2, "g1", &a, &err), 0);
+    assert_int_equal(a.n, 4);
+    assert_string_equal(a.seen[0], "mtx/a/m");
+    assert_string_equal(a.seen[1], "sem/tag/tenant=acme");
+    assert_string_equal(a.seen[2], "sem/tag/tenant");
+    assert_string_equal(a.seen[3], "mtx/group/g1");
+
+    /* A refused tag lock refuses the claim and changes nothing. */
+    allow_log b = {.refuse = "sem/tag/tenant=acme"};
+    t_events(eng);
+    assert_int_equal(claim_with(eng, "c2", NULL, 0, tags, 1, NULL, &b, &err), SL_EFORBIDDEN);
+    assert_string_equal(err.field, "tags[0]");
+    assert_string_equal(err.name, "sem/tag/tenant=acme");
+    assert_null(sl_claim_find(eng, "c2"));
+    assert_string_equal(t_events(eng), "");
+
+    /* A claim that takes no lock is asked about with NULL. */
+    const sl_tag untracked[] = {{"env", "dev"}};
+    allow_log c = {.refuse = ""};
+    assert_int_equal(claim_with(eng, "c3", NULL, 0, untracked, 1, NULL, &c, &err), SL_EFORBIDDEN);
+    assert_int_equal(c.n, 1);
+    assert_string_equal(c.seen[0], "");
+    assert_null(sl_claim_find(eng, "c3"));
+    allow_log d = {.refuse = "nothing"};
+    assert_int_equal(claim_with(eng, "c4", NULL, 0, untracked, 1, NULL, &d, &err), 0);
+    assert_int_equal(t_state(eng, "c4"), SL_HELD);
+    t_free(eng);
 }
 
 int main(void)
@@ -492,6 +580,7 @@ int main(void)
         cmocka_unit_test(claims_max_is_enforced),
         cmocka_unit_test(late_refusals_change_nothing),
         cmocka_unit_test(name_valid_edges),
+        cmocka_unit_test(allow_sees_every_lock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

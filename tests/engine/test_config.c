@@ -132,6 +132,41 @@ static void pattern_resolution(void **state)
     t_free(eng);
 }
 
+/* Patterns reach into the tag and group namespaces only when they name
+ * them: a catch-all "*" leaves groups mutexes and adds no tag locks. */
+static void patterns_keep_out_of_tags_and_groups(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    t_sem(eng, 0, "*", 3, SL_STRICT);
+    t_sem(eng, 0, "gro*", 4, SL_STRICT);
+    t_sem(eng, 0, "ta*", 4, SL_STRICT);
+    expect_sem(eng, "anything", 3, SL_STRICT, 0, "*");
+    expect_sem(eng, "groceries", 4, SL_STRICT, 0, "gro*");
+    expect_not_found(eng, "group/pr-1");
+    expect_not_found(eng, "tag/env=dev");
+    expect_not_found(eng, "tag/env");
+    /* Three claims of one group: still a mutex. */
+    t_claim(eng, 1, "id=g1 group=star/pr-1");
+    t_claim(eng, 2, "id=g2 group=star/pr-1");
+    assert_int_equal(t_state(eng, "g1"), SL_HELD);
+    assert_int_equal(t_state(eng, "g2"), SL_PENDING);
+    sl_claim_lock_view lv;
+    sl_claim_lock_peek(t_find(eng, "g2"), 0, &lv);
+    assert_int_equal(lv.kind, SL_KIND_MUTEX);
+    /* A tag adds no lock through "*". */
+    t_claim(eng, 3, "id=t1 tag=env=dev");
+    assert_int_equal(t_view(eng, "t1").nlocks, 0);
+    /* Patterns that name the namespaces do configure them. */
+    t_sem(eng, 4, "group/*", 2, SL_STRICT);
+    t_sem(eng, 4, "tag/env=*", 1, SL_STRICT);
+    expect_sem(eng, "group/pr-9", 2, SL_STRICT, 0, "group/*");
+    expect_sem(eng, "tag/env=dev", 1, SL_STRICT, 0, "tag/env=*");
+    t_claim(eng, 5, "id=t2 tag=env=dev");
+    assert_int_equal(t_view(eng, "t2").nlocks, 1);
+    t_free(eng);
+}
+
 /* Each semaphore made from a pattern is its own: the limits are per name. */
 static void pattern_semaphores_are_separate(void **state)
 {
@@ -596,6 +631,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exact_config),
         cmocka_unit_test(pattern_resolution),
+        cmocka_unit_test(patterns_keep_out_of_tags_and_groups),
         cmocka_unit_test(pattern_semaphores_are_separate),
         cmocka_unit_test(pattern_update_propagates),
         cmocka_unit_test(exact_update_propagates),

@@ -1285,5 +1285,70 @@ class TestLeases(ApiCase):
         self.srv.release(h["id"])
 
 
+# ---------------------------------------------------------------------------
+class TestPages(ApiCase):
+    """GET /v1/claims and /v1/queue a page at a time: limit, after, next
+    (docs/api.md, Listings). Following next gives the whole listing once, in
+    order, and resumes in the right place when the claim a page ended on
+    has ended since."""
+
+    def pages(self, path, limit):
+        """Every entry, following next; and the number of pages."""
+        out, after, n = [], None, 0
+        key = "claims" if path.startswith("/v1/claims") else "queue"
+        sep = "&" if "?" in path else "?"
+        while True:
+            url = path + sep + "limit=%d" % limit + ("&after=" + q(after) if after else "")
+            body = self.srv.get(url).json
+            self.assertLessEqual(len(body[key]), limit)
+            out += body[key]
+            n += 1
+            after = body.get("next")
+            if not after:
+                return out, n
+            self.assertIsInstance(after, str)
+
+    def test_pages_cover_the_listing_once_in_order(self):
+        m = self.name("m")
+        made = [self.srv.claim("pg-%02d" % i, [("m", m)], priority=i % 3) for i in range(23)]
+        whole = self.srv.get("/v1/queue").json["queue"]
+        self.assertNotIn("next", self.srv.get("/v1/queue").json)
+        got, n = self.pages("/v1/queue", 5)
+        self.assertEqual(n, 5)
+        self.assertEqual([c["id"] for c in got], [c["id"] for c in whole])
+        self.assertEqual([c["position"] for c in got], list(range(1, len(whole) + 1)))
+        claims, _ = self.pages("/v1/claims", 4)
+        ids = [c["id"] for c in claims]
+        self.assertEqual(len(ids), len(set(ids)))
+        self.assertEqual([c["id"] for c in self.srv.get("/v1/claims").json["claims"]], ids)
+        for cid in [c["id"] for c in made]:
+            self.assertIn(cid, ids)
+        lock, _ = self.pages("/v1/queue?lock=mtx/" + q(m), 6)
+        self.assertEqual([c["id"] for c in lock],
+                         [c["id"] for c in self.srv.get("/v1/queue?lock=mtx/" + q(m)).json["queue"]])
+        of_lock, _ = self.pages("/v1/claims?lock=mtx/" + q(m), 7)
+        self.assertEqual(len(of_lock), 23)
+        for c in made:
+            self.srv.release(c["id"])
+
+    def test_resume_after_the_last_claim_ended(self):
+        m = self.name("m")
+        made = [self.srv.claim("rs-%02d" % i, [("m", m)]) for i in range(12)]
+        first = self.srv.get("/v1/queue?limit=4").json
+        last = first["queue"][-1]["id"]
+        self.srv.release(last)  # withdrawn: it leaves the queue
+        rest = self.srv.get("/v1/queue?limit=100&after=" + q(first["next"])).json["queue"]
+        self.assertEqual([c["id"] for c in rest], [c["id"] for c in made[5:]])
+        self.assertEqual(rest[0]["position"], 5)
+        for c in made:
+            self.srv.release(c["id"])
+
+    def test_bad_page_arguments(self):
+        for path in ("/v1/claims?limit=0", "/v1/queue?limit=10001", "/v1/claims?after=zz",
+                     "/v1/queue?after=1.2", "/v1/claims?lock=mtx/x&after=12",
+                     "/v1/queue?limit=-1"):
+            self.assertError(self.srv.get(path), 400, "bad_request")
+
+
 if __name__ == "__main__":
     fx.main()

@@ -473,8 +473,8 @@ static const bad_file bad_files[] = {
      "config.yaml:2:20: limits.event_retention: must be longer than 0", false},
     {"semaphores:\n  - name: /db\n    limit: 1\n",
      "config.yaml:2:11: semaphores[0].name: \"/db\" is not a semaphore name; use 1 to 253 "
-     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', and end it in "
-     "'*' for a pattern (like \"tenant/*\")",
+     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
+     "'..' segment, and end it in '*' for a pattern (like \"tenant/*\")",
      true},
     {"semaphores:\n  - name: a b\n    limit: 1\n",
      "config.yaml:2:11: semaphores[0].name: \"a b\" is not a semaphore name;", false},
@@ -518,8 +518,8 @@ static const bad_file bad_files[] = {
      true},
     {"tokens:\n  - name: x\n    token: t\n    prefixes: [\"/x\"]\n",
      "config.yaml:4:16: tokens[0].prefixes[0]: \"/x\" is not a name prefix; use 1 to 253 "
-     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//' (a trailing "
-     "'/' is fine), like \"team-a/\"",
+     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
+     "'..' segment (a trailing '/' is fine), like \"team-a/\"",
      true},
     {"tokens:\n  - name: x\n    token: t\n    prefixes:\n      - ok/\n      - \"\"\n",
      "config.yaml:6:9: tokens[0].prefixes[1]: \"\" is not a name prefix;", false},
@@ -744,8 +744,12 @@ static void check_without_a_file(void **state)
 
     c.default_lease_ms = -1;
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
-    assert_string_equal(err, "default_lease: must be 0 (none) or a duration of at most 100 "
+    assert_string_equal(err, "default_lease: must be 0 (none) or a duration from 100ms to 100 "
                              "years, like 30s");
+    c.default_lease_ms = 99; /* below the floor no client could renew in time */
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    c.default_lease_ms = 100;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
     c.default_lease_ms = 0;
 
     c.idle_timeout_ms = 0;
@@ -781,9 +785,11 @@ static void check_without_a_file(void **state)
     c.semaphores[1].strategy = SL_REBALANCED;
     c.semaphores[0].lease_ms = -5;
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
-    assert_string_equal(err, "semaphores[0].lease: must be 0 (none) or a duration of at most 100 "
-                             "years, like 30s");
+    assert_string_equal(err, "semaphores[0].lease: must be 0 (none) or a duration from 100ms to "
+                             "100 years, like 30s");
     c.semaphores[0].lease_ms = 5;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    c.semaphores[0].lease_ms = 500;
 
     c.ntokens = 2;
     c.tokens = calloc(2, sizeof(*c.tokens));

@@ -1,0 +1,352 @@
+/* routes_lists.c - GET /v1/claims and GET /v1/queue, a page at a time.
+ *
+ * A listing answers at most `limit` entries (default SL_PAGE_DEFAULT, at
+ * most SL_PAGE_MAX) and, when entries may remain, `next`: a cursor to pass
+ * as `after` for the next page (absent when the listing is complete). Cursors are opaque to
+ * clients and hold the sort key of the last entry sent, not a pointer to
+ * it, so a page resumes in the right place even when that claim has ended
+ * or been purged since:
+ *   /v1/claims            "A.ID": arrival number and id of the last claim
+ *   /v1/queue             "P.C.A.N": priority, created, arrival of the last
+ *                         claim and its position N in the listing
+ *   either, with ?lock=   "oN": the number of the lock's entries examined
+ *                         (holders, then waiters); that queue moves as
+ *                         claims are granted, so a page may repeat or skip
+ *                         an entry that moved meanwhile. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/http.h>
+
+#include "server.h"
+
+#define SL_PAGE_DEFAULT 1000
+#define SL_PAGE_MAX 10000
+#define CURSOR_MAX 96
+
+typedef struct page {
+    size_t limit;      /* entries at most */
+    const char *after; /* the cursor given, or NULL */
+    json_t *arr;
+    char next[CURSOR_MAX]; /* "" when the listing is complete */
+} page;
+
+/* limit= and after=; false when a 400 was sent. */
+static bool page_args(sl_ctx *c, page *p)
+{
+    uint64_t limit = SL_PAGE_DEFAULT;
+    if (sl_query_uint(c, "limit", SL_PAGE_MAX, &limit) != 0)
+        return false;
+    if (limit == 0) {
+        sl_reply_error(c, 400, "bad_request", "limit=0: ask for 1 to %d entries a page",
+                       SL_PAGE_MAX);
+        return false;
+    }
+    p->limit = (size_t)limit;
+    p->after = sl_query_get(c, "after");
+    p->arr = json_array();
+    p->next[0] = '\0';
+    return true;
+}
+
+static void bad_cursor(sl_ctx *c, page *p)
+{
+    sl_reply_error(c, 400, "bad_request",
+                   "after=\"%.96s\" is not a cursor of this listing: pass the \"next\" of the "
+                   "previous page, unchanged",
+                   p->after);
+    json_decref(p->arr);
+}
+
+/* "next" only when entries may remain: a complete listing reads exactly as
+ * it did before listings had pages. */
+static void page_reply(sl_ctx *c, page *p, const char *key)
+{
+    json_t *o = json_pack("{s:o}", key, p->arr);
+    if (p->next[0])
+        json_object_set_new(o, "next", json_string(p->next));
+    sl_reply_json(c, 200, o);
+}
+
+/* "oN" of the ?lock= listings. */
+static bool offset_cursor(const char *s, size_t *off)
+{
+    if (!s) {
+        *off = 0;
+        return true;
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = s[0] == 'o' ? strtoull(s + 1, &end, 10) : 0;
+    if (s[0] != 'o' || end == s + 1 || *end || errno)
+        return false;
+    *off = (size_t)v;
+    return true;
+}
+
+/* A lock key of ?lock=: *kind and the name after "mtx/" or "sem/". */
+static bool lock_key(const char *lock, sl_kind *kind)
+{
+    if (strncmp(lock, "mtx/", 4) != 0 && strncmp(lock, "sem/", 4) != 0)
+        return false;
+    *kind = lock[0] == 'm' ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
+    return sl_name_valid(lock + 4, strlen(lock + 4), false);
+}
+
+/* ---- /v1/claims ----------------------------------------------------------- */
+
+typedef struct claim_filter {
+    bool has_state;
+    sl_state state;
+    const char *holder;
+} claim_filter;
+
+static bool claim_matches(sl_ctx *c, const sl_claim *claim, const claim_filter *f)
+{
+    sl_claim_view v;
+    sl_claim_get(claim, &v);
+    if (f->has_state && v.state != f->state)
+        return false;
+    if (f->holder && strcmp(f->holder, v.holder) != 0)
+        return false;
+    return sl_auth_allows_claim(c, claim);
+}
+
+/* The lock's holders then its waiters, from entry `off` on. */
+static void claims_of_lock(sl_ctx *c, const sl_lock *lock, size_t off, const claim_filter *f,
+                           page *p)
+{
+    size_t nheld = 0, examined = off;
+    if (lock) {
+        sl_lock_view lv;
+        sl_lock_get(lock, &lv);
+        nheld = lv.nholders;
+    }
+    enum { BATCH = 64 };
+    while (lock && json_array_size(p->arr) < p->limit) {
+        const sl_claim *got[BATCH];
+        size_t n = 0;
+        if (examined < nheld) {
+            sl_holder_view hv[BATCH];
+            n = sl_lock_holders(lock, examined, hv, BATCH);
+            for (size_t i = 0; i < n; i++)
+                got[i] = hv[i].claim;
+        } else {
+            sl_waiter_view wv[BATCH];
+            n = sl_lock_waiters(c->srv->eng, lock, examined - nheld, wv, BATCH);
+            for (size_t i = 0; i < n; i++)
+                got[i] = wv[i].claim;
+        }
+        if (n == 0)
+            return;
+        for (size_t i = 0; i < n && json_array_size(p->arr) < p->limit; i++) {
+            examined++;
+            if (claim_matches(c, got[i], f))
+                json_array_append_new(p->arr, sl_json_claim(c->srv, got[i]));
+        }
+    }
+    if (lock)
+        snprintf(p->next, sizeof(p->next), "o%zu", examined);
+}
+
+/* The first claim after an "A.ID" cursor: the cursor's claim itself when it
+ * is still there (O(1)), else the first that arrived after it. */
+static bool claims_resume(sl_ctx *c, const char *cursor, const sl_claim **first)
+{
+    if (!cursor) {
+        *first = sl_claim_next(c->srv->eng, NULL);
+        return true;
+    }
+    char *dot = NULL;
+    errno = 0;
+    unsigned long long arrival = strtoull(cursor, &dot, 10);
+    if (dot == cursor || *dot != '.' || errno || strlen(dot + 1) > SL_ID_MAX)
+        return false;
+    const sl_claim *last = sl_claim_find(c->srv->eng, dot + 1);
+    sl_claim_view v;
+    if (last)
+        sl_claim_get(last, &v);
+    if (last && v.arrival == arrival)
+        *first = sl_claim_next(c->srv->eng, last);
+    else
+        *first = sl_claim_after(c->srv->eng, arrival);
+    return true;
+}
+
+static void claims_all(sl_ctx *c, const sl_claim *cl, const claim_filter *f, page *p)
+{
+    const sl_claim *last = NULL;
+    for (; cl; cl = sl_claim_next(c->srv->eng, cl)) {
+        if (!claim_matches(c, cl, f))
+            continue;
+        if (json_array_size(p->arr) == p->limit) {
+            sl_claim_view v;
+            sl_claim_get(last, &v);
+            snprintf(p->next, sizeof(p->next), "%" PRIu64 ".%s", v.arrival, v.id);
+            return;
+        }
+        json_array_append_new(p->arr, sl_json_claim(c->srv, cl));
+        last = cl;
+    }
+}
+
+void sl_route_claims_list(sl_ctx *c)
+{
+    static const char *const known[] = {"state", "holder", "lock", "limit", "after", NULL};
+    if (!sl_query_only(c, known))
+        return;
+    const char *s = sl_query_get(c, "state"), *lock = sl_query_get(c, "lock");
+    claim_filter f = {s != NULL, SL_PENDING, sl_query_get(c, "holder")};
+    if (s && sl_state_parse(s, &f.state) != 0) {
+        sl_reply_error(c, 400, "bad_request",
+                       "state=\"%.64s\" is not a claim state: pending, held, revoking, released, "
+                       "withdrawn, expired, timed_out, superseded or canceled",
+                       s);
+        return;
+    }
+    sl_kind kind;
+    if (lock && !lock_key(lock, &kind)) {
+        sl_reply_error(c, 400, "bad_request",
+                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
+        return;
+    }
+    page p;
+    if (!page_args(c, &p))
+        return;
+    if (lock) {
+        size_t off;
+        if (!offset_cursor(p.after, &off)) {
+            bad_cursor(c, &p);
+            return;
+        }
+        sl_lock_view lv;
+        const sl_lock *l = NULL;
+        if (sl_lock_lookup(c->srv->eng, kind, lock + 4, &lv, &l) != 0)
+            l = NULL;
+        claims_of_lock(c, l, off, &f, &p);
+        /* Complete unless the page filled up with entries left to look at. */
+        if (json_array_size(p.arr) < p.limit)
+            p.next[0] = '\0';
+    } else {
+        const sl_claim *first = NULL;
+        if (!claims_resume(c, p.after, &first)) {
+            bad_cursor(c, &p);
+            return;
+        }
+        claims_all(c, first, &f, &p);
+    }
+    page_reply(c, &p, "claims");
+}
+
+/* ---- /v1/queue ------------------------------------------------------------ */
+
+static json_t *queue_entry(sl_ctx *c, const sl_claim *claim, size_t position)
+{
+    json_t *o = sl_json_claim(c->srv, claim);
+    size_t lock = 0;
+    sl_rule rule = sl_claim_main_rule(c->srv->eng, claim, &lock);
+    json_object_set_new(o, "position", json_integer((json_int_t)position));
+    json_object_set_new(o, "rule", json_string(sl_rule_name(rule)));
+    return o;
+}
+
+static void queue_of_lock(sl_ctx *c, const sl_lock *l, size_t off, page *p)
+{
+    enum { BATCH = 64 };
+    sl_waiter_view wv[BATCH];
+    size_t n;
+    while (l && json_array_size(p->arr) < p->limit &&
+           (n = sl_lock_waiters(c->srv->eng, l, off, wv, BATCH)) > 0) {
+        for (size_t i = 0; i < n && json_array_size(p->arr) < p->limit; i++) {
+            off++;
+            if (sl_auth_allows_claim(c, wv[i].claim))
+                json_array_append_new(p->arr, queue_entry(c, wv[i].claim, wv[i].position));
+        }
+    }
+    if (json_array_size(p->arr) == p->limit)
+        snprintf(p->next, sizeof(p->next), "o%zu", off);
+}
+
+static void queue_all(sl_ctx *c, const sl_claim *cl, size_t pos, page *p)
+{
+    const sl_claim *last = NULL;
+    for (; cl; cl = sl_pending_next(c->srv->eng, cl)) {
+        if (!sl_auth_allows_claim(c, cl))
+            continue;
+        if (json_array_size(p->arr) == p->limit) {
+            sl_claim_view v;
+            sl_claim_get(last, &v);
+            snprintf(p->next, sizeof(p->next), "%" PRId32 ".%" PRId64 ".%" PRIu64 ".%zu",
+                     v.priority, v.created_ms, v.arrival, pos);
+            return;
+        }
+        json_array_append_new(p->arr, queue_entry(c, cl, ++pos));
+        last = cl;
+    }
+}
+
+/* "P.C.A.N" into the claim to start from and the position before it. */
+static bool queue_resume(sl_ctx *c, const char *cursor, const sl_claim **first, size_t *pos)
+{
+    if (!cursor) {
+        *first = sl_pending_next(c->srv->eng, NULL);
+        *pos = 0;
+        return true;
+    }
+    long long prio, created;
+    unsigned long long arrival, n;
+    int used = 0;
+    if (sscanf(cursor, "%lld.%lld.%llu.%llu%n", &prio, &created, &arrival, &n, &used) != 4 ||
+        cursor[used] != '\0' || prio < INT32_MIN || prio > INT32_MAX)
+        return false;
+    *first = sl_pending_after(c->srv->eng, (int32_t)prio, created, arrival);
+    *pos = (size_t)n;
+    return true;
+}
+
+void sl_route_queue(sl_ctx *c)
+{
+    static const char *const known[] = {"lock", "limit", "after", NULL};
+    c->route = SL_ROUTE_QUEUE;
+    if (c->method != EVHTTP_REQ_GET) {
+        sl_reply_add_header(c->req, "Allow", "GET");
+        sl_reply_error(c, 405, "method_not_allowed", "/v1/queue takes GET");
+        return;
+    }
+    if (!sl_query_only(c, known))
+        return;
+    const char *lock = sl_query_get(c, "lock");
+    sl_kind kind;
+    if (lock && !lock_key(lock, &kind)) {
+        sl_reply_error(c, 400, "bad_request",
+                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
+        return;
+    }
+    page p;
+    if (!page_args(c, &p))
+        return;
+    if (lock) {
+        size_t off;
+        if (!offset_cursor(p.after, &off)) {
+            bad_cursor(c, &p);
+            return;
+        }
+        sl_lock_view lv;
+        const sl_lock *l = NULL;
+        if (sl_lock_lookup(c->srv->eng, kind, lock + 4, &lv, &l) != 0)
+            l = NULL;
+        queue_of_lock(c, l, off, &p);
+    } else {
+        const sl_claim *first = NULL;
+        size_t pos = 0;
+        if (!queue_resume(c, p.after, &first, &pos)) {
+            bad_cursor(c, &p);
+            return;
+        }
+        queue_all(c, first, pos, &p);
+    }
+    page_reply(c, &p, "queue");
+}
