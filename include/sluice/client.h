@@ -1,6 +1,6 @@
 /* sluice/client.h - libsluice, the C client of sluiced's HTTP API.
  *
- * Everything API.md offers, as C calls over libcurl: configure semaphores,
+ * Everything docs/api.md offers, as C calls over libcurl: configure semaphores,
  * claim (with a long-poll wait), wait on a claim, renew, release, why, the
  * queue, claims, events (pages and the live stream), and a keeper that keeps
  * a held claim's lease renewed on a thread of its own and says when the
@@ -40,7 +40,7 @@ enum {
 typedef struct sl_client_error {
     int rc;             /* the SL_CLIENT_E* code */
     long status;        /* HTTP status when the server answered, else 0 */
-    char code[32];      /* API.md's error code ("conflict", ...) when it gave one */
+    char code[32];      /* docs/api.md's error code ("conflict", ...) when it gave one */
     char message[1024]; /* what went wrong and, from the server, how to mend it */
 } sl_client_error;
 
