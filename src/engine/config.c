@@ -68,9 +68,9 @@ static void reresolve_patterned(sl_engine *eng)
 }
 
 static int check_set(const char *name, size_t len, uint32_t limit, sl_strategy strategy,
-                     int64_t lease_ms, sl_error *err)
+                     int64_t lease_ms, bool saved, sl_error *err)
 {
-    if (!sl_name_valid(name, len, true)) {
+    if (!(saved ? sl__name_valid_saved(name, len, true) : sl_name_valid(name, len, true))) {
         sl__error_set(err, SL_EINVAL,
                       "a semaphore name is 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, "
                       "no leading or trailing '/', no '//', no '.' or '..' segment, optionally "
@@ -129,7 +129,7 @@ int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy str
                int64_t lease_ms, int64_t now, sl_error *err)
 {
     size_t len = name ? strlen(name) : 0;
-    int rc = check_set(name, len, limit, strategy, lease_ms, err);
+    int rc = check_set(name, len, limit, strategy, lease_ms, false, err);
     if (rc)
         return rc;
     sl_engine_advance(eng, now);
@@ -236,7 +236,7 @@ int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
                              sl_strategy strategy, int64_t lease_ms)
 {
     size_t len = name ? strlen(name) : 0;
-    int rc = check_set(name, len, limit, strategy, lease_ms, NULL);
+    int rc = check_set(name, len, limit, strategy, lease_ms, true, NULL);
     if (rc)
         return rc;
     if (sl__hash_find(&eng->configs, name, len))

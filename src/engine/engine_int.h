@@ -246,6 +246,10 @@ void sl__changes_config(sl_engine *eng, const char *name);
 char *sl__batch_strdup(sl_engine *eng, const char *s, size_t len);
 void sl__changes_free(sl_engine *eng);
 
+/* names.c: the name rule for saved state (restore), which predates some
+ * of today's checks */
+bool sl__name_valid_saved(const char *name, size_t len, bool allow_pattern);
+
 /* engine.c */
 void sl__error_set(sl_error *err, int code, const char *what, const char *field,
                    const char *name, int64_t value);

@@ -255,7 +255,7 @@ int sl_engine_restore_token(sl_engine *eng, const char *key, uint64_t token)
 {
     size_t len = key ? strlen(key) : 0;
     if (len < 5 || (memcmp(key, "mtx/", 4) != 0 && memcmp(key, "sem/", 4) != 0) ||
-        !sl_name_valid(key + 4, len - 4, false))
+        !sl__name_valid_saved(key + 4, len - 4, false))
         return SL_EINVAL;
     sl_lock *l = sl__lock_get(eng, key, len);
     /* The saved token is this lock's own last one: put it back as it was,

@@ -2,7 +2,7 @@
  * event types as docs/api.md spells them, and the rule for valid lock names. */
 #include <string.h>
 
-#include "engine.h"
+#include "engine_int.h"
 
 static const char *const state_names[] = {
     "pending", "held", "revoking", "released", "withdrawn",
@@ -143,7 +143,7 @@ static bool dot_segment(const char *s, size_t n, bool last_whole)
     return false;
 }
 
-bool sl_name_valid(const char *name, size_t len, bool allow_pattern)
+static bool name_valid(const char *name, size_t len, bool allow_pattern, bool dots_ok)
 {
     if (!name || len == 0 || len > SL_NAME_MAX)
         return false;
@@ -161,5 +161,17 @@ bool sl_name_valid(const char *name, size_t len, bool allow_pattern)
         return false;
     if (body == len && name[len - 1] == '/')
         return false;
-    return !dot_segment(name, body, body == len);
+    return dots_ok || !dot_segment(name, body, body == len);
+}
+
+bool sl_name_valid(const char *name, size_t len, bool allow_pattern)
+{
+    return name_valid(name, len, allow_pattern, false);
+}
+
+/* Stores written before "." and ".." segments were refused may hold such
+ * names: they are restored, never made anew. */
+bool sl__name_valid_saved(const char *name, size_t len, bool allow_pattern)
+{
+    return name_valid(name, len, allow_pattern, true);
 }

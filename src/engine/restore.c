@@ -58,7 +58,7 @@ static int check_rec(const sl_engine *eng, const sl_claim_rec *rec, sl_xlock *x,
             /* A lock that exists had its name checked when it was made;
              * rec_place takes it from here rather than looking it up again. */
             x[i].lock = sl__lock_find(eng, x[i].key, x[i].keylen);
-            valid = x[i].lock || sl_name_valid(lr->name, len, false);
+            valid = x[i].lock || sl__name_valid_saved(lr->name, len, false);
             for (size_t j = 0; j < i; j++)
                 twice |= x[j].keylen == x[i].keylen && memcmp(x[j].key, x[i].key, x[i].keylen) == 0;
         }
