@@ -208,6 +208,11 @@ static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *id
     *idhash = sl__hash_of(&eng->claims, req->id, idlen);
     if (sl__hash_find_hashed(&eng->claims, req->id, idlen, *idhash))
         return fail(err, SL_ECONFLICT, "a claim with this id exists", "id", req->id, 0);
+    if (req->idem && (!*req->idem || strlen(req->idem) > SL_IDEM_MAX))
+        return fail(err, SL_EINVAL, "an idempotency key is 1 to 512 bytes", "idem", NULL, 0);
+    if (sl__idem_taken(eng, req->idem))
+        return fail(err, SL_ECONFLICT, "a claim with this idempotency key exists", "idem", NULL,
+                    0);
     if (!text_valid(req->holder, SL_HOLDER_MAX, true))
         return fail(err, SL_EINVAL,
                     "holder is required: 1 to 253 printable characters naming who claims",
@@ -363,6 +368,7 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     c->timeout = req->timeout_ms;
     c->granted = c->revoke_at = c->ended = -1;
     sl__claim_link(eng, c, idhash);
+    sl__idem_attach(eng, c, req->idem, req->idem_fp);
     sl__event_add(eng, SL_EV_CLAIM_QUEUED, c, now);
     if (c->cancel != SL_CANCEL_NONE)
         sl__group_cancel(eng, c, now);
@@ -504,6 +510,7 @@ void sl_claim_watch(sl_engine *eng, sl_claim *c, int delta, int64_t now)
 
 void sl__claim_free(sl_engine *eng, sl_claim *c)
 {
+    sl__idem_free(eng, c);
     sl__free(&eng->mem, c->by);
     sl__free(&eng->mem, c);
 }
@@ -649,6 +656,7 @@ void sl_claim_get(const sl_claim *c, sl_claim_view *out)
     out->by = c->by;
     out->watchers = c->watchers;
     out->nlocks = c->nlocks;
+    sl__idem_view(c, &out->idem, &out->idem_fp);
     out->ntags = c->ntags;
 }
 

@@ -54,6 +54,7 @@ int sl_engine_new(const sl_engine_opts *opts, sl_engine **out)
     sl__hash_init(&eng->claims, &eng->mem, claim_key, k0, k1);
     sl__hash_init(&eng->locks, &eng->mem, lock_key, k0, k1);
     sl__hash_init(&eng->configs, &eng->mem, config_key, k0, k1);
+    sl__hash_init(&eng->idems, &eng->mem, sl__idem_key, k0, k1);
     sl__heap_init(&eng->timers, &eng->mem);
     /* Allocated once: building a claim needs up to SL_CLAIM_LOCKS_MAX locks
      * of scratch (37 KB), too much for the stack and the hot path. */
@@ -82,6 +83,7 @@ void sl_engine_free(sl_engine *eng)
     sl__hash_free(&eng->claims);
     sl__hash_free(&eng->locks);
     sl__hash_free(&eng->configs);
+    sl__hash_free(&eng->idems);
     sl__pvec_free(&eng->mem, &eng->patterns);
     sl__pvec_free(&eng->mem, &eng->dirty);
     sl__pvec_free(&eng->mem, &eng->cand);

@@ -49,6 +49,7 @@ enum {
 #define SL_LIMIT_MAX 1000000000u  /* a semaphore's limit */
 #define SL_WHY_AHEAD_MAX 8        /* claim ids listed as "ahead" in why */
 #define SL_CLAIM_LOCKS_MAX (SL_LOCKS_MAX + 2 * SL_TAGS_MAX + 1)
+#define SL_IDEM_MAX 512           /* an idempotency key, as the embedder makes it */
 
 typedef enum { SL_KIND_MUTEX, SL_KIND_SEMAPHORE } sl_kind;
 
@@ -290,6 +291,12 @@ typedef struct sl_claim_req {
      * the engine knows which locks tags add. */
     bool (*allow)(void *ud, const char *key);
     void *allow_ud;
+    /* Optional: a key (1 to SL_IDEM_MAX bytes, opaque to the engine) by which
+     * sl_claim_find_idem finds the claim again while it is kept, and a
+     * fingerprint of the request kept with it. A key in use by another
+     * claim is SL_ECONFLICT. */
+    const char *idem;
+    uint64_t idem_fp;
 } sl_claim_req;
 
 /* Adds a claim: checks it, supersedes and revokes in its group as its
@@ -300,6 +307,9 @@ typedef struct sl_claim_req {
 int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_claim **out,
                     sl_error *err);
 sl_claim *sl_claim_find(const sl_engine *eng, const char *id);
+/* The claim made with this idempotency key (sl_claim_req.idem), while it is
+ * kept; NULL when none. */
+sl_claim *sl_claim_find_idem(const sl_engine *eng, const char *key);
 /* Every claim, live or retained, in arrival order: first with prev NULL. */
 const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev);
 /* Every pending claim in the one total order (priority, created, arrival):
@@ -352,6 +362,8 @@ typedef struct sl_claim_view {
     const char *by;       /* the claim that superseded or revoked it, or NULL */
     int watchers;
     size_t nlocks, ntags;
+    const char *idem; /* its idempotency key, or NULL */
+    uint64_t idem_fp;
 } sl_claim_view;
 
 void sl_claim_get(const sl_claim *c, sl_claim_view *out);

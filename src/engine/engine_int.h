@@ -48,6 +48,7 @@ struct sl_config {
 
 typedef struct sl_rkey sl_rkey;
 typedef struct sl_centry sl_centry;
+typedef struct sl_idem sl_idem;
 
 struct sl_lock {
     sl_hnode hnode;             /* eng->locks, by key */
@@ -108,6 +109,7 @@ struct sl_claim {
     size_t pidx;                    /* place in eng->psnap while that is valid */
     const char *id, *holder, *group, *rkey;
     char *by; /* owned */
+    sl_idem *idem; /* owned; NULL for most claims (idem.c) */
     void *udata;
     sl_tag *tags;
     uint64_t grant_seq;
@@ -131,7 +133,7 @@ struct sl_claim {
 struct sl_engine {
     sl_mem mem;
     sl_engine_opts opts;
-    sl_hash claims, locks, configs;
+    sl_hash claims, locks, configs, idems;
     sl_pvec patterns; /* sl_config*, the ones ending in '*' */
     sl_claim *chead, *ctail;
     sl_claim *phead;  /* pending claims, unordered: the total order of all of
@@ -245,6 +247,14 @@ void sl__changes_lock(sl_engine *eng, sl_lock *l);
 void sl__changes_config(sl_engine *eng, const char *name);
 char *sl__batch_strdup(sl_engine *eng, const char *s, size_t len);
 void sl__changes_free(sl_engine *eng);
+
+/* idem.c */
+const char *sl__idem_key(const sl_hnode *n, size_t *len); /* eng->idems' key */
+bool sl__idem_taken(const sl_engine *eng, const char *key);
+void sl__idem_attach(sl_engine *eng, sl_claim *c, const char *key, uint64_t fp);
+void sl__idem_detach(sl_engine *eng, sl_claim *c); /* purged: no longer found */
+void sl__idem_free(sl_engine *eng, sl_claim *c);
+void sl__idem_view(const sl_claim *c, const char **key, uint64_t *fp);
 
 /* names.c: the name rule for saved state (restore), which predates some
  * of today's checks */

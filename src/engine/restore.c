@@ -44,7 +44,8 @@ static int check_rec(const sl_engine *eng, const sl_claim_rec *rec, sl_xlock *x,
     if (idlen == 0 || idlen > SL_ID_MAX ||
         sl__hash_find_hashed(&eng->claims, v->id, idlen, *idhash) || !v->holder ||
         (unsigned)v->state > SL_CANCELED || v->nlocks > SL_CLAIM_LOCKS_MAX ||
-        v->ntags > SL_TAGS_MAX) {
+        v->ntags > SL_TAGS_MAX || (v->idem && (!*v->idem || strlen(v->idem) > SL_IDEM_MAX)) ||
+        sl__idem_taken(eng, v->idem)) {
         sl__error_set(err, SL_EINVAL, "a saved claim is malformed or repeated", "id", v->id, 0);
         return SL_EINVAL;
     }
@@ -169,6 +170,7 @@ int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *e
     sl_claim *c = sl__claim_alloc(eng, &req, x, rec->v.nlocks);
     rec_fields(eng, c, rec);
     rec_link(eng, c, idhash);
+    sl__idem_attach(eng, c, rec->v.idem, rec->v.idem_fp);
     rec_place(eng, c, x);
     return 0;
 }

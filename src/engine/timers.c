@@ -48,6 +48,7 @@ static void purge(sl_engine *eng, sl_claim *c)
 {
     sl__heap_cancel(&eng->timers, &c->timer);
     sl__hash_remove(&eng->claims, &c->hnode);
+    sl__idem_detach(eng, c);
     if (c->prev)
         c->prev->next = c->next;
     else

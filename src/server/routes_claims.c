@@ -9,6 +9,45 @@
 #include "claim_id.h"
 #include "server.h"
 
+/* The answer to a creation, or to its replay: 201 and the claim, or a
+ * wait until it is held or ends. */
+static void answer_created(sl_ctx *c, sl_claim *claim, int64_t wait_ms)
+{
+    sl_claim_view v;
+    sl_claim_get(claim, &v);
+    char loc[SL_ID_MAX + 16];
+    snprintf(loc, sizeof(loc), "/v1/claims/%s", v.id);
+    sl_reply_add_header(c->req, "Location", loc);
+    int64_t wait = wait_ms < c->srv->conf->max_wait_ms ? wait_ms : c->srv->conf->max_wait_ms;
+    if (wait > 0 && v.state == SL_PENDING)
+        sl_wait_claim(c, SL_WAIT_CREATE, claim, SL_PENDING, wait, 201);
+    else
+        sl_reply_claim(c, 201, claim);
+}
+
+static void create(sl_ctx *c, sl_claim_body *b, const sl_idem_req *idem)
+{
+    char id[SL_CLAIM_ID_LEN + 1];
+    sl_claim_id_new(c->now, id);
+    b->req.id = id;
+    if (!b->has_timeout)
+        b->req.timeout_ms = c->srv->conf->default_timeout_ms;
+    if (idem->key[0]) {
+        b->req.idem = idem->key;
+        b->req.idem_fp = idem->fp;
+    }
+    sl_auth_claim auth;
+    sl_auth_bind_claim(c, &b->req, &auth);
+    sl_claim *claim = NULL;
+    sl_error eerr;
+    if (sl_claim_create(c->srv->eng, &b->req, c->now, &claim, &eerr) != 0) {
+        sl_reply_engine_error(c, &eerr);
+        return;
+    }
+    sl_server_touch(c->srv);
+    answer_created(c, claim, b->wait_ms);
+}
+
 static void claim_post(sl_ctx *c)
 {
     if (!sl_query_only(c, NULL) || sl_refuse_if_store_failed(c))
@@ -17,38 +56,21 @@ static void claim_post(sl_ctx *c)
     if (!body)
         return;
     sl_claim_body *b = malloc(sizeof(*b));
-    if (!b)
+    sl_idem_req *idem = malloc(sizeof(*idem));
+    if (!b || !idem)
         abort();
     char err[512];
-    if (sl_claim_body_parse(body, b, err, sizeof(err)) != 0) {
+    bool conflict = false;
+    sl_claim *replayed = NULL;
+    if (sl_claim_body_parse(body, b, err, sizeof(err)) != 0)
         sl_reply_error(c, 400, "bad_request", "%s", err);
-    } else {
-        char id[SL_CLAIM_ID_LEN + 1];
-        sl_claim_id_new(c->now, id);
-        b->req.id = id;
-        if (!b->has_timeout)
-            b->req.timeout_ms = c->srv->conf->default_timeout_ms;
-        sl_auth_claim auth;
-        sl_auth_bind_claim(c, &b->req, &auth);
-        sl_claim *claim = NULL;
-        sl_error eerr;
-        if (sl_claim_create(c->srv->eng, &b->req, c->now, &claim, &eerr) != 0) {
-            sl_reply_engine_error(c, &eerr);
-        } else {
-            sl_server_touch(c->srv);
-            char loc[64];
-            snprintf(loc, sizeof(loc), "/v1/claims/%s", id);
-            sl_reply_add_header(c->req, "Location", loc);
-            int64_t wait = b->wait_ms < c->srv->conf->max_wait_ms ? b->wait_ms
-                                                                   : c->srv->conf->max_wait_ms;
-            sl_claim_view v;
-            sl_claim_get(claim, &v);
-            if (wait > 0 && v.state == SL_PENDING)
-                sl_wait_claim(c, SL_WAIT_CREATE, claim, SL_PENDING, wait, 201);
-            else
-                sl_reply_claim(c, 201, claim);
-        }
-    }
+    else if (sl_idem_from_request(c, body, idem) < 0)
+        ; /* answered */
+    else if ((replayed = sl_idem_replay(c, idem, &conflict)))
+        answer_created(c, replayed, b->wait_ms);
+    else if (!conflict)
+        create(c, b, idem);
+    free(idem);
     free(b);
     json_decref(body);
 }

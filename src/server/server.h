@@ -205,6 +205,19 @@ typedef struct sl_auth_claim {
 } sl_auth_claim;
 void sl_auth_bind_claim(const sl_ctx *c, sl_claim_req *req, sl_auth_claim *a);
 
+/* ---- idempotency.c: Idempotency-Key ------------------------------------- */
+typedef struct sl_idem_req {
+    char key[SL_IDEM_MAX + 1]; /* "TOKEN-NAME\nKEY"; "" when the request has none */
+    uint64_t fp;               /* the request's fingerprint */
+} sl_idem_req;
+/* The request's key and fingerprint: 1, 0 when it has none, -1 when the
+ * header is malformed (a 400 was sent). */
+int sl_idem_from_request(sl_ctx *c, json_t *body, sl_idem_req *out);
+/* The claim an earlier request with this key made, marking the answer as a
+ * replay; NULL when there is none, or with *conflict (a 409 was sent) when
+ * the key was used for a different request. */
+sl_claim *sl_idem_replay(sl_ctx *c, const sl_idem_req *idem, bool *conflict);
+
 /* ---- json_out.c: engine state as docs/api.md's JSON --------------------------- */
 json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
 /* json_claim.c: the same claim as compact JSON and a newline, written into

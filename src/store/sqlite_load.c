@@ -49,12 +49,14 @@ enum {
     C_BY,
     C_LOCKS,
     C_TAGS,
+    C_IDEM,
+    C_IDEM_FP,
 };
 
 static const char claims_sql[] =
     "SELECT arrival, id, holder, state, priority, created, arrived, rebalance_key, grp,"
     " cancel, grace, lease, timeout, life, granted, grant_seq, revoke_at, ended, reason,"
-    " by_claim, locks, tags FROM claims ORDER BY arrival";
+    " by_claim, locks, tags, idem, idem_fp FROM claims ORDER BY arrival";
 
 /* Columns are read through their sqlite3_value: one sqlite3_column_*
  * call per column instead of two or three (each of those checks the
@@ -244,7 +246,7 @@ static bool row_tags(sqlite3_stmt *s, claim_row *r)
 static bool row_fields(sqlite3_stmt *s, claim_row *r)
 {
     sl_claim_view *v = &r->rec.v;
-    int64_t x[C_TAGS + 1];
+    int64_t x[C_IDEM_FP + 1];
     static const struct {
         int col;
         int64_t lo, hi;
@@ -264,6 +266,7 @@ static bool row_fields(sqlite3_stmt *s, claim_row *r)
         {C_REVOKE_AT, INT64_MIN, INT64_MAX},
         {C_ENDED, INT64_MIN, INT64_MAX},
         {C_REASON, SL_REASON_NONE, SL_REASON_OPERATOR},
+        {C_IDEM_FP, INT64_MIN, INT64_MAX},
     };
     for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
         if (!col_int(s, ints[i].col, ints[i].lo, ints[i].hi, &x[ints[i].col])) {
@@ -279,8 +282,9 @@ static bool row_fields(sqlite3_stmt *s, claim_row *r)
     } texts[] = {{C_HOLDER, SL_HOLDER_MAX, false},
                  {C_RKEY, SL_NAME_MAX, true},
                  {C_GROUP, SL_NAME_MAX, true},
-                 {C_BY, SL_ID_MAX, true}};
-    const char *t[C_TAGS + 1];
+                 {C_BY, SL_ID_MAX, true},
+                 {C_IDEM, SL_IDEM_MAX, true}};
+    const char *t[C_IDEM_FP + 1];
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         if (!col_text(s, texts[i].col, texts[i].max, texts[i].nullable, &t[texts[i].col])) {
             snprintf(r->what, sizeof(r->what), "its column %s is missing or too long",
@@ -291,6 +295,8 @@ static bool row_fields(sqlite3_stmt *s, claim_row *r)
     v->rebalance_key = t[C_RKEY];
     v->group = t[C_GROUP];
     v->by = t[C_BY];
+    v->idem = t[C_IDEM];
+    v->idem_fp = (uint64_t)x[C_IDEM_FP];
     v->arrival = (uint64_t)x[C_ARRIVAL];
     v->state = (sl_state)x[C_STATE];
     v->priority = (int32_t)x[C_PRIORITY];
@@ -328,7 +334,8 @@ static bool row_fields(sqlite3_stmt *s, claim_row *r)
 /* The most text one row can need in a batch: its strings, the decoded
  * JSON of its locks and tags, and their arrays. */
 #define ROW_TEXT_MAX                                                                            \
-    (SL_ID_MAX + SL_HOLDER_MAX + 2 * SL_NAME_MAX + SL_ID_MAX + 5 + 2 * (SQ_JSON_MAX + 1) +        \
+    (SL_ID_MAX + SL_HOLDER_MAX + 2 * SL_NAME_MAX + SL_ID_MAX + SL_IDEM_MAX + 6 +                 \
+     2 * (SQ_JSON_MAX + 1) +                                                                     \
      SL_CLAIM_LOCKS_MAX * sizeof(sl_claim_lock_rec) + SL_TAGS_MAX * sizeof(sl_tag) + 64)
 #define BATCH_TEXT (1024 * 1024 + ROW_TEXT_MAX) /* a batch ends when a row might not fit */
 
@@ -381,6 +388,7 @@ static void batch_add(batch *b, const claim_row *r)
     rec->v.rebalance_key = text_str(b, v->rebalance_key);
     rec->v.group = text_str(b, v->group);
     rec->v.by = text_str(b, v->by);
+    rec->v.idem = text_str(b, v->idem);
     /* Names point into the scratch, where the JSON was decoded: copy it
      * whole (its size is what the names used) and point into the copy. */
     sl_claim_lock_rec *locks = text_put(b, r->locks, v->nlocks * sizeof(*locks), 8);

@@ -109,7 +109,13 @@ static const char schema_v1[] =
     "  reason TEXT NOT NULL);"
     "CREATE INDEX events_claim ON events (claim) WHERE claim IS NOT NULL;";
 
-const char *const sl__sqlite_migrations[] = {schema_v1};
+/* Version 2: a claim's idempotency key (the server's token scope and the
+ * client's Idempotency-Key) and the fingerprint of the request that made
+ * it, so that a creation retried after a crash finds its claim. */
+static const char schema_v2[] = "ALTER TABLE claims ADD COLUMN idem TEXT;"
+                                "ALTER TABLE claims ADD COLUMN idem_fp INTEGER NOT NULL DEFAULT 0;";
+
+const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2};
 const int sl__sqlite_nmigrations =
     (int)(sizeof(sl__sqlite_migrations) / sizeof(sl__sqlite_migrations[0]));
 

@@ -56,6 +56,8 @@ static int capture_claim(sl_sqlite *sq, sl_engine *eng, const sl_claim *c, sl_st
     sl__batch_str(b, v.by);
     sl__batch_text(b, sq->locks_json.p, sq->locks_json.n);
     sl__batch_text(b, sq->tags_json.p, sq->tags_json.n);
+    sl__batch_str(b, v.idem);
+    sl__batch_int(b, (int64_t)v.idem_fp);
     return 0;
 }
 

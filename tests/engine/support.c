@@ -103,6 +103,10 @@ static void spec_word(spec *sp, char *w)
         r->lease_ms = num(v);
     } else if (strcmp(w, "timeout") == 0) {
         r->timeout_ms = num(v);
+    } else if (strcmp(w, "idem") == 0) {
+        r->idem = v;
+    } else if (strcmp(w, "fp") == 0) {
+        r->idem_fp = (uint64_t)num(v);
     } else if (strcmp(w, "tag") == 0) {
         char *eq2 = strchr(eq + 1, '=');
         assert_non_null(eq2);

@@ -4,6 +4,7 @@
  * A spec is space-separated words:
  *   id=ID holder=H m:NAME s:NAME s:NAME*SLOTS prio=N created=MS key=K
  *   group=G cancel=none|pending|in-progress grace=MS lease=MS timeout=MS tag=K=V
+ *   idem=KEY fp=N (an idempotency key and its fingerprint)
  * holder defaults to the id; unset lease and grace take the engine defaults. */
 #ifndef SL_TEST_SUPPORT_H
 #define SL_TEST_SUPPORT_H

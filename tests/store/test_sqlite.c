@@ -60,13 +60,13 @@ static void create_then_reopen(void **state)
     (void)state;
     char *dir = ts_tmpdir();
     sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
-    assert_int_equal(sl_store_current_schema(), 1);
-    assert_int_equal(sl_store_schema_version(st), 1);
+    assert_int_equal(sl_store_current_schema(), 2);
+    assert_int_equal(sl_store_schema_version(st), 2);
     assert_string_equal(sl_store_error(st), "");
 
     sqlite3 *db = ts_db(dir);
     assert_string_equal(ts_text(db, "PRAGMA journal_mode"), "wal");
-    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 1);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM schema_version"), 1);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
                                 "name IN ('meta', 'configs', 'locks', 'claims', 'events')"),
@@ -80,7 +80,7 @@ static void create_then_reopen(void **state)
     ts_commit(st, eng);
     sl_store_close(st);
     st = ts_open(dir, SL_DURABILITY_FULL);
-    assert_int_equal(sl_store_schema_version(st), 1);
+    assert_int_equal(sl_store_schema_version(st), 2);
     sl_engine *back = ts_load(st, NULL, 2, NULL);
     ts_same(eng, back);
     sl_engine_free(eng);
@@ -98,7 +98,7 @@ static void memory_store(void **state)
     sl_store *st = NULL;
     char err[512];
     assert_int_equal(sl_store_open(&o, &st, err, sizeof(err)), 0);
-    assert_int_equal(sl_store_schema_version(st), 1);
+    assert_int_equal(sl_store_schema_version(st), 2);
     sl_engine *eng = t_engine();
     t_claim(eng, 1, "id=a m:x");
     ts_commit(st, eng);
@@ -164,15 +164,15 @@ static void newer_schema_refused(void **state)
     char *dir = ts_tmpdir();
     sl_store_close(ts_open(dir, SL_DURABILITY_NORMAL));
     sqlite3 *db = ts_db(dir);
-    ts_exec(db, "UPDATE schema_version SET version = 2");
+    ts_exec(db, "UPDATE schema_version SET version = 3");
     char err[1024];
     sl_store *st = (sl_store *)1;
     assert_int_equal(try_open(ts_url(dir), &st, err, sizeof(err)), SL_STORE_EVERSION);
     assert_null(st);
-    assert_non_null(strstr(err, "schema version 2"));
-    assert_non_null(strstr(err, "up to 1"));
+    assert_non_null(strstr(err, "schema version 3"));
+    assert_non_null(strstr(err, "up to 2"));
     assert_non_null(strstr(err, "newer sluice"));
-    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 3);
 
     /* A damaged version table is refused too, not "migrated". */
     ts_exec(db, "DELETE FROM schema_version");
@@ -191,38 +191,74 @@ static void migrations_step_by_step(void **state)
     char *dir = ts_tmpdir();
     sl_store_close(ts_open(dir, SL_DURABILITY_NORMAL));
     sqlite3 *db = ts_db(dir);
-    const char *scripts[] = {
-        sl__sqlite_migrations[0],
-        "CREATE TABLE extra (x INTEGER); INSERT INTO extra VALUES (7);",
-        "CREATE TABLE extra2 (x INTEGER); INSERT INTO no_such_table VALUES (1);",
-    };
-    char err[512];
+    /* This build's scripts, then two more: the file is at n already. */
+    const int n = sl__sqlite_nmigrations;
+    const char *scripts[16];
+    assert_true(n + 2 <= 16);
+    for (int i = 0; i < n; i++)
+        scripts[i] = sl__sqlite_migrations[i];
+    scripts[n] = "CREATE TABLE extra (x INTEGER); INSERT INTO extra VALUES (7);";
+    scripts[n + 1] = "CREATE TABLE extra2 (x INTEGER); INSERT INTO no_such_table VALUES (1);";
+    char err[512], want[64];
     int version = 0;
-    assert_int_equal(sl__sqlite_migrate(db, scripts, 2, &version, err, sizeof(err)), 0);
-    assert_int_equal(version, 2);
+    assert_int_equal(sl__sqlite_migrate(db, scripts, n + 1, &version, err, sizeof(err)), 0);
+    assert_int_equal(version, n + 1);
     assert_int_equal(ts_int(db, "SELECT x FROM extra"), 7);
-    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), n + 1);
 
-    assert_int_equal(sl__sqlite_migrate(db, scripts, 3, &version, err, sizeof(err)), SL_STORE_EIO);
-    assert_non_null(strstr(err, "from schema version 2 to 3"));
+    assert_int_equal(sl__sqlite_migrate(db, scripts, n + 2, &version, err, sizeof(err)),
+                     SL_STORE_EIO);
+    snprintf(want, sizeof(want), "from schema version %d to %d", n + 1, n + 2);
+    assert_non_null(strstr(err, want));
     assert_non_null(strstr(err, "no_such_table"));
-    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), n + 1);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'extra2'"), 0);
     /* The connection is usable: the failed step left no transaction open. */
     assert_int_equal(sqlite3_get_autocommit(db), 1);
 
-    assert_int_equal(sl__sqlite_migrate(db, scripts, 1, &version, err, sizeof(err)),
+    assert_int_equal(sl__sqlite_migrate(db, scripts, n, &version, err, sizeof(err)),
                      SL_STORE_EVERSION);
     sqlite3_close(db);
 
     /* A new file goes from nothing to the last version, all steps. */
     sqlite3 *fresh = NULL;
     assert_int_equal(sqlite3_open(":memory:", &fresh), SQLITE_OK);
-    assert_int_equal(sl__sqlite_migrate(fresh, scripts, 2, &version, err, sizeof(err)), 0);
-    assert_int_equal(version, 2);
+    assert_int_equal(sl__sqlite_migrate(fresh, scripts, n + 1, &version, err, sizeof(err)), 0);
+    assert_int_equal(version, n + 1);
     assert_int_equal(ts_int(fresh, "SELECT x FROM extra"), 7);
     assert_int_equal(ts_int(fresh, "SELECT count(*) FROM meta"), 1);
     sqlite3_close(fresh);
+    ts_rmdir(dir);
+}
+
+/* A file of the first release (version 1) is brought to this build's
+ * version when opened, and its claims load with no idempotency key. */
+static void version_1_file_migrates(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(ts_path(dir), &db), SQLITE_OK);
+    const char *v1[] = {sl__sqlite_migrations[0]};
+    char err[512];
+    int version = 0;
+    assert_int_equal(sl__sqlite_migrate(db, v1, 1, &version, err, sizeof(err)), 0);
+    ts_exec(db, "INSERT INTO claims (arrival, id, holder, state, priority, created, arrived,"
+                " cancel, grace, lease, timeout, life, granted, grant_seq, revoke_at, ended,"
+                " reason, locks, tags) VALUES (1, 'old', 'h', 1, 0, 5, 5, 0, 30000, 0, 0, 5, 5,"
+                " 1, -1, -1, 0, '[[0,\"m\",1,0,1]]', '[]')");
+    ts_exec(db, "UPDATE meta SET next_arrival = 2, next_grant = 2");
+    sqlite3_close(db);
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    assert_int_equal(sl_store_schema_version(st), sl_store_current_schema());
+    sl_engine *eng = t_engine();
+    sl_store_load_stats stats;
+    assert_int_equal(sl_store_load(st, eng, 100, &stats), 0);
+    sl_claim_view v = t_view(eng, "old");
+    assert_int_equal(v.state, SL_HELD);
+    assert_null(v.idem);
+    t_free(eng);
+    sl_store_close(st);
     ts_rmdir(dir);
 }
 
@@ -628,6 +664,7 @@ int main(void)
         cmocka_unit_test(foreign_files_refused),
         cmocka_unit_test(newer_schema_refused),
         cmocka_unit_test(migrations_step_by_step),
+        cmocka_unit_test(version_1_file_migrates),
         cmocka_unit_test(config_sources),
         cmocka_unit_test(events_rows_and_paging),
         cmocka_unit_test(event_reasons),

@@ -89,7 +89,7 @@ static int64_t workload(sl_engine *eng, sl_store *st)
     t_claim(eng, 42, "id=blk m:busy");
     t_claim(eng, 43, "id=h1 m:busy group=H");
     t_claim(eng, 44, "id=h2 m:busy group=H cancel=pending");
-    t_claim(eng, 45, "id=l1 s:leased");
+    t_claim(eng, 45, "id=l1 s:leased idem=tok\nretry-1 fp=4242");
     t_claim(eng, 46, "id=op m:deploy");
     assert_int_equal(sl_claim_cancel(eng, t_find(eng, "op"), 47), 0);
     ts_commit(st, eng);
@@ -123,6 +123,7 @@ static void workload_shape(sl_engine *eng)
     assert_int_equal(t_state(eng, "e1"), SL_RELEASED);
     assert_int_equal(t_state(eng, "e0"), SL_HELD);
     assert_int_equal(t_state(eng, "r4"), SL_PENDING);
+    assert_ptr_equal(sl_claim_find_idem(eng, "tok\nretry-1"), t_find(eng, "l1"));
     assert_true(t_position(eng, "r5", 0) < t_position(eng, "r4", 0));
     assert_null(sl_claim_find(eng, "i0"));             /* ended at 4: purged at 1004 */
     assert_int_equal(t_state(eng, "i1"), SL_RELEASED); /* ended at 5: still kept */
