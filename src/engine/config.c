@@ -67,8 +67,8 @@ static void reresolve_patterned(sl_engine *eng)
     reresolve_list(eng, eng->idle_head);
 }
 
-static int check_set(const char *name, size_t len, uint32_t limit, sl_strategy strategy,
-                     int64_t lease_ms, bool saved, sl_error *err)
+static int check_set(const char *name, size_t len, const sl_sem_opts *o, bool saved,
+                     sl_error *err)
 {
     if (!(saved ? sl__name_valid_saved(name, len, true) : sl_name_valid(name, len, true))) {
         sl__error_set(err, SL_EINVAL,
@@ -78,18 +78,23 @@ static int check_set(const char *name, size_t len, uint32_t limit, sl_strategy s
                       "name", name, 0);
         return SL_EINVAL;
     }
-    if (limit > SL_LIMIT_MAX) {
-        sl__error_set(err, SL_EINVAL, "a limit is at most 1000000000", "limit", name, limit);
+    if (o->limit > SL_LIMIT_MAX) {
+        sl__error_set(err, SL_EINVAL, "a limit is at most 1000000000", "limit", name, o->limit);
         return SL_EINVAL;
     }
-    if ((unsigned)strategy > SL_REBALANCED) {
+    if ((unsigned)o->strategy > SL_REBALANCED) {
         sl__error_set(err, SL_EINVAL, "strategy is strict, skip or rebalanced", "strategy",
-                      name, strategy);
+                      name, o->strategy);
         return SL_EINVAL;
     }
-    if (lease_ms < 0) {
+    if (o->lease_ms < 0) {
         sl__error_set(err, SL_EINVAL, "a lease is 0 (none) or a positive duration", "lease",
-                      name, lease_ms);
+                      name, o->lease_ms);
+        return SL_EINVAL;
+    }
+    if (o->overtake_ms < 0) {
+        sl__error_set(err, SL_EINVAL, "an overtake limit is 0 (none) or a positive duration",
+                      "overtake_limit", name, o->overtake_ms);
         return SL_EINVAL;
     }
     return 0;
@@ -109,12 +114,12 @@ static sl_config *config_new(sl_engine *eng, const char *name, size_t len)
 
 /* Gives a configuration its values and the semaphores it configures too:
  * the one of its name, or every one a pattern may now match. */
-static void config_apply(sl_engine *eng, sl_config *cfg, uint32_t limit, sl_strategy strategy,
-                         int64_t lease_ms)
+static void config_apply(sl_engine *eng, sl_config *cfg, const sl_sem_opts *o)
 {
-    cfg->limit = limit;
-    cfg->strategy = strategy;
-    cfg->lease_ms = lease_ms;
+    cfg->limit = o->limit;
+    cfg->strategy = o->strategy;
+    cfg->lease_ms = o->lease_ms;
+    cfg->overtake_ms = o->overtake_ms;
     if (cfg->pattern) {
         reresolve_patterned(eng);
         return;
@@ -125,11 +130,29 @@ static void config_apply(sl_engine *eng, sl_config *cfg, uint32_t limit, sl_stra
     sl__lock_apply_config(eng, sl__lock_get(eng, key, klen), cfg);
 }
 
+void sl_sem_opts_default(sl_sem_opts *o, uint32_t limit)
+{
+    o->limit = limit;
+    o->strategy = SL_STRICT;
+    o->lease_ms = 0;
+    o->overtake_ms = SL_OVERTAKE_DEFAULT_MS;
+}
+
 int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy strategy,
                int64_t lease_ms, int64_t now, sl_error *err)
 {
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, limit);
+    o.strategy = strategy;
+    o.lease_ms = lease_ms;
+    return sl_sem_configure(eng, name, &o, now, err);
+}
+
+int sl_sem_configure(sl_engine *eng, const char *name, const sl_sem_opts *o, int64_t now,
+                     sl_error *err)
+{
     size_t len = name ? strlen(name) : 0;
-    int rc = check_set(name, len, limit, strategy, lease_ms, false, err);
+    int rc = check_set(name, len, o, false, err);
     if (rc)
         return rc;
     sl_engine_advance(eng, now);
@@ -143,7 +166,7 @@ int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy str
         }
         cfg = config_new(eng, name, len);
     }
-    config_apply(eng, cfg, limit, strategy, lease_ms);
+    config_apply(eng, cfg, o);
     sl__event_sem(eng, SL_EV_SEMAPHORE_UPDATED, cfg, cfg->name, now);
     sl__changes_config(eng, cfg->name);
     sl__settle(eng, now);
@@ -230,19 +253,19 @@ void sl_config_get(const sl_config *cfg, sl_config_view *out)
     out->limit = cfg->limit;
     out->strategy = cfg->strategy;
     out->lease_ms = cfg->lease_ms;
+    out->overtake_ms = cfg->overtake_ms;
 }
 
-int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
-                             sl_strategy strategy, int64_t lease_ms)
+int sl_engine_restore_config(sl_engine *eng, const char *name, const sl_sem_opts *o)
 {
     size_t len = name ? strlen(name) : 0;
-    int rc = check_set(name, len, limit, strategy, lease_ms, true, NULL);
+    int rc = check_set(name, len, o, true, NULL);
     if (rc)
         return rc;
     if (sl__hash_find(&eng->configs, name, len))
         return SL_ECONFLICT;
     sl__restore_finish(eng); /* claims came first, against the order asked */
-    config_apply(eng, config_new(eng, name, len), limit, strategy, lease_ms);
+    config_apply(eng, config_new(eng, name, len), o);
     return 0;
 }
 

@@ -189,12 +189,32 @@ typedef struct sl_config_view {
     bool pattern;
     uint32_t limit;
     sl_strategy strategy;
-    int64_t lease_ms; /* 0 = none set: claims use the server default */
+    int64_t lease_ms;    /* 0 = none set: claims use the server default */
+    int64_t overtake_ms; /* skip: see sl_sem_opts */
 } sl_config_view;
 
+/* A skip semaphore's first waiter (in the total order) that has waited at
+ * least this long is no longer overtaken: the slots it asks for are kept
+ * for it, and later waiters get in only beside it. 0: no bound (a big claim
+ * may wait for ever behind a stream of small ones). */
+#define SL_OVERTAKE_DEFAULT_MS 60000
+
+/* What a semaphore configuration sets. */
+typedef struct sl_sem_opts {
+    uint32_t limit;
+    sl_strategy strategy;
+    int64_t lease_ms;    /* default lease of claims on it; 0 = none */
+    int64_t overtake_ms; /* skip only; 0 = no bound */
+} sl_sem_opts;
+
+/* strict, no lease, SL_OVERTAKE_DEFAULT_MS, the given limit. */
+void sl_sem_opts_default(sl_sem_opts *o, uint32_t limit);
 /* Creates or changes the configuration of semaphore `name` (or of every
  * semaphore matching a pattern ending in '*'). Raising a limit grants at once;
  * lowering revokes nobody; 0 pauses. Emits semaphore.updated. */
+int sl_sem_configure(sl_engine *eng, const char *name, const sl_sem_opts *o, int64_t now,
+                     sl_error *err);
+/* The same with the default overtake limit. */
 int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy strategy,
                int64_t lease_ms, int64_t now, sl_error *err);
 /* Removes a configuration: SL_ENOTFOUND if none, SL_ECONFLICT while a
@@ -217,6 +237,7 @@ typedef struct sl_lock_view {
     uint32_t limit;
     sl_strategy strategy;
     int64_t lease_ms;
+    int64_t overtake_ms;
     const char *from_pattern; /* the pattern it was made from, or NULL */
     bool configured;          /* a semaphore with an exact or pattern configuration */
     uint64_t used;            /* slots held (may exceed limit after a lowering) */
@@ -406,6 +427,8 @@ typedef struct sl_why {
     size_t nshown;    /* how many of ahead[] are set */
     uint64_t quota;   /* rebalanced: its key's share */
     uint64_t key_used; /* rebalanced: slots its key holds */
+    bool kept;        /* skip, behind: the slots are kept for the first waiter (ahead[0]),
+                       * which has waited the overtake limit */
 } sl_why;
 
 /* Explains a pending claim, one entry per lock (at most max written;
@@ -487,8 +510,7 @@ typedef struct sl_claim_rec {
  * call: restored queues are put in order only then. */
 void sl_engine_restore_counters(sl_engine *eng, uint64_t next_seq, uint64_t next_arrival,
                                 uint64_t next_grant, uint64_t token_floor);
-int sl_engine_restore_config(sl_engine *eng, const char *name, uint32_t limit,
-                             sl_strategy strategy, int64_t lease_ms);
+int sl_engine_restore_config(sl_engine *eng, const char *name, const sl_sem_opts *o);
 int sl_engine_restore_token(sl_engine *eng, const char *key, uint64_t token);
 int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *err);
 /* Gives every live claim at least one full lease from now, then fires due

@@ -41,6 +41,7 @@ struct sl_config {
     uint32_t limit;
     sl_strategy strategy;
     int64_t lease_ms;
+    int64_t overtake_ms;
     bool pattern; /* name ends in '*'; the prefix is name[0..len-1) */
     uint16_t len;
     char name[];
@@ -58,6 +59,7 @@ struct sl_lock {
     sl_strategy strategy;
     uint32_t limit;
     int64_t lease_ms;
+    int64_t overtake_ms; /* skip: the first waiter's wait before it is no longer overtaken */
     uint64_t used;  /* slots held, revoking holders included */
     uint64_t token; /* last fencing token granted */
     size_t nholders, npending;
@@ -149,6 +151,7 @@ struct sl_engine {
     sl_heap timers;
     uint64_t next_seq, next_arrival, next_grant, token_floor;
     uint64_t grants;
+    int64_t now; /* the time of the admission pass under way, or of the last one */
     sl_pvec dirty; /* sl_lock* whose admission must be looked at */
     sl_pvec cand;  /* sl_claim*, scratch for the admission pass */
     sl_pvec arrivals; /* sl_claim* that joined strict or skip queues: candidates */
@@ -209,6 +212,9 @@ bool sl__queue_admissible(sl_engine *eng, const sl_centry *e);
 void sl__queue_grant_now(sl_engine *eng, sl_claim *c, int64_t now);
 void sl__settle(sl_engine *eng, int64_t now);
 uint64_t sl__lock_free_slots(const sl_lock *l);
+/* A skip lock's first waiter once it has waited the overtake limit (at
+ * eng->now): its slots are kept for it. NULL when there is none. */
+const sl_centry *sl__skip_barrier(const sl_engine *eng, const sl_lock *l);
 size_t sl__queue_position(sl_engine *eng, const sl_centry *e); /* from 1 */
 uint64_t sl__queue_ahead_slots(sl_engine *eng, const sl_centry *e);
 

@@ -125,10 +125,12 @@ void sl__lock_apply_config(sl_engine *eng, sl_lock *l, const sl_config *cfg)
     if (cfg) {
         if (cfg->strategy != l->strategy)
             sl__queue_requeue(eng, l, cfg->strategy);
-        if (cfg->limit != l->limit || cfg->lease_ms != l->lease_ms)
+        if (cfg->limit != l->limit || cfg->lease_ms != l->lease_ms ||
+            cfg->overtake_ms != l->overtake_ms)
             sl__lock_mark_dirty(eng, l);
         l->limit = cfg->limit;
         l->lease_ms = cfg->lease_ms;
+        l->overtake_ms = cfg->overtake_ms;
     }
     sl__lock_check_idle(eng, l);
 }
@@ -283,6 +285,7 @@ static void view_fill(const sl_engine *eng, sl_kind kind, const char *key, size_
         out->limit = cfg->limit;
         out->strategy = cfg->strategy;
         out->lease_ms = cfg->lease_ms;
+        out->overtake_ms = cfg->overtake_ms;
         out->from_pattern = cfg->pattern ? cfg->name : NULL;
     }
 }
@@ -293,6 +296,7 @@ void sl_lock_get(const sl_lock *l, sl_lock_view *out)
     out->limit = l->limit;
     out->strategy = l->strategy;
     out->lease_ms = l->lease_ms;
+    out->overtake_ms = l->overtake_ms;
     out->used = l->used;
     out->token = l->token;
     out->nholders = l->nholders;

@@ -17,12 +17,36 @@
  * toward their quotas and so reorders the order of choice: right after it,
  * the lock's new candidates that come later in the total order join this
  * pass, and the lock is marked dirty so that earlier ones are tried in the
- * next pass, exactly where a full pass would find them. */
+ * next pass, exactly where a full pass would find them.
+ *
+ * A skip lock with an overtake limit keeps the slots of its first waiter
+ * once that one has waited the limit (sl__skip_barrier): later waiters
+ * get in only beside it. Time passing only ever makes that stricter, so
+ * no timer is needed; a change of the first waiter (it leaves, or a new
+ * one comes before it) can make it less strict, and marks the lock dirty. */
 #include "engine_int.h"
 
 uint64_t sl__lock_free_slots(const sl_lock *l)
 {
     return l->limit > l->used ? l->limit - l->used : 0;
+}
+
+const sl_centry *sl__skip_barrier(const sl_engine *eng, const sl_lock *l)
+{
+    if (l->strategy != SL_SKIP || l->overtake_ms <= 0)
+        return NULL;
+    sl_tnode *t = sl__tree_first(&l->queue);
+    if (!t)
+        return NULL;
+    const sl_centry *first = sl__container_of(t, sl_centry, u.node);
+    return eng->now - first->claim->arrived >= l->overtake_ms ? first : NULL;
+}
+
+/* The entry is its skip queue's first: the overtake barrier may change. */
+static bool skip_first(const sl_lock *l, const sl_centry *e)
+{
+    return l->strategy == SL_SKIP && l->overtake_ms > 0 &&
+           sl__tree_first(&l->queue) == &e->u.node;
 }
 
 /* A waiter joining a strict or skip queue can only make itself admissible
@@ -39,6 +63,9 @@ void sl__queue_add(sl_engine *eng, sl_centry *e)
     } else {
         sl__tree_insert(&l->queue, &e->u.node, e->slots);
         sl__pvec_push(&eng->mem, &eng->arrivals, e->claim);
+        /* Before the first waiter, it lifts the barrier that one may be. */
+        if (skip_first(l, e))
+            sl__lock_mark_dirty(eng, l);
     }
     sl__lock_check_idle(eng, l);
 }
@@ -70,16 +97,18 @@ void sl__queue_build(sl_lock *l)
 }
 
 /* A waiter leaving a skip queue changes nobody's chances there (they depend
- * on the free slots only); on a strict one those behind it move up. */
+ * on the free slots only) unless it was the first, which may have been the
+ * overtake barrier; on a strict one those behind it move up. */
 void sl__queue_remove(sl_engine *eng, sl_centry *e)
 {
     sl_lock *l = e->lock;
+    bool first = skip_first(l, e);
     l->npending--;
     if (e->rk)
         sl__rk_remove_pending(eng, e);
     else
         sl__tree_remove(&l->queue, &e->u.node);
-    if (l->strategy != SL_SKIP)
+    if (l->strategy != SL_SKIP || first)
         sl__lock_mark_dirty(eng, l);
 }
 
@@ -146,8 +175,10 @@ bool sl__queue_admissible(sl_engine *eng, const sl_centry *e)
     switch (l->strategy) {
     case SL_STRICT:
         return sl__tree_sum_before(&e->u.node) + e->slots <= free;
-    case SL_SKIP:
-        return true;
+    case SL_SKIP: {
+        const sl_centry *b = sl__skip_barrier(eng, l);
+        return !b || b == e || b->slots + e->slots <= free;
+    }
     case SL_REBALANCED: {
         find_ctx f = {e, free, 0, 0, false};
         sl__rk_walk(eng, l, find_visit, &f);
@@ -258,12 +289,19 @@ static void collect(sl_engine *eng, sl_lock *l, const sl_claim *floor)
         return;
     }
     uint64_t sum = 0;
+    /* skip: behind a barrier, only what fits beside the slots it keeps. */
+    const sl_centry *b = sl__skip_barrier(eng, l);
     for (sl_tnode *t = sl__tree_first(&l->queue); t; t = sl__tree_next(t)) {
         sl_centry *e = sl__container_of(t, sl_centry, u.node);
         if (l->strategy == SL_STRICT) {
             sum += e->slots;
             if (sum > free)
                 break;
+        } else if (b && e != b) {
+            if (b->slots >= free)
+                break;
+            if (e->slots > free - b->slots)
+                continue;
         } else if (e->slots > free) {
             continue;
         }
@@ -315,6 +353,8 @@ static void grant_and_follow(sl_engine *eng, sl_claim *c, int64_t now)
 
 void sl__settle(sl_engine *eng, int64_t now)
 {
+    if (now > eng->now)
+        eng->now = now;
     while (eng->dirty.n > 0 || eng->arrivals.n > 0) {
         for (size_t i = 0; i < eng->dirty.n; i++) {
             sl_lock *l = eng->dirty.v[i];

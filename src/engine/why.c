@@ -50,8 +50,15 @@ static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
         w->nahead = w->position - 1;
     }
     bool fits_alone = e->slots <= free;
-    if (l->strategy == SL_SKIP)
+    if (l->strategy == SL_SKIP) {
+        const sl_centry *b = sl__skip_barrier(eng, l);
+        if (fits_alone && b && b != e && b->slots + e->slots > free) {
+            if (w)
+                w->kept = true;
+            return SL_RULE_BEHIND; /* the first waiter's slots are kept for it */
+        }
         return fits_alone ? SL_RULE_OTHER_LOCK : SL_RULE_AT_LIMIT;
+    }
     /* The slots asked ahead matter only when its own fit, so the walk that
      * sums them (O(log n); longer on a rebalanced lock) is skipped for a
      * claim that waits at the limit: every claim.waiting event asks this. */

@@ -379,6 +379,9 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         if (s->lease_ms < 0 || s->lease_ms > SL_DURATION_MAX_MS ||
             (s->lease_ms > 0 && s->lease_ms < SL_LEASE_MIN_MS))
             PROBLEM("must be 0 (none) or a duration from 100ms to 100 years, like 30s");
+        AT("semaphores[%zu].overtake_limit", i);
+        if (s->overtake_ms < 0 || s->overtake_ms > SL_DURATION_MAX_MS)
+            PROBLEM("must be 0 (none) or a duration of at most 100 years, like 1m");
     }
 
     for (size_t i = 0; i < c->ntokens; i++) {

@@ -20,7 +20,8 @@ typedef struct sl_conf_sem {
     char *name; /* a pattern ends in '*' */
     uint32_t limit;
     sl_strategy strategy;
-    int64_t lease_ms; /* 0 = none */
+    int64_t lease_ms;    /* 0 = none */
+    int64_t overtake_ms; /* skip only: SL_OVERTAKE_DEFAULT_MS unless set; 0 = none */
 } sl_conf_sem;
 
 typedef struct sl_conf_token {

@@ -43,7 +43,7 @@ typedef struct raw_limits {
 } raw_limits;
 
 typedef struct raw_sem {
-    char *name, *limit, *strategy, *lease;
+    char *name, *limit, *strategy, *lease, *overtake_limit;
 } raw_sem;
 
 typedef struct raw_token {
@@ -86,6 +86,7 @@ static const cyaml_schema_field_t sem_fields[] = {
     STR("limit", CYAML_FLAG_DEFAULT, raw_sem, limit),
     STR("strategy", OPT, raw_sem, strategy),
     STR("lease", OPT, raw_sem, lease),
+    STR("overtake_limit", OPT, raw_sem, overtake_limit),
     CYAML_FIELD_END,
 };
 
@@ -533,6 +534,13 @@ static int conv_semaphores(loader *ld, const raw_conf *r, sl_conf *n)
                         rs->strategy);
         snprintf(path, sizeof(path), "semaphores[%zu].lease", i);
         if (rs->lease && conv_duration(ld, path, rs->lease, &s->lease_ms) != 0)
+            return -1;
+        s->overtake_ms = SL_OVERTAKE_DEFAULT_MS;
+        snprintf(path, sizeof(path), "semaphores[%zu].overtake_limit", i);
+        if (rs->overtake_limit && s->strategy != SL_SKIP)
+            return fail(ld, path, "applies to the skip strategy only; leave it out or use "
+                                  "strategy: skip");
+        if (rs->overtake_limit && conv_duration(ld, path, rs->overtake_limit, &s->overtake_ms) != 0)
             return -1;
     }
     return 0;

@@ -42,8 +42,14 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
                      (unsigned long long)w->used, w->limit);
         break;
     case SL_RULE_BEHIND:
-        snprintf(buf, cap, "behind: on %s, %zu claim%s ahead take%s the free slots", w->key,
-                 w->nahead, w->nahead == 1 ? "" : "s", w->nahead == 1 ? "s" : "");
+        if (w->kept)
+            snprintf(buf, cap,
+                     "behind: on %s, the free slots are kept for the first claim in the queue, "
+                     "which has waited longer than the overtake limit",
+                     w->key);
+        else
+            snprintf(buf, cap, "behind: on %s, %zu claim%s ahead take%s the free slots", w->key,
+                     w->nahead, w->nahead == 1 ? "" : "s", w->nahead == 1 ? "s" : "");
         break;
     case SL_RULE_QUOTA:
         snprintf(buf, cap,
@@ -209,6 +215,9 @@ json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock,
         (json_int_t)v->limit, "strategy", sl_strategy_name(v->strategy), "lease",
         sl_json_duration(v->lease_ms), "from_pattern", str_or_null(v->from_pattern), "used",
         (json_int_t)v->used, "token", (json_int_t)v->token);
+    /* Only skip semaphores have the field: on the others it means nothing. */
+    if (v->kind == SL_KIND_SEMAPHORE && v->strategy == SL_SKIP)
+        json_object_set_new(o, "overtake_limit", sl_json_duration(v->overtake_ms));
     if (full) {
         json_object_set_new(o, "holders", lock ? lock_holders(lock) : json_array());
         json_object_set_new(o, "pending", lock ? lock_waiters(srv, lock, v->key) : json_array());
@@ -224,11 +233,14 @@ json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg)
     (void)srv;
     sl_config_view cv;
     sl_config_get(cfg, &cv);
-    return json_pack("{s:s,s:s,s:I,s:s,s:o,s:n,s:I,s:I,s:I,s:I}", "kind", "semaphore", "name",
-                     cv.name, "limit", (json_int_t)cv.limit, "strategy",
-                     sl_strategy_name(cv.strategy), "lease", sl_json_duration(cv.lease_ms),
-                     "from_pattern", "used", (json_int_t)0, "token", (json_int_t)0,
-                     "holders_count", (json_int_t)0, "pending_count", (json_int_t)0);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:o,s:n,s:I,s:I,s:I,s:I}", "kind", "semaphore",
+                          "name", cv.name, "limit", (json_int_t)cv.limit, "strategy",
+                          sl_strategy_name(cv.strategy), "lease", sl_json_duration(cv.lease_ms),
+                          "from_pattern", "used", (json_int_t)0, "token", (json_int_t)0,
+                          "holders_count", (json_int_t)0, "pending_count", (json_int_t)0);
+    if (cv.strategy == SL_SKIP)
+        json_object_set_new(o, "overtake_limit", sl_json_duration(cv.overtake_ms));
+    return o;
 }
 
 json_t *sl_json_why(sl_server *srv, const sl_claim *claim)

@@ -38,13 +38,12 @@ static bool allowed(sl_ctx *c, const char *name)
 
 #define SEM_SHAPE                                                                          \
     "the body is {\"limit\": N, \"strategy\": \"strict\"|\"skip\"|\"rebalanced\", "          \
-    "\"lease\": \"30s\"} and only limit is required"
+    "\"lease\": \"30s\", \"overtake_limit\": \"1m\"} and only limit is required"
 
 /* A PUT body's values; -1 and a message naming the field and the fix. */
-static int sem_body(json_t *body, uint32_t *limit, sl_strategy *st, int64_t *lease_ms,
-                    char *err, size_t cap)
+static int sem_body(json_t *body, sl_sem_opts *o, char *err, size_t cap)
 {
-    static const char *const fields[] = {"limit", "strategy", "lease", NULL};
+    static const char *const fields[] = {"limit", "strategy", "lease", "overtake_limit", NULL};
     if (sl_json_known_fields(body, fields, "", SEM_SHAPE, err, cap) != 0)
         return -1;
     json_t *lim = json_object_get(body, "limit"), *strategy = json_object_get(body, "strategy");
@@ -61,15 +60,24 @@ static int sem_body(json_t *body, uint32_t *limit, sl_strategy *st, int64_t *lea
                  SL_LIMIT_MAX, text);
         return -1;
     }
-    *limit = (uint32_t)json_integer_value(lim);
+    o->limit = (uint32_t)json_integer_value(lim);
     if (strategy && (!json_is_string(strategy) ||
-                     sl_strategy_parse(json_string_value(strategy), st) != 0)) {
+                     sl_strategy_parse(json_string_value(strategy), &o->strategy) != 0)) {
         sl_json_value_text(strategy, text, sizeof(text));
         snprintf(err, cap, "strategy must be \"strict\", \"skip\" or \"rebalanced\", not %s",
                  text);
         return -1;
     }
-    return sl_body_lease(json_object_get(body, "lease"), lease_ms, err, cap);
+    json_t *overtake = json_object_get(body, "overtake_limit");
+    if (overtake && o->strategy != SL_SKIP) {
+        snprintf(err, cap, "overtake_limit applies to the skip strategy only (this semaphore is "
+                           "%s); leave it out",
+                 sl_strategy_name(o->strategy));
+        return -1;
+    }
+    if (sl_body_duration(overtake, "overtake_limit", &o->overtake_ms, err, cap) != 0)
+        return -1;
+    return sl_body_lease(json_object_get(body, "lease"), &o->lease_ms, err, cap);
 }
 
 static void sem_put(sl_ctx *c, const char *name)
@@ -79,15 +87,14 @@ static void sem_put(sl_ctx *c, const char *name)
     json_t *body = sl_body_json(c);
     if (!body)
         return;
-    sl_strategy st = SL_STRICT;
-    int64_t lease_ms = 0;
-    uint32_t limit = 0;
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, 0);
     char msg[512];
-    if (sem_body(body, &limit, &st, &lease_ms, msg, sizeof(msg)) != 0) {
+    if (sem_body(body, &o, msg, sizeof(msg)) != 0) {
         sl_reply_error(c, 400, "bad_request", "%s", msg);
     } else {
         sl_error err;
-        if (sl_sem_set(c->srv->eng, name, limit, st, lease_ms, c->now, &err) != 0) {
+        if (sl_sem_configure(c->srv->eng, name, &o, c->now, &err) != 0) {
             sl_reply_engine_error(c, &err);
         } else {
             sl_server_touch(c->srv);

@@ -221,7 +221,8 @@ static void apply_file_semaphores(sl_server *srv, int64_t now)
             continue;
         }
         sl_error err;
-        if (sl_sem_set(srv->eng, s->name, s->limit, s->strategy, s->lease_ms, now, &err) != 0)
+        sl_sem_opts o = {s->limit, s->strategy, s->lease_ms, s->overtake_ms};
+        if (sl_sem_configure(srv->eng, s->name, &o, now, &err) != 0)
             sl_log(SL_LOG_ERROR, "semaphore %s from the file: %s", s->name, err.what);
     }
     remove_dropped_semaphores(srv, now);

@@ -67,11 +67,11 @@ static const char *const stmt_sql[SQ_COUNT] = {
     [SQ_LOCK_UPSERT] = "INSERT INTO locks (key, token) VALUES (?1, ?2)"
                        " ON CONFLICT (key) DO UPDATE SET token = excluded.token",
     [SQ_LOCK_DELETE] = "DELETE FROM locks WHERE key = ?1",
-    [SQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source)"
-                         " VALUES (?1, ?2, ?3, ?4, ?5)"
+    [SQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source, overtake_ms)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
                          " ON CONFLICT (name) DO UPDATE SET lim = excluded.lim,"
                          " strategy = excluded.strategy, lease_ms = excluded.lease_ms,"
-                         " source = excluded.source",
+                         " source = excluded.source, overtake_ms = excluded.overtake_ms",
     [SQ_CONFIG_DELETE] = "DELETE FROM configs WHERE name = ?1",
     [SQ_EVENT_INSERT] = "INSERT INTO events (seq, time, type, claim, holder, locks, reason)"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

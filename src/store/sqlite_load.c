@@ -145,11 +145,11 @@ static int load_counters(sl_sqlite *sq, sl_engine *eng)
 static int load_configs(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stats)
 {
     sqlite3_stmt *s;
-    int rc = prepare(sq, "SELECT name, lim, strategy, lease_ms FROM configs", &s);
+    int rc = prepare(sq, "SELECT name, lim, strategy, lease_ms, overtake_ms FROM configs", &s);
     while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         rc = 0;
         const char *name;
-        int64_t lim, strategy, lease;
+        int64_t lim, strategy, lease, overtake;
         if (!col_text(s, 0, SL_NAME_MAX, false, &name))
             rc = bad_column(sq, s, 0, "configuration", "(unreadable name)");
         else if (!col_int(s, 1, 0, SL_LIMIT_MAX, &lim))
@@ -158,8 +158,11 @@ static int load_configs(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stat
             rc = bad_column(sq, s, 2, "configuration", name);
         else if (!col_int(s, 3, 0, INT64_MAX, &lease))
             rc = bad_column(sq, s, 3, "configuration", name);
-        else if (sl_engine_restore_config(eng, name, (uint32_t)lim, (sl_strategy)strategy, lease) !=
-                 0)
+        else if (!col_int(s, 4, 0, INT64_MAX, &overtake))
+            rc = bad_column(sq, s, 4, "configuration", name);
+        else if (sl_engine_restore_config(eng, name,
+                                          &(sl_sem_opts){(uint32_t)lim, (sl_strategy)strategy,
+                                                         lease, overtake}) != 0)
             rc = bad_row(sq, "configuration", name,
                          "the engine refused it (a bad or repeated name, or too many)");
         else

@@ -111,9 +111,13 @@ static const char schema_v1[] =
 
 /* Version 2: a claim's idempotency key (the server's token scope and the
  * client's Idempotency-Key) and the fingerprint of the request that made
- * it, so that a creation retried after a crash finds its claim. */
-static const char schema_v2[] = "ALTER TABLE claims ADD COLUMN idem TEXT;"
-                                "ALTER TABLE claims ADD COLUMN idem_fp INTEGER NOT NULL DEFAULT 0;";
+ * it, so that a creation retried after a crash finds its claim; a skip
+ * semaphore's overtake limit (configurations saved before had the default
+ * of 60 s in effect from now on). */
+static const char schema_v2[] =
+    "ALTER TABLE claims ADD COLUMN idem TEXT;"
+    "ALTER TABLE claims ADD COLUMN idem_fp INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE configs ADD COLUMN overtake_ms INTEGER NOT NULL DEFAULT 60000;";
 
 const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2};
 const int sl__sqlite_nmigrations =

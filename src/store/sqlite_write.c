@@ -91,6 +91,7 @@ static void capture_config(sl_sqlite *sq, sl_engine *eng, const char *name, sl_s
     sl__batch_int(b, cv.strategy);
     sl__batch_int(b, cv.lease_ms);
     sl__batch_int(b, sq->base.source);
+    sl__batch_int(b, cv.overtake_ms);
 }
 
 static int capture_event(sl_sqlite *sq, sl_engine *eng, const sl_event *ev, sl_store_batch *b)

@@ -111,6 +111,7 @@ typedef struct mop {
     uint32_t limit;
     sl_strategy strategy;
     int64_t slease;
+    int64_t sovertake; /* skip: the overtake limit, 0 = none */
 } mop;
 
 typedef struct params {
@@ -119,11 +120,12 @@ typedef struct params {
     uint32_t limit[NSEM];
     sl_strategy strat[NSEM];
     int64_t lease[NSEM];
+    int64_t overtake[NSEM];
     bool busy;    /* a profile with bigger rebalanced semaphores, more contention */
     bool grp_sem; /* group locks are semaphores configured by the pattern */
     uint32_t glimit;
     sl_strategy gstrat;
-    int64_t glease;
+    int64_t glease, govertake;
 } params;
 
 /* ---- the reference ------------------------------------------------------ */
@@ -153,6 +155,7 @@ typedef struct rlock {
     uint32_t limit;
     sl_strategy strat;
     int64_t lease;
+    int64_t overtake; /* skip: the first waiter's wait before it keeps its slots */
     uint64_t used, token;
 } rlock;
 
@@ -171,7 +174,8 @@ typedef struct model {
     bool grp_sem;
     uint32_t glimit;
     sl_strategy gstrat;
-    int64_t glease;
+    int64_t glease, govertake;
+    int64_t now; /* the time of the admission pass */
     rclaim c[CLAIMS_MAX];
     int nc;
     int by_op[STEPS_MAX]; /* op index -> claim, -1 */
@@ -191,6 +195,7 @@ typedef struct coverage {
     uint64_t overtake[3];  /* ... while a waiter ahead in the total order still waits */
     uint64_t extra_passes; /* admission passes after the first that granted */
     uint64_t revoking, rerevoked, lowered_over;
+    uint64_t barrier; /* a skip waiter that fits kept out by an overtake barrier */
 } coverage;
 
 static coverage COV;
@@ -345,16 +350,34 @@ static size_t lock_order(int L, int *out)
     return M.lk[L].strat == SL_REBALANCED ? choice_of(L, out) : queue_of(L, out);
 }
 
+/* skip with an overtake limit: the queue's first waiter, once it has
+ * waited that long, keeps its slots; -1 when there is no such waiter. */
+static int skip_barrier(int L)
+{
+    static int order[CLAIMS_MAX];
+    if (M.lk[L].overtake <= 0 || queue_of(L, order) == 0)
+        return -1;
+    return M.now - M.c[order[0]].arrived >= M.lk[L].overtake ? order[0] : -1;
+}
+
 /* docs/engine.md: strict, the slots of the waiters ahead plus its own fit
- * in limit - used; skip, its own fit; rebalanced, the slots before it in
- * the order of choice plus its own fit. */
+ * in limit - used; skip, its own fit (and, behind a first waiter that has
+ * waited the overtake limit, beside that one's slots); rebalanced, the
+ * slots before it in the order of choice plus its own fit. */
 static bool admissible_on(int ci, int s)
 {
     const rclaim *c = &M.c[ci];
     int L = c->lk[s];
     uint64_t fr = free_of(&M.lk[L]);
-    if (M.lk[L].strat == SL_SKIP)
-        return c->slots[s] <= fr;
+    if (M.lk[L].strat == SL_SKIP) {
+        int b = skip_barrier(L);
+        if (b < 0 || b == ci)
+            return c->slots[s] <= fr;
+        bool beside = M.c[b].slots[slot_of(&M.c[b], L)] + c->slots[s] <= fr;
+        if (!beside && c->slots[s] <= fr)
+            COV.barrier++;
+        return beside;
+    }
     if (M.lk[L].strat == SL_STRICT) {
         uint64_t ahead = 0;
         for (int i = 0; i < M.nc; i++) {
@@ -410,6 +433,7 @@ static bool admissible_everywhere(int ci)
 static void r_settle(int64_t now)
 {
     int passes = 0;
+    M.now = now;
     for (;;) {
         static int order[CLAIMS_MAX];
         size_t n = pending_all(order);
@@ -697,7 +721,8 @@ static void r_watch(int ci, int delta, int64_t now)
         c->life = now;
 }
 
-static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease, int64_t now)
+static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease,
+                      int64_t overtake, int64_t now)
 {
     r_advance(now);
     const char *name = sem < NSEM ? lock_names[sem] : "group/*";
@@ -710,6 +735,7 @@ static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease,
         M.glimit = limit;
         M.gstrat = strat;
         M.glease = lease;
+        M.govertake = overtake;
     }
     for (int L = 0; L < NLK; L++) {
         rlock *l = &M.lk[L];
@@ -718,6 +744,7 @@ static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease,
         l->limit = limit;
         l->strat = strat;
         l->lease = lease;
+        l->overtake = overtake;
     }
     r_settle(now);
 }
@@ -832,9 +859,9 @@ static void op_describe(const mop *op, size_t i, char *buf, size_t cap)
         snprintf(buf, cap, "advance");
         break;
     case OP_LIMIT:
-        snprintf(buf, cap, "sem %s limit=%u %s lease=%" PRId64,
+        snprintf(buf, cap, "sem %s limit=%u %s lease=%" PRId64 " overtake=%" PRId64,
                  op->sem < NSEM ? lock_names[op->sem] : "group/*", op->limit,
-                 strat_short(op->strategy), op->slease);
+                 strat_short(op->strategy), op->slease, op->sovertake);
         break;
     }
 }
@@ -1292,15 +1319,16 @@ static void setup(const params *p)
         if (!p->sem_on[s])
             continue;
         sl_error err;
-        CHECK(sl_sem_set(R.eng, lock_names[s], p->limit[s], p->strat[s], p->lease[s], 0, &err) == 0,
-              "setup %s", lock_names[s]);
-        r_sem_set(s, p->limit[s], p->strat[s], p->lease[s], 0);
+        sl_sem_opts o = {p->limit[s], p->strat[s], p->lease[s], p->overtake[s]};
+        CHECK(sl_sem_configure(R.eng, lock_names[s], &o, 0, &err) == 0, "setup %s",
+              lock_names[s]);
+        r_sem_set(s, p->limit[s], p->strat[s], p->lease[s], p->overtake[s], 0);
     }
     if (p->grp_sem) {
         sl_error err;
-        CHECK(sl_sem_set(R.eng, "group/*", p->glimit, p->gstrat, p->glease, 0, &err) == 0,
-              "setup group/*");
-        r_sem_set(NSEM, p->glimit, p->gstrat, p->glease, 0);
+        sl_sem_opts o = {p->glimit, p->gstrat, p->glease, p->govertake};
+        CHECK(sl_sem_configure(R.eng, "group/*", &o, 0, &err) == 0, "setup group/*");
+        r_sem_set(NSEM, p->glimit, p->gstrat, p->glease, p->govertake, 0);
         for (int g = 0; g < NGRP; g++)
             M.lk[LK_GROUP + g].configured = true;
     }
@@ -1389,7 +1417,8 @@ static void apply(const mop *op, size_t i)
         case OP_LIMIT: {
             const char *name = op->sem < NSEM ? lock_names[op->sem] : "group/*";
             sl_error err;
-            int rc = sl_sem_set(R.eng, name, op->limit, op->strategy, op->slease, now, &err);
+            sl_sem_opts o = {op->limit, op->strategy, op->slease, op->sovertake};
+            int rc = sl_sem_configure(R.eng, name, &o, now, &err);
             CHECK(rc == 0, "sem_set %s: rc %d", name, rc);
             if (op->sem < NSEM) {
                 R.limit_touched[op->sem] = true;
@@ -1397,7 +1426,7 @@ static void apply(const mop *op, size_t i)
                 for (int g = 0; g < NGRP; g++)
                     R.limit_touched[LK_GROUP + g] = true;
             }
-            r_sem_set(op->sem, op->limit, op->strategy, op->slease, now);
+            r_sem_set(op->sem, op->limit, op->strategy, op->slease, op->sovertake, now);
             break;
         }
         }
@@ -1429,6 +1458,13 @@ static void finish(void)
 
 /* ---- generation ----------------------------------------------------------- */
 
+/* A skip lock's overtake limit: often none, else within the times a
+ * sequence spans, so that first waiters do reach it. */
+static int64_t overtake_of(rng *r)
+{
+    return chance(r, 40) ? 0 : rr(r, 5, 60);
+}
+
 static void gen_params(uint64_t seed, params *p)
 {
     rng r = {seed * 0x2545f4914f6cdd1dull + 1};
@@ -1443,6 +1479,7 @@ static void gen_params(uint64_t seed, params *p)
         p->limit[s] = chance(&r, 10) ? 0 : (uint32_t)rr(&r, 1, p->busy ? 6 : 4);
         p->strat[s] = p->busy && chance(&r, 70) ? SL_REBALANCED : (sl_strategy)rr(&r, 0, 2);
         p->lease[s] = chance(&r, 80) ? 0 : rr(&r, 10, 60);
+        p->overtake[s] = overtake_of(&r);
     }
     p->grp_sem = chance(&r, 25);
     p->glimit = (uint32_t)rr(&r, 1, 3);
@@ -1451,6 +1488,7 @@ static void gen_params(uint64_t seed, params *p)
      * a documented rule. */
     p->gstrat = chance(&r, 50) ? SL_STRICT : SL_SKIP;
     p->glease = chance(&r, 80) ? 0 : rr(&r, 10, 60);
+    p->govertake = overtake_of(&r);
 }
 
 /* A random claim of the reference, preferring live ones. */
@@ -1584,10 +1622,12 @@ static void gen_op(rng *r, mop *op, size_t i)
             op->strategy = !l->configured || chance(r, 30) ? (sl_strategy)rr(r, 0, 2) : l->strat;
             op->slease =
                 !l->configured || chance(r, 20) ? (chance(r, 70) ? 0 : rr(r, 10, 60)) : l->lease;
+            op->sovertake = !l->configured || chance(r, 20) ? overtake_of(r) : l->overtake;
         } else {
             op->limit = (uint32_t)rr(r, 0, 3);
             op->strategy = chance(r, 70) ? M.gstrat : (chance(r, 50) ? SL_STRICT : SL_SKIP);
             op->slease = M.glease;
+            op->sovertake = chance(r, 80) ? M.govertake : overtake_of(r);
         }
         return;
     }
@@ -1630,13 +1670,13 @@ static void print_params(const params *p)
     fprintf(stderr, "  setup: ");
     for (int s = 0; s < NSEM; s++)
         if (p->sem_on[s])
-            fprintf(stderr, "%s=%u/%s/lease %" PRId64 " ", lock_names[s], p->limit[s],
-                    strat_short(p->strat[s]), p->lease[s]);
+            fprintf(stderr, "%s=%u/%s/lease %" PRId64 "/overtake %" PRId64 " ", lock_names[s],
+                    p->limit[s], strat_short(p->strat[s]), p->lease[s], p->overtake[s]);
         else
             fprintf(stderr, "%s=unconfigured ", lock_names[s]);
     if (p->grp_sem)
-        fprintf(stderr, "group/*=%u/%s/lease %" PRId64, p->glimit, strat_short(p->gstrat),
-                p->glease);
+        fprintf(stderr, "group/*=%u/%s/lease %" PRId64 "/overtake %" PRId64, p->glimit,
+                strat_short(p->gstrat), p->glease, p->govertake);
     else
         fprintf(stderr, "groups are mutexes");
     fprintf(stderr, "\n");
@@ -1769,8 +1809,9 @@ static void random_sequences(void **state)
                       k->grants[0], k->grants[1], k->grants[2], k->overtake[0], k->overtake[1],
                       k->overtake[2]);
         print_message("  extra passes %" PRIu64 ", revoking %" PRIu64 ", revoked again %" PRIu64
-                      ", lowered below used %" PRIu64 "\n",
-                      k->extra_passes, k->revoking, k->rerevoked, k->lowered_over);
+                      ", lowered below used %" PRIu64 ", kept out by an overtake barrier %" PRIu64
+                      "\n",
+                      k->extra_passes, k->revoking, k->rerevoked, k->lowered_over, k->barrier);
     }
 }
 

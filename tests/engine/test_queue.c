@@ -1215,6 +1215,78 @@ static void against_model(void **state)
     q_walk(20240601, 1000);
 }
 
+/* skip with an overtake limit: the first waiter is passed by smaller ones
+ * until it has waited the limit (to the millisecond), then its slots are
+ * kept for it; it leaving lifts the barrier at once. */
+static void skip_overtake_limit(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, 3);
+    o.strategy = SL_SKIP;
+    o.overtake_ms = 100;
+    sl_error err;
+    assert_int_equal(sl_sem_configure(eng, "q", &o, 0, &err), 0);
+    t_claim(eng, 0, "id=h1 s:q");
+    t_claim(eng, 0, "id=h2 s:q");
+    t_claim(eng, 1, "id=big s:q*3");
+    t_claim(eng, 50, "id=s1 s:q"); /* big has waited 49 ms: passed */
+    assert_int_equal(t_state(eng, "s1"), SL_HELD);
+    t_release(eng, 60, "s1");
+    t_claim(eng, 100, "id=s2 s:q"); /* 99 ms: passed */
+    assert_int_equal(t_state(eng, "s2"), SL_HELD);
+    t_release(eng, 100, "s2");
+    t_claim(eng, 101, "id=s3 s:q"); /* 100 ms: its slots are kept */
+    assert_int_equal(t_state(eng, "s3"), SL_PENDING);
+    size_t lock = 9;
+    assert_int_equal(sl_claim_main_rule(eng, t_find(eng, "s3"), &lock), SL_RULE_BEHIND);
+    sl_why w;
+    assert_int_equal(sl_claim_why(eng, t_find(eng, "s3"), &w, 1), 1);
+    assert_int_equal(w.rule, SL_RULE_BEHIND);
+    assert_true(w.kept);
+    assert_string_equal(t_id(w.ahead[0]), "big");
+    t_release(eng, 110, "h1");
+    assert_int_equal(t_state(eng, "s3"), SL_PENDING);
+    t_release(eng, 120, "h2");
+    assert_int_equal(t_state(eng, "big"), SL_HELD);
+    assert_int_equal(t_state(eng, "s3"), SL_PENDING);
+    t_release(eng, 130, "big");
+    assert_int_equal(t_state(eng, "s3"), SL_HELD);
+    t_free(eng);
+}
+
+/* The barrier leaves with its claim: a first waiter that times out lets
+ * the small ones behind it in at that moment. 0 is no bound. */
+static void skip_barrier_leaves_with_its_claim(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, 2);
+    o.strategy = SL_SKIP;
+    o.overtake_ms = 10;
+    sl_error err;
+    assert_int_equal(sl_sem_configure(eng, "q", &o, 0, &err), 0);
+    t_claim(eng, 0, "id=h s:q");
+    t_claim(eng, 0, "id=big s:q*2 timeout=50");
+    t_claim(eng, 20, "id=s s:q"); /* big has waited 20 >= 10 */
+    assert_int_equal(t_state(eng, "s"), SL_PENDING);
+    t_events(eng);
+    sl_engine_advance(eng, 50);
+    assert_int_equal(t_state(eng, "big"), SL_TIMED_OUT);
+    assert_int_equal(t_state(eng, "s"), SL_HELD);
+    assert_string_equal(t_events(eng), "claim.timed_out:big claim.acquired:s");
+    t_release(eng, 60, "s");
+    /* overtake 0: the plain first fit, however long the first one waits. */
+    o.overtake_ms = 0;
+    assert_int_equal(sl_sem_configure(eng, "q", &o, 60, &err), 0);
+    t_claim(eng, 60, "id=big2 s:q*2");
+    t_claim(eng, 10000, "id=s2 s:q");
+    assert_int_equal(t_state(eng, "s2"), SL_HELD);
+    t_free(eng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1244,6 +1316,8 @@ int main(void)
         cmocka_unit_test(refuse_bad_names),
         cmocka_unit_test(lock_views_and_listings),
         cmocka_unit_test(against_model),
+        cmocka_unit_test(skip_overtake_limit),
+        cmocka_unit_test(skip_barrier_leaves_with_its_claim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,7 @@ typedef struct st_config {
     char name[SL_NAME_MAX + 1];
     uint32_t limit;
     sl_strategy strategy;
-    int64_t lease_ms;
+    int64_t lease_ms, overtake_ms;
 } st_config;
 
 typedef struct store {
@@ -162,6 +162,14 @@ static void st_put_config(store *st, const char *name, const sl_config *cfg)
     slot->limit = cv.limit;
     slot->strategy = cv.strategy;
     slot->lease_ms = cv.lease_ms;
+    slot->overtake_ms = cv.overtake_ms;
+}
+
+static int restore_config(sl_engine *eng, const char *name, uint32_t limit, sl_strategy s,
+                          int64_t lease_ms, int64_t overtake_ms)
+{
+    sl_sem_opts o = {limit, s, lease_ms, overtake_ms};
+    return sl_engine_restore_config(eng, name, &o);
 }
 
 /* Writes one batch the way a store must: evictions happened when the last
@@ -228,7 +236,8 @@ static sl_engine *rebuild(const store *st, const sl_engine_opts *base, int64_t n
         const st_config *c = &st->configs[i];
         if (c->used)
             assert_int_equal(
-                sl_engine_restore_config(eng, c->name, c->limit, c->strategy, c->lease_ms), 0);
+                restore_config(eng, c->name, c->limit, c->strategy, c->lease_ms, c->overtake_ms),
+                0);
     }
     for (size_t i = 0; i < ST_TOKENS; i++)
         if (st->tokens[i].used)
@@ -1005,10 +1014,10 @@ static void bad_records_are_refused_and_change_nothing(void **state)
     const char *keys[] = {"xyz/a", "mtx/", "mtx/a//b", "mtx", NULL};
     for (size_t i = 0; i < 5; i++)
         assert_int_equal(sl_engine_restore_token(eng, keys[i], 9), SL_EINVAL);
-    assert_int_equal(sl_engine_restore_config(eng, "bad//", 1, SL_STRICT, 0), SL_EINVAL);
-    assert_int_equal(sl_engine_restore_config(eng, "ok", 1, SL_STRICT, -1), SL_EINVAL);
-    assert_int_equal(sl_engine_restore_config(eng, "ok", 1, SL_STRICT, 0), 0);
-    assert_int_equal(sl_engine_restore_config(eng, "ok", 2, SL_STRICT, 0), SL_ECONFLICT);
+    assert_int_equal(restore_config(eng, "bad//", 1, SL_STRICT, 0, 0), SL_EINVAL);
+    assert_int_equal(restore_config(eng, "ok", 1, SL_STRICT, -1, 0), SL_EINVAL);
+    assert_int_equal(restore_config(eng, "ok", 1, SL_STRICT, 0, 0), 0);
+    assert_int_equal(restore_config(eng, "ok", 2, SL_STRICT, 0, 0), SL_ECONFLICT);
 
     /* What was accepted works: a holds x with token 5, and the next grant
      * continues from it; the event sequence from the counter. */
@@ -1040,7 +1049,7 @@ static void saved_dotted_names_are_restored(void **state)
     (void)state;
     sl_engine *eng = t_engine();
     sl_engine_restore_counters(eng, 10, 2, 2, 0);
-    assert_int_equal(sl_engine_restore_config(eng, "team-a/../db", 2, SL_STRICT, 0), 0);
+    assert_int_equal(restore_config(eng, "team-a/../db", 2, SL_STRICT, 0, 0), 0);
     assert_int_equal(sl_engine_restore_token(eng, "mtx/a/./b", 4), 0);
     rec_buf *r = test_malloc(sizeof(*r));
     good_rec(r, "a");

@@ -15,7 +15,7 @@ import time
 import urllib.parse
 
 import sluiced_fixture as fx
-from sluiced_fixture import ServerTestCase, q
+from sluiced_fixture import ServerTestCase, q, wait_until
 
 RFC3339_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 STATES = {"pending", "held", "revoking", "released", "withdrawn", "expired", "timed_out",
@@ -249,6 +249,45 @@ class TestSemaphores(ApiCase):
             self.assertError(self.srv.put("/v1/semaphores/" + n, raw=raw), 400, "bad_request")
         self.assertError(self.srv.get("/v1/semaphores/" + n), 404, "not_found")
         self.assertEqual(self.srv.sem_put(n, 1000000000)["limit"], 1000000000)
+
+
+    def test_skip_overtake_limit(self):
+        """A skip semaphore's first waiter is passed by smaller claims until it
+        has waited its overtake_limit; then the slots it asks for are kept for
+        it, and why says so. The setting is shown and survives a restart."""
+        name = self.name("runs")
+        r = self.srv.put("/v1/semaphores/" + q(name),
+                         {"limit": 2, "strategy": "skip", "overtake_limit": "300ms"})
+        self.assertEqual((r.status, r.json["overtake_limit"]), (200, "300ms"), r)
+        self.assertError(self.srv.put("/v1/semaphores/" + q(self.name("strict")),
+                                      {"limit": 2, "overtake_limit": "1s"}), 400, "bad_request",
+                         "skip strategy only")
+        strict = self.srv.sem_put(self.name("plain"), 1)
+        self.assertNotIn("overtake_limit", strict)
+        h = self.srv.claim("h", [("s", name, 1)])
+        big = self.srv.claim("big", [("s", name, 2)])
+        self.assertEqual(big["state"], "pending")
+        # Small claims pass big until it has waited 300ms; then they wait.
+        passed = []
+
+        def small_waits():
+            c = self.srv.claim("small", [("s", name, 1)])
+            if c["state"] == "held":
+                passed.append(c["id"])
+                self.srv.release(c["id"])
+                return None
+            return c
+        small = wait_until(small_waits, 10.0, poll_s=0.02, what="the overtake limit")
+        self.assertIn("kept for the first claim", small["reason"])
+        self.srv.restart()
+        self.assertEqual(self.srv.get("/v1/semaphores/" + q(name)).json["overtake_limit"],
+                         "300ms")
+        self.srv.release(h["id"])
+        self.assertEqual(self.srv.claim_get(big["id"])["state"], "held")
+        self.assertEqual(self.srv.claim_get(small["id"])["state"], "pending")
+        self.srv.release(big["id"])
+        self.assertEqual(self.srv.claim_get(small["id"])["state"], "held")
+        self.srv.release(small["id"])
 
 
 # ---------------------------------------------------------------------------

@@ -262,10 +262,14 @@ static void documented_example_loads(void **state)
         fail_msg("the documented example was refused: %s", err);
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
     assert_string_equal(c.store, "sqlite:/var/lib/sluice/sluice.db");
-    assert_int_equal(c.nsemaphores, 3);
+    assert_int_equal(c.nsemaphores, 4);
     assert_string_equal(c.semaphores[0].name, "db");
     assert_int_equal(c.semaphores[0].lease_ms, 30000);
+    assert_int_equal(c.semaphores[0].overtake_ms, SL_OVERTAKE_DEFAULT_MS);
     assert_string_equal(c.semaphores[1].name, "tenant/*");
+    assert_string_equal(c.semaphores[3].name, "runs");
+    assert_int_equal(c.semaphores[3].strategy, SL_SKIP);
+    assert_int_equal(c.semaphores[3].overtake_ms, 120000);
     assert_int_equal(c.ntokens, 2);
     assert_true(c.tokens[0].admin);
     assert_string_equal(c.tokens[1].prefixes[0], "team-a/");
@@ -348,9 +352,13 @@ static const bad_file bad_files[] = {
      "max_connections, max_claims, max_streams, max_wait, idle_timeout, event_retention, "
      "claim_retention (libcyaml: Load: Unexpected key: max_bdy)",
      true},
+    {"semaphores:\n  - name: q\n    limit: 1\n    overtake_limit: 5m\n",
+     "config.yaml:4:21: semaphores[0].overtake_limit: applies to the skip strategy only; leave it "
+     "out or use strategy: skip",
+     true},
     {"semaphores:\n  - name: a\n    limit: 1\n  - name: b\n    lmit: 2\n",
      "config.yaml:5:5: semaphores[1]: unknown key \"lmit\"; the keys here are name, limit, "
-     "strategy, lease (libcyaml: Load: Unexpected key: lmit)",
+     "strategy, lease, overtake_limit (libcyaml: Load: Unexpected key: lmit)",
      true},
     {"tokens:\n  - name: a\n    token: x\n    prefix: [a/]\n",
      "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, admin, "
