@@ -94,16 +94,30 @@ async function shot(page, name) {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
+// Every read of the page finds its elements and reads them in one
+// page.evaluate, never page.$eval: $eval finds the element in one round trip
+// and reads it in a second, and a redraw in between (each event redraws)
+// detaches it: a detached bar measures 0 of 0 px (NaN %) and has no computed
+// colour.
+
 // Width of a card's bar as a percentage of its track, and its colour.
 async function bar(page, key) {
-  return page.$eval(`[data-lock="${key}"] .bar-fill`, (el) => ({
-    pct: Math.round((el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width) * 100),
-    colour: getComputedStyle(el).backgroundColor,
-  }));
+  return page.evaluate((k) => {
+    const el = document.querySelector(`[data-lock="${k}"] .bar-fill`);
+    if (!el) throw new Error(`no bar on ${k}`);
+    return {
+      pct: Math.round((el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width) * 100),
+      colour: getComputedStyle(el).backgroundColor,
+    };
+  }, key);
 }
 
-const text = (page, sel) => page.$eval(sel, (el) => el.textContent.trim());
-const texts = (page, sel) => page.$$eval(sel, (els) => els.map((el) => el.textContent.trim()));
+const text = (page, sel) => page.evaluate((s) => {
+  const el = document.querySelector(s);
+  if (!el) throw new Error(`nothing matches ${s}`);
+  return el.textContent.trim();
+}, sel);
+const texts = (page, sel) => page.evaluate((s) => [...document.querySelectorAll(s)].map((el) => el.textContent.trim()), sel);
 
 let srv;
 const ids = {};
@@ -241,7 +255,7 @@ test('claim: locks with positions, why, and the timeline', async () => {
   assert.equal(await text(page, '.state'), 'pending');
   assert.deepEqual(await texts(page, 'table.claim-locks td.position'), ['1', '1']);
   assert.deepEqual(await texts(page, 'ol.timeline .type'), ['claim.queued', 'claim.waiting']);
-  assert.deepEqual(await page.$$eval('ul.why li', (els) => els.map((e) => e.dataset.rule)),
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('ul.why li')].map((e) => e.dataset.rule)),
     ['at_limit', 'other_lock']);
   await shot(page, 'claim');
   assert.deepEqual(page.errors, []);
@@ -300,7 +314,7 @@ test('with tokens: a 401 prompts for one, and the token is kept for the session'
   await page.getByLabel('API token').fill('ui-test-secret');
   await page.getByRole('button', { name: 'Save token' }).click();
   await until(() => page.$('[data-lock="sem/guarded"]'), 'the guarded card');
-  assert.equal(await page.$eval('#auth-prompt', (el) => el.hidden), true);
+  assert.equal(await page.evaluate(() => document.getElementById('auth-prompt').hidden), true);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('sluice.token')), 'ui-test-secret');
   // The stream is read with the token in a header (fetch, not EventSource).
   await until(() => page.$('#live.on'), 'the authenticated event stream');
