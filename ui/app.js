@@ -155,9 +155,8 @@ async function render(focus = false) {
   }
   // Redrawing would replace a field the user is typing in (a card's limit):
   // wait until it loses focus.
-  const active = document.activeElement;
-  if (!focus && active && active.tagName === 'INPUT' && active.closest('#view')) {
-    state.deferred = true;
+  if (!focus && typing()) {
+    defer();
     return;
   }
   state.rendering = true;
@@ -169,6 +168,12 @@ async function render(focus = false) {
   const main = document.getElementById('view');
   try {
     const node = await r.view();
+    // The user may have started typing while the view's data was on its way:
+    // drop this draw rather than replace the field under their fingers.
+    if (!focus && typing()) {
+      defer();
+      return;
+    }
     main.replaceChildren(node);
     showError('');
     document.body.dataset.rendered = String(Date.now());
@@ -183,6 +188,20 @@ async function render(focus = false) {
     state.again = false;
     render();
   }
+}
+
+// A field of the page (a card's limit) has the focus.
+function typing() {
+  const el = document.activeElement;
+  return el && el.tagName === 'INPUT' && el.closest('#view');
+}
+
+// The page is not redrawn until the field loses focus (body[data-deferred]
+// says so while it lasts).
+function defer() {
+  state.deferred = true;
+  state.again = false; // the redraw on focusout covers it
+  document.body.dataset.deferred = 'true';
 }
 
 function scheduleRender() {
@@ -516,6 +535,7 @@ function init() {
   document.getElementById('view').addEventListener('focusout', () => {
     if (state.deferred) {
       state.deferred = false;
+      delete document.body.dataset.deferred;
       scheduleRender();
     }
   });

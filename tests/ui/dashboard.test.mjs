@@ -322,3 +322,35 @@ test('with tokens: a 401 prompts for one, and the token is kept for the session'
   await until(async () => (await text(page, '[data-lock="sem/guarded"] .used')) === '1 / 2 used', 'live update with a token');
   await page.close();
 });
+
+test('a redraw in flight does not replace a limit the user started typing', async () => {
+  const page = await openPage('/');
+  await until(() => page.$('#live.on'), 'the event stream to connect');
+  // Hold the next listing of semaphores, so that a redraw waits on the server
+  // while the user types.
+  let release;
+  const held = new Promise((r) => { release = r; });
+  let asked = false;
+  await page.route('**/v1/semaphores', async (route) => {
+    asked = true;
+    await held;
+    await route.continue();
+  });
+  await srv.api('PUT', '/v1/semaphores/cache', { limit: 11 });
+  await until(() => asked, 'a redraw to ask for the semaphores');
+  const field = page.getByLabel('New limit for cache');
+  await field.fill('12');
+  await field.evaluate((el) => { el.dataset.typedIn = 'yes'; });
+  release();
+  await page.unrouteAll({ behavior: 'wait' });
+  // The draw that was in flight is dropped, and the page says it waits.
+  await until(() => page.$('body[data-deferred]'), 'the redraw to wait for the field');
+  assert.equal(await page.evaluate(() => document.querySelector('[data-lock="sem/cache"] input').dataset.typedIn), 'yes');
+  assert.equal(await field.inputValue(), '12');
+  await page.click('[data-lock="sem/cache"] form.limit-form button');
+  await until(async () => (await srv.api('GET', '/v1/semaphores/cache')).limit === 12, 'limit 12');
+  await until(async () => (await text(page, '[data-lock="sem/cache"] .used')) === '1 / 12 used', 'the card redrawn');
+  assert.equal(await page.$('body[data-deferred]'), null);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
