@@ -75,8 +75,15 @@ export function level(pct) {
   return 'ok';
 }
 
-function claimLink(id, text) {
-  return h('a', { href: `/claims/${encodeURIComponent(id)}`, 'data-link': true }, text || id.slice(0, 8));
+// A claim id is 22 characters: 8 of creation time (base64 that sorts), then 14
+// random. The short label is the last 8, from the random part: claims made in
+// the same millisecond share their first 8. The title keeps the full id.
+function shortId(id) {
+  return id.slice(-8);
+}
+
+function claimLink(id) {
+  return h('a', { href: `/claims/${encodeURIComponent(id)}`, 'data-link': true, title: id }, shortId(id));
 }
 
 function lockChip(l) {
@@ -155,9 +162,8 @@ async function render(focus = false) {
   }
   // Redrawing would replace a field the user is typing in (a card's limit):
   // wait until it loses focus.
-  const active = document.activeElement;
-  if (!focus && active && active.tagName === 'INPUT' && active.closest('#view')) {
-    state.deferred = true;
+  if (!focus && typing()) {
+    defer();
     return;
   }
   state.rendering = true;
@@ -169,6 +175,12 @@ async function render(focus = false) {
   const main = document.getElementById('view');
   try {
     const node = await r.view();
+    // The user may have started typing while the view's data was on its way:
+    // drop this draw rather than replace the field under their fingers.
+    if (!focus && typing()) {
+      defer();
+      return;
+    }
     main.replaceChildren(node);
     showError('');
     document.body.dataset.rendered = String(Date.now());
@@ -185,6 +197,20 @@ async function render(focus = false) {
   }
 }
 
+// A field of the page (a card's limit) has the focus.
+function typing() {
+  const el = document.activeElement;
+  return el && el.tagName === 'INPUT' && el.closest('#view');
+}
+
+// The page is not redrawn until the field loses focus (body[data-deferred]
+// says so while it lasts).
+function defer() {
+  state.deferred = true;
+  state.again = false; // the redraw on focusout covers it
+  document.body.dataset.deferred = 'true';
+}
+
 function scheduleRender() {
   clearTimeout(state.redrawTimer);
   state.redrawTimer = setTimeout(() => render(), 100);
@@ -192,9 +218,12 @@ function scheduleRender() {
 
 // ---- Pools and locks -------------------------------------------------------
 
+// The pending figure is /healthz's count (the server's whole queue): the
+// queue listing can be megabytes, and this page is redrawn on every event.
 async function viewPools() {
-  const [sems, mtxs, queue] = await Promise.all([
-    api('/v1/semaphores'), api('/v1/mutexes'), api('/v1/queue'),
+  const [sems, mtxs, health] = await Promise.all([
+    api('/v1/semaphores'), api('/v1/mutexes'),
+    api('/healthz').catch((e) => { if (e instanceof AuthError) throw e; return null; }),
   ]);
   const locks = [
     ...sems.semaphores.map((s) => ({ ...s, key: `sem/${s.name}` })),
@@ -214,7 +243,7 @@ async function viewPools() {
     h('div', { class: 'summary' },
       figure('locks', locks.length, 'Locks'),
       figure('slots', `${used} / ${total}`, 'Slots used'),
-      figure('pending', queue.queue.length, 'Pending claims')),
+      figure('pending', health && health.claims ? health.claims.pending : '—', 'Pending claims')),
     locks.length === 0
       ? h('p', { class: 'muted' }, 'No semaphores are configured and no mutex is busy.')
       : h('div', { class: 'cards' }, locks.map((l) => lockCard(l, details.get(l.key)))));
@@ -259,7 +288,7 @@ function lockCard(l, detail) {
       },
     }, h('summary', {}, `Holders (${l.holders_count}) and waiters (${l.pending_count})`));
     if (state.open.has(l.key)) det.open = true;
-    if (detail) det.append(holdersTable(detail), waitersTable(detail));
+    if (detail) det.append(h('div', { class: 'card-tables stack' }, holdersTable(detail), waitersTable(detail)));
     else if (det.open) det.append(h('p', { class: 'muted' }, 'Loading…'));
     card.append(det);
   }
@@ -267,21 +296,29 @@ function lockCard(l, detail) {
   return card;
 }
 
+// A table's header cells, and the label each cell carries for the narrow
+// layout (style.css: a table in a narrow .stack shows each row as a block,
+// the cells labelled from data-label).
+function headRow(labels) {
+  return h('thead', {}, h('tr', {}, labels.map((t) => h('th', { scope: 'col' }, t))));
+}
+
 function holdersTable(d) {
   if (d.holders.length === 0) return h('p', { class: 'muted' }, 'No holders.');
   const now = Date.now();
   return h('div', { class: 'table-wrap' }, h('table', { class: 'holders', 'aria-label': `Holders of ${d.name}` },
-    h('thead', {}, h('tr', {}, ['Claim', 'Holder', 'Slots', 'Token', 'Since', 'Lease expiry'].map((t) => h('th', {}, t)))),
+    h('caption', {}, 'Holders'),
+    headRow(['Claim', 'Holder', 'Slots', 'Token', 'Held for', 'Lease expires']),
     h('tbody', {}, d.holders.map((x) => {
       const left = x.expires ? Date.parse(x.expires) - now : null;
       const warn = left !== null && left < LEASE_WARN_MS;
       return h('tr', { 'data-claim': x.claim },
-        h('td', {}, claimLink(x.claim)),
+        h('td', { class: 'claim' }, claimLink(x.claim)),
         h('td', { class: 'holder' }, x.holder),
-        h('td', {}, x.slots),
-        h('td', { class: 'token' }, x.token),
-        h('td', {}, `${ago(x.since)} ago`),
-        h('td', { class: warn ? 'lease-warn' : '' },
+        h('td', { class: 'slots', 'data-label': 'slots' }, x.slots),
+        h('td', { class: 'token', 'data-label': 'token' }, x.token),
+        h('td', { class: 'since time', 'data-label': 'held', title: clock(x.since) }, ago(x.since)),
+        h('td', { class: `expires time${warn ? ' lease-warn' : ''}`, 'data-label': 'expires' },
           x.expires ? `${clock(x.expires)} (${left > 0 ? 'in ' + span(left) : 'due'})` : 'none'));
     }))));
 }
@@ -289,14 +326,15 @@ function holdersTable(d) {
 function waitersTable(d) {
   if (d.pending.length === 0) return h('p', { class: 'muted' }, 'No waiters.');
   return h('div', { class: 'table-wrap' }, h('table', { class: 'waiters', 'aria-label': `Waiters for ${d.name}` },
-    h('thead', {}, h('tr', {}, ['#', 'Claim', 'Holder', 'Slots', 'Priority', 'Waiting', 'Reason'].map((t) => h('th', {}, t)))),
+    h('caption', {}, 'Waiters, in queue order'),
+    headRow(['#', 'Claim', 'Holder', 'Slots', 'Priority', 'Waiting', 'Reason']),
     h('tbody', {}, d.pending.map((x) => h('tr', { 'data-claim': x.claim },
-      h('td', {}, x.position),
-      h('td', {}, claimLink(x.claim)),
+      h('td', { class: 'position' }, x.position),
+      h('td', { class: 'claim' }, claimLink(x.claim)),
       h('td', { class: 'holder' }, x.holder),
-      h('td', {}, x.slots),
-      h('td', {}, x.priority),
-      h('td', {}, ago(x.created)),
+      h('td', { class: 'slots', 'data-label': 'slots' }, x.slots),
+      h('td', { class: 'priority', 'data-label': 'priority' }, x.priority),
+      h('td', { class: 'waiting time', 'data-label': 'waiting', title: clock(x.created) }, ago(x.created)),
       h('td', { class: 'reason' }, x.reason))))));
 }
 
@@ -334,15 +372,15 @@ async function viewQueue() {
   return h('section', { 'aria-labelledby': 'queue-title' },
     h('h1', { id: 'queue-title' }, `Queue (${queue.length} pending)`),
     queue.length === 0 ? h('p', { class: 'muted' }, 'No claim is waiting.')
-      : h('div', { class: 'table-wrap' }, h('table', { class: 'queue', 'aria-label': 'Pending claims in queue order' },
-        h('thead', {}, h('tr', {}, ['#', 'Claim', 'Holder', 'Priority', 'Waiting', 'Locks', 'Blocked because'].map((t) => h('th', {}, t)))),
+      : h('div', { class: 'table-wrap stack' }, h('table', { class: 'queue', 'aria-label': 'Pending claims in queue order' },
+        headRow(['#', 'Claim', 'Holder', 'Priority', 'Waiting', 'Locks', 'Blocked because']),
         h('tbody', {}, queue.map((c) => h('tr', { 'data-claim': c.id },
           h('td', { class: 'position' }, c.position),
-          h('td', {}, claimLink(c.id)),
+          h('td', { class: 'claim' }, claimLink(c.id)),
           h('td', { class: 'holder' }, c.holder),
-          h('td', { class: 'priority' }, c.priority),
-          h('td', {}, ago(c.arrived || c.created)),
-          h('td', {}, c.locks.map(lockChip)),
+          h('td', { class: 'priority', 'data-label': 'priority' }, c.priority),
+          h('td', { class: 'waiting time', 'data-label': 'waiting' }, ago(c.arrived || c.created)),
+          h('td', { class: 'locks' }, c.locks.map(lockChip)),
           h('td', { class: 'reason', 'data-rule': c.rule }, c.reason)))))));
 }
 
@@ -384,8 +422,9 @@ async function viewClaim(id) {
         h('td', { class: 'token' }, l.token ?? '—'), h('td', { class: 'position' }, l.position ?? '—')))))),
     why.reasons.length > 0 && h('div', {},
       h('h2', {}, 'Why it waits'),
-      h('ul', { class: 'why' }, why.reasons.map((r) => h('li', { 'data-rule': r.rule },
-        h('span', { class: 'chip' }, r.lock), ` ${r.rule}: ${r.message}`)))),
+      // The message names its rule and lock already ("at_limit: sem/db has…").
+      h('ul', { class: 'why' }, why.reasons.map((r) => h('li', { 'data-rule': r.rule, 'data-lock': r.lock },
+        r.message)))),
     h('h2', {}, 'Timeline'),
     h('ol', { class: 'timeline', 'aria-label': 'Events of this claim' }, ev.events.map((e) => h('li', { 'data-type': e.type },
       h('time', { datetime: e.time }, clock(e.time)), ' ',
@@ -516,6 +555,7 @@ function init() {
   document.getElementById('view').addEventListener('focusout', () => {
     if (state.deferred) {
       state.deferred = false;
+      delete document.body.dataset.deferred;
       scheduleRender();
     }
   });

@@ -5,10 +5,13 @@
 // chromium (driven by playwright-core, which never downloads a browser)
 // shows: bar widths and colours, holders, queue order and block reasons, a
 // claim's timeline, a limit changed from a card, a release made through the
-// API appearing on open pages without a reload, and the token prompt of a
-// server with auth. Screenshots go to $UI_ARTIFACTS (the build directory
-// when run by CTest). Waits poll what the page or the server reports, with a
-// deadline; nothing sleeps for a fixed time.
+// API appearing on open pages without a reload, the token prompt of a server
+// with auth; and, on servers of their own, that the pools page of a large
+// queue never downloads the queue listing, short claim labels that differ,
+// and tables that fit their card (1400 px) and the queue on a phone (390 px).
+// Screenshots go to $UI_ARTIFACTS (the build directory when run by CTest).
+// Waits poll what the page or the server reports, with a deadline; nothing
+// sleeps for a fixed time.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -90,20 +93,34 @@ async function startServer(name, configYaml) {
   };
 }
 
-async function shot(page, name) {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+async function shot(page, name, fullPage = true) {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
 }
+
+// Every read of the page finds its elements and reads them in one
+// page.evaluate, never page.$eval: $eval finds the element in one round trip
+// and reads it in a second, and a redraw in between (each event redraws)
+// detaches it: a detached bar measures 0 of 0 px (NaN %) and has no computed
+// colour.
 
 // Width of a card's bar as a percentage of its track, and its colour.
 async function bar(page, key) {
-  return page.$eval(`[data-lock="${key}"] .bar-fill`, (el) => ({
-    pct: Math.round((el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width) * 100),
-    colour: getComputedStyle(el).backgroundColor,
-  }));
+  return page.evaluate((k) => {
+    const el = document.querySelector(`[data-lock="${k}"] .bar-fill`);
+    if (!el) throw new Error(`no bar on ${k}`);
+    return {
+      pct: Math.round((el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width) * 100),
+      colour: getComputedStyle(el).backgroundColor,
+    };
+  }, key);
 }
 
-const text = (page, sel) => page.$eval(sel, (el) => el.textContent.trim());
-const texts = (page, sel) => page.$$eval(sel, (els) => els.map((el) => el.textContent.trim()));
+const text = (page, sel) => page.evaluate((s) => {
+  const el = document.querySelector(s);
+  if (!el) throw new Error(`nothing matches ${s}`);
+  return el.textContent.trim();
+}, sel);
+const texts = (page, sel) => page.evaluate((s) => [...document.querySelectorAll(s)].map((el) => el.textContent.trim()), sel);
 
 let srv;
 const ids = {};
@@ -148,12 +165,12 @@ after(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
-async function openPage(path) {
+async function openPage(path, server = srv) {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(srv.base + path);
+  await page.goto(server.base + path);
   await until(() => page.$('body[data-rendered]'), `${path} to render`);
   page.errors = errors;
   return page;
@@ -241,8 +258,13 @@ test('claim: locks with positions, why, and the timeline', async () => {
   assert.equal(await text(page, '.state'), 'pending');
   assert.deepEqual(await texts(page, 'table.claim-locks td.position'), ['1', '1']);
   assert.deepEqual(await texts(page, 'ol.timeline .type'), ['claim.queued', 'claim.waiting']);
-  assert.deepEqual(await page.$$eval('ul.why li', (els) => els.map((e) => e.dataset.rule)),
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('ul.why li')].map((e) => e.dataset.rule)),
     ['at_limit', 'other_lock']);
+  // Each reason reads as the server words it, its rule named once.
+  const why = await srv.api('GET', `/v1/claims/${ids.big.id}/why`);
+  assert.deepEqual(await texts(page, 'ul.why li'), why.reasons.map((r) => r.message));
+  assert.match(why.reasons[1].message, /^other_lock: mtx\/deploy would admit it/);
+  for (const t of await texts(page, 'ul.why li')) assert.doesNotMatch(t, /^(\w+): \1:/);
   await shot(page, 'claim');
   assert.deepEqual(page.errors, []);
   await page.close();
@@ -300,11 +322,208 @@ test('with tokens: a 401 prompts for one, and the token is kept for the session'
   await page.getByLabel('API token').fill('ui-test-secret');
   await page.getByRole('button', { name: 'Save token' }).click();
   await until(() => page.$('[data-lock="sem/guarded"]'), 'the guarded card');
-  assert.equal(await page.$eval('#auth-prompt', (el) => el.hidden), true);
+  assert.equal(await page.evaluate(() => document.getElementById('auth-prompt').hidden), true);
   assert.equal(await page.evaluate(() => sessionStorage.getItem('sluice.token')), 'ui-test-secret');
   // The stream is read with the token in a header (fetch, not EventSource).
   await until(() => page.$('#live.on'), 'the authenticated event stream');
   await secured.api('POST', '/v1/claims', { holder: 'g1', locks: [{ semaphore: 'guarded' }] }, 'ui-test-secret');
   await until(async () => (await text(page, '[data-lock="sem/guarded"] .used')) === '1 / 2 used', 'live update with a token');
   await page.close();
+});
+
+test('a redraw in flight does not replace a limit the user started typing', async () => {
+  const page = await openPage('/');
+  await until(() => page.$('#live.on'), 'the event stream to connect');
+  // Hold the next listing of semaphores, so that a redraw waits on the server
+  // while the user types.
+  let release;
+  const held = new Promise((r) => { release = r; });
+  let asked = false;
+  await page.route('**/v1/semaphores', async (route) => {
+    asked = true;
+    await held;
+    await route.continue();
+  });
+  await srv.api('PUT', '/v1/semaphores/cache', { limit: 11 });
+  await until(() => asked, 'a redraw to ask for the semaphores');
+  const field = page.getByLabel('New limit for cache');
+  await field.fill('12');
+  await field.evaluate((el) => { el.dataset.typedIn = 'yes'; });
+  release();
+  await page.unrouteAll({ behavior: 'wait' });
+  // The draw that was in flight is dropped, and the page says it waits.
+  await until(() => page.$('body[data-deferred]'), 'the redraw to wait for the field');
+  assert.equal(await page.evaluate(() => document.querySelector('[data-lock="sem/cache"] input').dataset.typedIn), 'yes');
+  assert.equal(await field.inputValue(), '12');
+  await page.click('[data-lock="sem/cache"] form.limit-form button');
+  await until(async () => (await srv.api('GET', '/v1/semaphores/cache')).limit === 12, 'limit 12');
+  await until(async () => (await text(page, '[data-lock="sem/cache"] .used')) === '1 / 12 used', 'the card redrawn');
+  assert.equal(await page.$('body[data-deferred]'), null);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+// A server with a large queue: BIG_N claims pending on a paused semaphore,
+// created by 16 parallel loops, so that many share a millisecond (and so the
+// first 8 characters of their ids).
+const BIG_N = 2000;
+let bigServer;
+function big() {
+  bigServer ??= (async () => {
+    const s = await startServer('big');
+    await s.api('PUT', '/v1/semaphores/big/paused', { limit: 0 });
+    const made = [];
+    await Promise.all(Array.from({ length: 16 }, async (_, w) => {
+      for (let i = w; i < BIG_N; i += 16) {
+        const c = await s.api('POST', '/v1/claims', { holder: `big-${i}`, locks: [{ semaphore: 'big/paused' }] });
+        made.push(c.id);
+      }
+    }));
+    return { ...s, ids: made };
+  })();
+  return bigServer;
+}
+
+test('pools: the pending figure is a count; the queue listing is not fetched', async () => {
+  const s = await big();
+  const page = await browser.newPage();
+  const finished = [];
+  page.on('requestfinished', (req) => finished.push(req.sizes().then((z) => ({
+    path: new URL(req.url()).pathname, bytes: z.responseBodySize,
+  }))));
+  await page.goto(s.base + '/');
+  await until(async () => (await page.$('body[data-rendered]'))
+    && (await text(page, '[data-figure="pending"] .n')) === String(BIG_N), 'the pending figure');
+  await until(() => page.$('#live.on'), 'the event stream to connect');
+  // Ten redraws, each seen on the page: a mutex held and released five times.
+  for (let i = 0; i < 5; i++) {
+    const c = await s.api('POST', '/v1/claims', { holder: 'churn', locks: [{ mutex: 'churn/m' }] });
+    assert.equal(c.state, 'held');
+    await until(() => page.$('[data-lock="mtx/churn/m"]'), 'churn/m on the page');
+    await s.api('DELETE', `/v1/claims/${c.id}`);
+    await until(async () => !(await page.$('[data-lock="mtx/churn/m"]')), 'churn/m off the page');
+  }
+  await page.close();
+  const reqs = await Promise.all(finished);
+  const count = (p) => reqs.filter((r) => r.path === p).length;
+  // At least the ten redraws seen (and the first draw): every one lists semaphores.
+  assert.ok(count('/v1/semaphores') >= 10, `${count('/v1/semaphores')} draws`);
+  assert.equal(count('/v1/queue'), 0, 'the pools page fetched the queue listing');
+  const json = reqs.filter((r) => r.path === '/healthz' || r.path.startsWith('/v1/')).reduce((n, r) => n + r.bytes, 0);
+  assert.ok(json < 100000, `${json} bytes of JSON for ${count('/v1/semaphores')} draws`);
+});
+
+test('queue: short claim labels come from the random part of the id, distinct in a large queue', async () => {
+  const s = await big();
+  assert.ok(new Set(s.ids.map((id) => id.slice(0, 8))).size < s.ids.length,
+    'some claims share their creation millisecond');
+  const page = await openPage('/queue', s);
+  await until(async () => (await page.evaluate(() => document.querySelectorAll('table.queue tbody tr').length)) === BIG_N,
+    `${BIG_N} rows`);
+  const rows = await page.evaluate(() => [...document.querySelectorAll('table.queue tbody tr')].map((tr) => {
+    const a = tr.querySelector('a[data-link]');
+    return { id: tr.dataset.claim, label: a.textContent, title: a.title };
+  }));
+  for (const r of rows) {
+    assert.equal(r.id.length, 22);
+    assert.equal(r.title, r.id);
+    assert.equal(r.label, r.id.slice(-8));
+  }
+  assert.equal(new Set(rows.map((r) => r.label)).size, rows.length, 'distinct labels');
+  // The events panel labels claims the same way.
+  await until(async () => (await page.evaluate(() => document.querySelectorAll('#feed a').length)) > 0, 'claims in the feed');
+  const feed = await page.evaluate(() => [...document.querySelectorAll('#feed a')].map((a) => ({ label: a.textContent, title: a.title })));
+  for (const f of feed) {
+    assert.equal(f.title.length, 22);
+    assert.equal(f.label, f.title.slice(-8));
+  }
+  await shot(page, 'queue-large', false); // the first rows: the whole page is 100 000 px tall
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+// Holders of 66 characters, as CI job names are.
+const LONG1 = 'ci/acme-platform/monorepo/.github/workflows/gpu-integration.yml#45';
+const LONG2 = 'ci/acme-platform/monorepo/.github/workflows/gpu-benchmarks.yml#451';
+
+// What of a page's layout is wrong, in words: each element matched by
+// `cells` (within `root`) must have a size and lie within the box of `box`
+// (the viewport when null), a time on one line, and no .table-wrap under
+// `root` may scroll sideways. Read in one evaluation (see bar()).
+function layoutProblems(page, root, box, cells) {
+  return page.evaluate(({ root, box, cells }) => {
+    const out = [];
+    const r0 = document.querySelector(root);
+    if (!r0) return [`nothing matches ${root}`];
+    const b = box ? document.querySelector(box).getBoundingClientRect() : { left: 0, right: innerWidth };
+    const lines = (el) => {
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      return new Set([...range.getClientRects()].filter((q) => q.width > 0).map((q) => Math.round(q.top))).size;
+    };
+    for (const sel of cells) {
+      const els = r0.querySelectorAll(sel);
+      if (els.length === 0) out.push(`${root}: no ${sel}`);
+      for (const el of els) {
+        const q = el.getBoundingClientRect();
+        const what = `${root} ${sel} "${el.textContent.trim().slice(0, 30)}"`;
+        if (q.width < 1 || q.height < 1) out.push(`${what} has no size`);
+        if (q.left < b.left - 0.5 || q.right > b.right + 0.5) {
+          out.push(`${what} at ${q.left.toFixed(0)}..${q.right.toFixed(0)}, outside ${b.left.toFixed(0)}..${b.right.toFixed(0)}`);
+        }
+        if (el.classList.contains('time') && lines(el) > 1) out.push(`${what} takes ${lines(el)} lines`);
+        if (el.classList.contains('holder') && lines(el) > 3) out.push(`${what} takes ${lines(el)} lines`);
+      }
+    }
+    for (const w of r0.querySelectorAll('.table-wrap')) {
+      if (w.scrollWidth > w.clientWidth + 1) out.push(`${root}: a table ${w.scrollWidth} px wide in ${w.clientWidth} px`);
+    }
+    if (document.documentElement.scrollWidth > innerWidth) {
+      out.push(`the page is ${document.documentElement.scrollWidth} px wide in ${innerWidth} px`);
+    }
+    return out;
+  }, { root, box, cells });
+}
+
+test('layout: a card\'s holders and waiters fit the card; the queue fits a phone', async () => {
+  assert.equal(LONG1.length, 66);
+  assert.equal(LONG2.length, 66);
+  const s = await startServer('layout');
+  await s.api('PUT', '/v1/semaphores/ci/gpu', { limit: 2, lease: '10m' });
+  await s.api('POST', '/v1/claims', { holder: LONG1, locks: [{ semaphore: 'ci/gpu' }] });
+  await s.api('POST', '/v1/claims', { holder: 'runner-7', locks: [{ semaphore: 'ci/gpu' }] });
+  const w = await s.api('POST', '/v1/claims', { holder: LONG2, priority: 3, locks: [{ semaphore: 'ci/gpu' }] });
+  assert.equal(w.state, 'pending');
+  const g1 = await s.api('POST', '/v1/claims', { holder: LONG2, group: 'repo/pr-12' });
+  const g2 = await s.api('POST', '/v1/claims', { holder: LONG1, group: 'repo/pr-12' });
+  assert.deepEqual([g1.state, g2.state], ['held', 'pending']);
+  const cards = ['sem/ci/gpu', 'mtx/group/repo/pr-12'];
+
+  const page = await openPage('/', s);
+  await page.setViewportSize({ width: 1400, height: 900 });
+  for (const k of cards) {
+    await until(() => page.$(`[data-lock="${k}"] summary`), `the card ${k}`);
+    await page.click(`[data-lock="${k}"] summary`);
+    await until(() => page.$(`[data-lock="${k}"] table.waiters`), `the waiters of ${k}`);
+  }
+  const cells = ['td.claim', 'td.holder', 'td.since', 'td.expires', 'td.waiting', 'td.reason'];
+  await shot(page, 'pools-cards');
+  for (const k of cards) assert.deepEqual(await layoutProblems(page, `[data-lock="${k}"]`, `[data-lock="${k}"]`, cells), []);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, 'pools-cards-phone');
+  for (const k of cards) assert.deepEqual(await layoutProblems(page, `[data-lock="${k}"]`, `[data-lock="${k}"]`, cells), []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+
+  const queue = await openPage('/queue', s);
+  await until(() => queue.$('table.queue td.reason'), 'the queue table');
+  const qcells = ['td.claim', 'td.holder', 'td.waiting', 'td.locks', 'td.reason'];
+  await queue.setViewportSize({ width: 1400, height: 900 });
+  await shot(queue, 'queue-long-holders');
+  assert.deepEqual(await layoutProblems(queue, 'main', 'main', qcells), []);
+  await queue.setViewportSize({ width: 390, height: 844 });
+  await shot(queue, 'queue-phone');
+  assert.deepEqual(await layoutProblems(queue, 'main', 'main', qcells), []);
+  assert.deepEqual(queue.errors, []);
+  await queue.close();
 });
