@@ -121,6 +121,20 @@ async function api(path, opts = {}) {
   return body;
 }
 
+// Every entry of a listing that comes a page at a time (docs/api.md,
+// "Listings a page at a time"): follows `next` until the listing is complete.
+async function apiAll(path, key) {
+  const sep = path.includes('?') ? '&' : '?';
+  let all = [];
+  let after = null;
+  for (;;) {
+    const page = await api(`${path}${sep}limit=10000${after ? `&after=${encodeURIComponent(after)}` : ''}`);
+    all = all.concat(page[key]);
+    if (!page.next) return all;
+    after = page.next;
+  }
+}
+
 function showAuthPrompt(text) {
   const el = document.getElementById('auth-prompt');
   el.textContent = text;
@@ -355,7 +369,9 @@ function limitForm(l) {
       try {
         await api(`/v1/semaphores/${enc(l.name)}`, {
           method: 'PUT',
-          body: JSON.stringify({ limit, strategy: l.strategy, lease: l.lease }),
+          // The other values as they are: a PUT sets them all.
+          body: JSON.stringify({ limit, strategy: l.strategy, lease: l.lease,
+            ...(l.overtake_limit !== undefined ? { overtake_limit: l.overtake_limit } : {}) }),
         });
         render();
       } catch (e) {
@@ -368,7 +384,7 @@ function limitForm(l) {
 // ---- Queue -----------------------------------------------------------------
 
 async function viewQueue() {
-  const { queue } = await api('/v1/queue');
+  const queue = await apiAll('/v1/queue', 'queue');
   return h('section', { 'aria-labelledby': 'queue-title' },
     h('h1', { id: 'queue-title' }, `Queue (${queue.length} pending)`),
     queue.length === 0 ? h('p', { class: 'muted' }, 'No claim is waiting.')
