@@ -96,6 +96,35 @@ static bool lock_key(const char *lock, sl_kind *kind)
     return sl_name_valid(lock + 4, strlen(lock + 4), false);
 }
 
+/* What both listings take besides their filters: ?lock= (*by_lock, and the
+ * lock, NULL when it has no state), limit and after, and for a ?lock=
+ * listing the offset its cursor gives. false when a 400 was sent. */
+static bool listing_args(sl_ctx *c, page *p, bool *by_lock, const sl_lock **l, size_t *off)
+{
+    const char *lock = sl_query_get(c, "lock");
+    sl_kind kind = SL_KIND_MUTEX;
+    *by_lock = lock != NULL;
+    *l = NULL;
+    *off = 0;
+    if (lock && !lock_key(lock, &kind)) {
+        sl_reply_error(c, 400, "bad_request",
+                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
+        return false;
+    }
+    if (!page_args(c, p))
+        return false;
+    if (!lock)
+        return true;
+    if (!offset_cursor(p->after, off)) {
+        bad_cursor(c, p);
+        return false;
+    }
+    sl_lock_view lv;
+    if (sl_lock_lookup(c->srv->eng, kind, lock + 4, &lv, l) != 0)
+        *l = NULL;
+    return true;
+}
+
 /* ---- /v1/claims ----------------------------------------------------------- */
 
 typedef struct claim_filter {
@@ -198,7 +227,7 @@ void sl_route_claims_list(sl_ctx *c)
     static const char *const known[] = {"state", "holder", "lock", "limit", "after", NULL};
     if (!sl_query_only(c, known))
         return;
-    const char *s = sl_query_get(c, "state"), *lock = sl_query_get(c, "lock");
+    const char *s = sl_query_get(c, "state");
     claim_filter f = {s != NULL, SL_PENDING, sl_query_get(c, "holder")};
     if (s && sl_state_parse(s, &f.state) != 0) {
         sl_reply_error(c, 400, "bad_request",
@@ -207,25 +236,13 @@ void sl_route_claims_list(sl_ctx *c)
                        s);
         return;
     }
-    sl_kind kind;
-    if (lock && !lock_key(lock, &kind)) {
-        sl_reply_error(c, 400, "bad_request",
-                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
-        return;
-    }
     page p;
-    if (!page_args(c, &p))
+    bool by_lock;
+    const sl_lock *l;
+    size_t off;
+    if (!listing_args(c, &p, &by_lock, &l, &off))
         return;
-    if (lock) {
-        size_t off;
-        if (!offset_cursor(p.after, &off)) {
-            bad_cursor(c, &p);
-            return;
-        }
-        sl_lock_view lv;
-        const sl_lock *l = NULL;
-        if (sl_lock_lookup(c->srv->eng, kind, lock + 4, &lv, &l) != 0)
-            l = NULL;
+    if (by_lock) {
         claims_of_lock(c, l, off, &f, &p);
         /* Complete unless the page filled up with entries left to look at. */
         if (json_array_size(p.arr) < p.limit)
@@ -318,26 +335,13 @@ void sl_route_queue(sl_ctx *c)
     }
     if (!sl_query_only(c, known))
         return;
-    const char *lock = sl_query_get(c, "lock");
-    sl_kind kind;
-    if (lock && !lock_key(lock, &kind)) {
-        sl_reply_error(c, 400, "bad_request",
-                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
-        return;
-    }
     page p;
-    if (!page_args(c, &p))
+    bool by_lock;
+    const sl_lock *l;
+    size_t off;
+    if (!listing_args(c, &p, &by_lock, &l, &off))
         return;
-    if (lock) {
-        size_t off;
-        if (!offset_cursor(p.after, &off)) {
-            bad_cursor(c, &p);
-            return;
-        }
-        sl_lock_view lv;
-        const sl_lock *l = NULL;
-        if (sl_lock_lookup(c->srv->eng, kind, lock + 4, &lv, &l) != 0)
-            l = NULL;
+    if (by_lock) {
         queue_of_lock(c, l, off, &p);
     } else {
         const sl_claim *first = NULL;
