@@ -99,14 +99,20 @@ bool cli_parse_int(const cli *c, const char *what, const char *s, long long min,
 
 /* ---- durations (duration.c) ----------------------------------------------------- */
 
-/* "250ms", "30s", "5m", "1h30m", "1.5s", "2d", or a number of seconds ("10"),
- * as API.md writes them. 0 on success, -1 when s is not a duration. */
+/* "250ms", "30s", "5m", "1h30m", "1.5s", or a number of seconds ("10"): the
+ * server's grammar exactly (no day unit). 0 on success, -1 when s is not a
+ * duration. */
 int cli_duration_parse(const char *s, int64_t *ms);
+/* The same for the value of a flag or variable `name` ("--lease",
+ * "SLUICE_CLAIM_TIMEOUT"): false after a usage message naming it, which
+ * says what to write instead of a day unit ("2d": "48h"). */
+bool cli_duration_arg(const cli *c, const char *name, const char *val, int64_t *out);
 /* ms as the shortest exact duration string ("1h30m", "250ms", "0"). */
 void cli_duration_format(int64_t ms, char *buf, size_t cap);
 /* The same, but "none" for 0 (a lease or timeout that is not set). */
 void cli_duration_none(int64_t ms, char *buf, size_t cap);
-/* ms rounded to at most two units, for people ("1h30m", "12s", "2d3h"). */
+/* ms rounded to at most two units, for people ("1h30m", "12s", "2d3h"):
+ * output only, never read back. */
 void cli_duration_human(int64_t ms, char *buf, size_t cap);
 /* A duration from an environment variable, else def; false (after a
  * message naming the variable) when it is set but not a duration. */

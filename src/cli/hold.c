@@ -68,14 +68,6 @@ static bool all_digits(const char *s)
     return true;
 }
 
-static bool duration_flag(const cli *c, const char *flag, const char *val, int64_t *out)
-{
-    if (cli_duration_parse(val, out) == 0)
-        return true;
-    cli_usage(c, "--%s %s is not a duration: use one such as 250ms, 30s, 5m or 1h30m", flag, val);
-    return false;
-}
-
 bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
 {
     long long n;
@@ -133,7 +125,7 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->cancel = val;
         return true;
     case CF_GRACE:
-        return duration_flag(c, "grace", val, &f->grace_ms);
+        return cli_duration_arg(c, "--grace", val, &f->grace_ms);
     case CF_PRIORITY:
         if (!cli_parse_int(c, "--priority", val, INT32_MIN, INT32_MAX, &n))
             return false;
@@ -143,9 +135,9 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->rebalance_key = val;
         return true;
     case CF_LEASE:
-        return duration_flag(c, "lease", val, &f->lease_ms);
+        return cli_duration_arg(c, "--lease", val, &f->lease_ms);
     case CF_TIMEOUT:
-        return duration_flag(c, "timeout", val, &f->timeout_ms);
+        return cli_duration_arg(c, "--timeout", val, &f->timeout_ms);
     case CF_HOLDER:
         if (!*val) {
             cli_usage(c, "--holder needs a name");

@@ -304,8 +304,8 @@ int cli_run(cli *c, int argc, char **argv)
             start = i - 1; /* the command starts at the first argument */
             break;
         case RF_KILL_GRACE:
-            if (cli_duration_parse(val, &kill_grace) != 0) {
-                st = cli_usage(c, "--kill-grace %s is not a duration: use one such as 10s", val);
+            if (!cli_duration_arg(c, "--kill-grace", val, &kill_grace)) {
+                st = RUN_EXIT_USAGE;
                 goto out;
             }
             break;

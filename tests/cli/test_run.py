@@ -222,6 +222,21 @@ class RunTest(ServerTestCase):
         self.assertEqual(r.rc, RUN_USAGE, r)
         self.assertIn("SLUICE_CLAIM_TIMEOUT", r.err)
 
+    def test_day_unit_is_refused_as_the_api_refuses_it(self):
+        # One grammar: the API has no day unit, so neither has the CLI.
+        api = self.srv.post("/v1/claims", {"holder": "x", "locks": [{"mutex": "days"}],
+                                           "timeout": "1d"})
+        self.assertEqual(api.status, 400, api)
+        r = sluice(self.srv, "run", "--timeout", "2d", "--mutex", "days", "--", "true")
+        self.assertEqual(r.rc, RUN_USAGE, r)
+        self.assertIn("--timeout 2d is not a duration: there is no day unit; write 48h", r.err)
+        r = sluice(self.srv, "run", "--mutex", "days", "--", "true",
+                   env=self.env(SLUICE_CLAIM_TIMEOUT="1d"))
+        self.assertEqual(r.rc, RUN_USAGE, r)
+        self.assertIn("SLUICE_CLAIM_TIMEOUT=1d is not a duration", r.err)
+        self.assertIn("write 24h", r.err)
+        self.assertEqual(self.srv.get("/v1/mutexes/days").json["token"], 0)  # nothing sent
+
     def test_exit_status_121_when_the_server_refuses(self):
         r = sluice(self.srv, "run", "--semaphore", "never-configured", "--", "true")
         self.assertEqual(r.rc, RUN_REFUSED, r)
