@@ -369,6 +369,16 @@ class CommandsTest(ServerTestCase):
             self.assertTrue(r.err.startswith("sluice: "), r)
             self.assertEqual(r.out, "", r)
 
+    def test_negative_number_is_a_value_not_a_flag(self):
+        r = sluice(self.srv, "sem", "set", "neg-e2", "-1")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("LIMIT must be a whole number from 0 to 1000000000, not '-1'", r.err)
+        self.assertEqual(self.srv.get("/v1/semaphores/neg-e2").status, 404)
+        # a single dash and letters is still an unknown flag
+        r = sluice(self.srv, "sem", "set", "neg-e2", "-x")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("unknown flag '-x'", r.err)
+
     def test_unreachable_server_exits_3_and_says_what_to_do(self):
         url = "http://127.0.0.1:%d" % free_port()
         for args in (["status"], ["sem", "list"], ["queue", "list"], ["events"]):
