@@ -10,6 +10,7 @@
  * claim waits, one line updated in place; elsewhere the wait is quiet. */
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -170,12 +171,24 @@ void cli_default_holder(pid_t pid, char *buf, size_t cap)
         snprintf(buf, cap, "%s", env);
         return;
     }
-    const char *user = getenv("USER");
+    /* USER, else the account of the effective uid: CI containers often
+     * leave USER unset, and the holder should still say who it is. */
+    char user[256];
+    const char *env_user = getenv("USER");
+    if (env_user && *env_user) {
+        snprintf(user, sizeof(user), "%s", env_user);
+    } else {
+        struct passwd *pw = getpwuid(geteuid());
+        if (pw && pw->pw_name && *pw->pw_name)
+            snprintf(user, sizeof(user), "%s", pw->pw_name);
+        else
+            snprintf(user, sizeof(user), "uid%lu", (unsigned long)geteuid());
+    }
     char host[256];
     if (gethostname(host, sizeof(host)) != 0)
         snprintf(host, sizeof(host), "localhost");
     host[sizeof(host) - 1] = '\0';
-    snprintf(buf, cap, "%s@%s:%ld", user && *user ? user : "sluice", host, (long)pid);
+    snprintf(buf, cap, "%s@%s:%ld", user, host, (long)pid);
 }
 
 /* ---- waiting ---------------------------------------------------------------------- */

@@ -412,6 +412,16 @@ echo "done"
             self.assertEqual(r.rc, 2, r)
             self.assertIn("not a duration", r.err)
 
+    def test_default_holder_names_the_account_when_user_is_unset(self):
+        import pwd
+        r = sluice(self.srv, "acquire", "--json", "--mutex", "nouser", "--lease", "0",
+                   env=self.env(USER=None))
+        self.assertEqual(r.rc, 0, r)
+        c = r.json()
+        self.assertEqual(c["holder"], "%s@%s:%d" % (pwd.getpwuid(os.geteuid()).pw_name,
+                                                    os.uname().nodename, os.getpid()))
+        self.srv.release(c["id"])
+
     def test_acquire_statuses_and_json(self):
         r = sluice(self.srv, "acquire", "--json", "--mutex", "acqj", "--holder", "acq-json")
         self.assertEqual(r.rc, 0, r)
