@@ -242,6 +242,13 @@ typedef struct cli_claim_flags {
 
 void cli_claim_flags_init(cli_claim_flags *f);
 void cli_claim_flags_free(cli_claim_flags *f);
+/* The shortest lease run and acquire accept (0, none, aside): their keeper
+ * renews every third of the lease, and a lease shorter than a few round
+ * trips would run out between renewals, stopping the command for nothing. */
+#define CLI_LEASE_MIN_MS 1000
+/* false (after a usage message naming `name`, the flag or variable, and
+ * saying why) when ms is a lease below CLI_LEASE_MIN_MS. */
+bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms);
 /* Takes one of the CF_* flags; false after a usage message. */
 bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val);
 /* After the last flag: false (after a usage message) when no lock was given

@@ -136,7 +136,8 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->rebalance_key = val;
         return true;
     case CF_LEASE:
-        return cli_duration_arg(c, "--lease", val, &f->lease_ms);
+        return cli_duration_arg(c, "--lease", val, &f->lease_ms) &&
+               cli_lease_check(c, "--lease", val, f->lease_ms);
     case CF_TIMEOUT:
         return cli_duration_arg(c, "--timeout", val, &f->timeout_ms);
     case CF_HOLDER:
@@ -147,6 +148,18 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->holder = val;
         return true;
     }
+    return false;
+}
+
+bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms)
+{
+    if (ms == 0 || ms >= CLI_LEASE_MIN_MS)
+        return true;
+    cli_usage(c,
+              "%s%c%s is too short: a lease is 0 (none) or at least 1s, because the keeper "
+              "renews it every third of the lease and a shorter one would run out between "
+              "renewals",
+              name, name[0] == '-' ? ' ' : '=', val);
     return false;
 }
 

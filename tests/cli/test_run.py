@@ -237,6 +237,20 @@ class RunTest(ServerTestCase):
         self.assertIn("write 24h", r.err)
         self.assertEqual(self.srv.get("/v1/mutexes/days").json["token"], 0)  # nothing sent
 
+    def test_lease_below_one_second_is_refused(self):
+        for lease in ("1ms", "999ms", "0.5s"):
+            r = sluice(self.srv, "run", "--mutex", "short/l", "--lease", lease, "--", "true")
+            self.assertEqual(r.rc, RUN_USAGE, r)
+            self.assertIn("--lease %s is too short: a lease is 0 (none) or at least 1s" % lease,
+                          r.err)
+            self.assertIn("every third of the lease", r.err)
+            r = sluice(self.srv, "acquire", "--mutex", "short/l", "--lease", lease)
+            self.assertEqual(r.rc, 2, r)
+        self.assertEqual(self.srv.get("/v1/mutexes/short/l").json["token"], 0)  # nothing sent
+        for lease in ("1s", "0"):
+            r = sluice(self.srv, "run", "--mutex", "short/l", "--lease", lease, "--", "true")
+            self.assertEqual(r.rc, 0, r)
+
     def test_exit_status_121_when_the_server_refuses(self):
         r = sluice(self.srv, "run", "--semaphore", "never-configured", "--", "true")
         self.assertEqual(r.rc, RUN_REFUSED, r)
