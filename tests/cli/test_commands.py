@@ -307,11 +307,48 @@ class CommandsTest(ServerTestCase):
         self.assertFalse([l for l in lines if old["id"] in l], lines)
         first = lines[0]
         cid = [c for c in made if c in first][0]
-        self.assertRegex(first, r"^\d+ +\d{4}-\d\d-\d\dT\S+Z  claim\.queued +%s  fol-new  "
+        self.assertRegex(first, r"^\d+ +\d{4}-\d\d-\d\dT\S+Z  claim\.queued +%s  fol-new +"
                          r"mtx/fol-now\n$" % re.escape(cid))
         acquired = [l for l in lines if "claim.acquired" in l][0]
-        self.assertRegex(acquired, r"^\d+ +\S+  claim\.acquired +%s  fol-new  mtx/fol-now  "
+        self.assertRegex(acquired, r"^\d+ +\S+  claim\.acquired +%s  fol-new +mtx/fol-now +"
                          r"granted\n$" % re.escape(cid))
+
+    def test_events_follow_columns_have_fixed_widths(self):
+        since = self.srv.events()["next"]
+        p, lines = self.follow("--since", str(since))
+        self.srv.sem_put("fw-sem", 2)
+        long_holder = "a-holder-name-longer-than-24"
+        for holder, locks in (("h", [("m", "fw")]),
+                              ("a-longer-holder-name", [("m", "fw2"), ("m", "fw3")]),
+                              ("mid-holder", [("s", "fw-sem")]),
+                              (long_holder, [("m", "fw")]),
+                              ("h2", [("m", "fw")])):
+            c = self.srv.claim(holder, locks)
+            self.srv.release(c["id"])
+        wait_until(lambda: sum("claim.released" in l for l in lines) >= 5, 15,
+                   what="five claims' events")
+        rows = [l.rstrip("\n") for l in lines if "claim." in l]
+        self.assertEqual(len(rows), 15, rows)
+
+        def reason_at(row):
+            for r in ("granted", "released by"):
+                if r in row:
+                    return row.index(r)
+            return None
+        # Up to the long holder, every column starts at the same offset, the
+        # reason included (HOLDER and LOCKS are 24 wide).
+        first = rows[:9]
+        self.assertEqual({reason_at(r) for r in first if reason_at(r)},
+                         {7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + 24 + 2 + 24 + 2}, "\n".join(first))
+        self.assertEqual(len({r.index("  h" if "  h " in r else "  a-" if "  a-" in r else
+                                      "  mid") for r in first}), 1, "\n".join(first))
+        # The long holder is printed whole; HOLDER widens to it from then on.
+        later = rows[9:]
+        self.assertTrue(all(long_holder in r for r in later[:3]), later)
+        self.assertEqual(len({reason_at(r) for r in later if reason_at(r)}), 1,
+                         "\n".join(later))
+        self.assertEqual(reason_at(later[1]),
+                         7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + len(long_holder) + 2 + 24 + 2)
 
     # ---- what people see on a terminal ----------------------------------------------------
 
