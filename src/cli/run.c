@@ -80,7 +80,8 @@ static void on_lost(void *ud, sl_client_lost why, const sl_client_claim *claim,
     cli_sigpipe_post(CLI_NOTE_LOST);
 }
 
-/* SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN(S), SLUICE_SERVER for the command. */
+/* SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN(S), SLUICE_SERVER for the command.
+ * SLUICE_FENCING_TOKENS is "mtx/a=3,sem/db=17,sem/tag/env=prod=9". */
 static void set_env(const sl_client_claim *claim, const char *server)
 {
     setenv("SLUICE_CLAIM_ID", claim->id, 1);
@@ -96,7 +97,12 @@ static void set_env(const sl_client_claim *claim, const char *server)
             snprintf(tok, sizeof(tok), "%llu", (unsigned long long)l->token);
             setenv("SLUICE_FENCING_TOKEN", tok, 1);
         }
-        cli_buf_addf(&all, "%s%s=%llu", first ? "" : ",", l->name, (unsigned long long)l->token);
+        /* Lock keys, not names: a mutex and a semaphore may share a name,
+         * and a name may hold '=' (tag/env=prod); a token is all digits, so
+         * each entry splits at its last '='. */
+        char key[300];
+        cli_lock_key(l, key, sizeof(key));
+        cli_buf_addf(&all, "%s%s=%llu", first ? "" : ",", key, (unsigned long long)l->token);
         first = false;
     }
     if (first) {

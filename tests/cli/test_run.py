@@ -340,9 +340,23 @@ class RunTest(ServerTestCase):
         self.assertEqual(claim["state"], "released")
         locks = {l["name"]: l["token"] for l in claim["locks"]}
         self.assertEqual(tok, str(locks["envm"]))
-        self.assertEqual(toks, "envm=%d,envsem=%d" % (locks["envm"], locks["envsem"]))
+        self.assertEqual(toks, "mtx/envm=%d,sem/envsem=%d" % (locks["envm"], locks["envsem"]))
         self.assertEqual([l["slots"] for l in claim["locks"]], [1, 2])
         self.assertEqual(server, "http://127.0.0.1:%d" % self.srv.port)
+
+    def test_fencing_tokens_are_keyed_by_lock_key(self):
+        self.srv.sem_put("amb", 2)
+        self.srv.sem_put("tag/env=*", 5)
+        r = sluice(self.srv, "run", "--mutex", "amb", "--semaphore", "amb", "--tag", "env=prod",
+                   "--group", "g9", "--", "sh", "-c", 'echo "$SLUICE_FENCING_TOKENS"')
+        self.assertEqual(r.rc, 0, r)
+        got = r.out.strip()
+        entries = [e.rsplit("=", 1) for e in got.split(",")]
+        self.assertEqual([k for k, _ in entries],
+                         ["mtx/amb", "sem/amb", "sem/tag/env=prod", "mtx/group/g9"], got)
+        self.assertTrue(all(t.isdigit() for _, t in entries), got)
+        lock = self.srv.get("/v1/semaphores/tag/env=prod").json
+        self.assertEqual(dict(entries)["sem/tag/env=prod"], str(lock["token"]))
 
     def test_wait_is_shown_on_a_terminal(self):
         held = self.srv.claim("blocker-tty", [("m", "ttyq")])
