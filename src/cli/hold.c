@@ -384,6 +384,36 @@ static int settle(hold *h, sl_client_claim *cl)
 
 static void give_up(hold *h, sl_client *cl);
 
+/* Whether the claim holds the semaphore `name`. */
+static bool has_semaphore(const sl_client_claim *cl, const char *name)
+{
+    for (size_t i = 0; i < cl->nlocks; i++)
+        if (cl->locks[i].semaphore && strcmp(cl->locks[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* A tag adds a lock only where one is configured for it; a misspelt key
+ * ("tennant") adds none, and the claim would guard nothing, silently. The
+ * answer lists the locks the tags added: say so for each tag that added
+ * none. The claim goes on all the same (other tags or locks may guard it,
+ * and a tag may be meant for a limit configured later). */
+static void warn_idle_tags(hold *h, const sl_client_claim *cl)
+{
+    for (size_t i = 0; i < h->req.ntags; i++) {
+        const char *k = h->req.tags[i].key, *v = h->req.tags[i].value;
+        char one[600], all[600];
+        snprintf(one, sizeof(one), "tag/%s=%s", k, v);
+        snprintf(all, sizeof(all), "tag/%s", k);
+        if (has_semaphore(cl, one) || has_semaphore(cl, all))
+            continue;
+        say(h,
+            "warning: --tag %s=%s adds no lock: none of the semaphores tag/%s=%s, tag/%s=* "
+            "or tag/%s is configured (a misspelt key?); the claim goes on without it",
+            k, v, k, v, k, k);
+    }
+}
+
 /* settle, and release a claim revoked before its command could start: it
  * would keep its slots until the revoking claim's grace ran out. */
 static int settle_or_release(hold *h, sl_client *cl, sl_client_claim *claim)
@@ -444,6 +474,7 @@ static int hold_run(hold *h, sl_client *cl)
     h->id = cli_xstrdup(claim->id);
     pthread_mutex_unlock(&h->mu);
     h->unreachable = false;
+    warn_idle_tags(h, claim);
 
     if (strcmp(claim->state, "pending") != 0) {
         int st = settle_or_release(h, cl, claim);

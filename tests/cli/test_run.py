@@ -358,6 +358,21 @@ class RunTest(ServerTestCase):
         lock = self.srv.get("/v1/semaphores/tag/env=prod").json
         self.assertEqual(dict(entries)["sem/tag/env=prod"], str(lock["token"]))
 
+    def test_tag_that_adds_no_lock_is_warned_about(self):
+        self.srv.sem_put("tag/tenant=*", 2)
+        r = sluice(self.srv, "run", "--tag", "tennant=acme", "--", "sh", "-c",
+                   'echo "[$SLUICE_FENCING_TOKENS]"')
+        self.assertEqual(r.rc, 0, r)  # it still runs
+        self.assertEqual(r.out, "[]\n")
+        self.assertIn("warning: --tag tennant=acme adds no lock: none of the semaphores "
+                      "tag/tennant=acme, tag/tennant=* or tag/tennant is configured", r.err)
+        # A tag that adds a lock, next to one that adds none: one warning.
+        r = sluice(self.srv, "run", "--tag", "tenant=acme", "--tag", "tier=gold", "--", "true")
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("tenant=acme adds", r.err)
+        self.assertIn("--tag tier=gold adds no lock", r.err)
+        self.assertEqual(r.err.count("warning"), 1, r)
+
     def test_wait_is_shown_on_a_terminal(self):
         held = self.srv.claim("blocker-tty", [("m", "ttyq")])
         t = Tty(self.srv, "run", "--mutex", "ttyq", "--", "echo", "ran-after-wait",
