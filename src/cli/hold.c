@@ -212,6 +212,7 @@ typedef struct hold {
     char grace[32], lease[32], timeout[32], holder[512];
     int64_t deadline; /* monotonic ms */
     int64_t limit_ms; /* what the deadline came from, for messages; 0: none */
+    int64_t timeout_ms; /* --timeout, else -1 */
     const char *limit_from;
     sl_client_retry retry;
     uint64_t rng;
@@ -220,6 +221,7 @@ typedef struct hold {
     char *id;           /* once created */
     bool line_shown;    /* a progress line is on stderr */
     char line[1024];    /* the line shown */
+    char last_reason[512]; /* the last block reason an answer gave (hold thread only) */
     bool unreachable;   /* the last attempt could not reach the server */
     const char *url;    /* the server's, owned by the thread's client */
 
@@ -300,6 +302,8 @@ static void progress(void *ud, const sl_client_claim *claim, const sl_client_err
             cli_buf_free(&b);
             return; /* held or ended: the caller says what happens next */
         }
+        if (claim->reason && *claim->reason)
+            snprintf(h->last_reason, sizeof(h->last_reason), "%s", claim->reason);
         cli_buf_addf(&b, "waiting: %s",
                      claim->reason && *claim->reason ? claim->reason : "pending");
         size_t pos = shown_position(claim);
@@ -363,13 +367,47 @@ static void say_limit(hold *h, char *buf, size_t cap)
     }
 }
 
+/* Why the claim was still waiting when time ran out, for the messages:
+ * ": it was still waiting because REASON (who holds mtx/m: sluice mutex
+ * info m)", from the last answer that said. The pointer names the lock the
+ * reason is about, whose holders and queue are what blocked it; `queue
+ * why` says nothing once the claim has ended. */
+static void why_waiting(const hold *h, const char *id, const sl_client_claim *cl, char *buf,
+                        size_t cap)
+{
+    if (!h->last_reason[0]) {
+        snprintf(buf, cap, " (while a claim waits, 'sluice queue why %s' says what blocks it)",
+                 id);
+        return;
+    }
+    const sl_client_claim_lock *named = NULL;
+    for (size_t i = 0; cl && i < cl->nlocks && !named; i++) {
+        char key[300];
+        cli_lock_key(&cl->locks[i], key, sizeof(key));
+        size_t kl = strlen(key);
+        const char *at = strstr(h->last_reason, key);
+        if (at && (at[kl] == ' ' || at[kl] == '\0' || at[kl] == ','))
+            named = &cl->locks[i];
+    }
+    if (named)
+        snprintf(buf, cap, ": it was still waiting because %s (who holds %s/%s: sluice %s info %s)",
+                 h->last_reason, named->semaphore ? "sem" : "mtx", named->name,
+                 named->semaphore ? "sem" : "mutex", named->name);
+    else
+        snprintf(buf, cap, ": it was still waiting because %s", h->last_reason);
+}
+
 /* What an answer that is not pending means. */
 static int settle(hold *h, sl_client_claim *cl)
 {
     if (strcmp(cl->state, "held") == 0)
         return 0;
     if (strcmp(cl->state, "timed_out") == 0) {
-        say(h, "claim %s timed out waiting (--timeout): %s", cl->id, cl->reason ? cl->reason : "");
+        /* The claim's own timeout: --timeout, or the server's default. */
+        char d[32], why[1024];
+        cli_duration_format(cl->timeout_ms > 0 ? cl->timeout_ms : h->limit_ms, d, sizeof(d));
+        why_waiting(h, cl->id, cl, why, sizeof(why));
+        say(h, "claim %s timed out after %s%s", cl->id, d, why);
         return RUN_EXIT_TIMEOUT;
     }
     if (strcmp(cl->state, "revoking") == 0) {
@@ -453,6 +491,11 @@ static int hold_run(hold *h, sl_client *cl)
             return RUN_EXIT_UNREACHABLE;
         }
         int64_t wait = h->c->err_tty ? CREATE_WAIT_TTY_MS : CREATE_WAIT_MS;
+        /* The create's long poll ends halfway to --timeout, so that an
+         * answer has said why the claim waits before the server times it
+         * out (the timeout message repeats it). */
+        if (h->timeout_ms > 0 && wait > h->timeout_ms / 2)
+            wait = h->timeout_ms / 2;
         h->req.wait_ms = left < wait ? left : wait;
         memset(&err, 0, sizeof(err));
         int rc = sl_client_claim_create(cl, &h->req, &claim, &err);
@@ -502,7 +545,9 @@ static int hold_run(hold *h, sl_client *cl)
             say(h, "could not reach the server within %s; giving up on claim %s", lim, h->id);
             st = RUN_EXIT_UNREACHABLE;
         } else {
-            say(h, "claim %s was not held within %s; withdrawing it", h->id, lim);
+            char why[1024];
+            why_waiting(h, h->id, claim, why, sizeof(why));
+            say(h, "claim %s was not held within %s%s; withdrawing it", h->id, lim, why);
             st = RUN_EXIT_TIMEOUT;
         }
         give_up(h, cl);
@@ -622,6 +667,7 @@ int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out)
      * verdict) when given, else SLUICE_CLAIM_TIMEOUT; 0 is no limit. */
     int64_t limit = f->timeout_ms >= 0 ? f->timeout_ms : claim_timeout;
     h->limit_ms = limit;
+    h->timeout_ms = f->timeout_ms;
     h->limit_from = f->timeout_ms >= 0 ? "--timeout" : "SLUICE_CLAIM_TIMEOUT";
     if (limit > 0 && f->timeout_ms >= 0)
         limit += TIMEOUT_MARGIN_MS;

@@ -263,8 +263,11 @@ class RunTest(ServerTestCase):
         r = sluice(self.srv, "run", "--mutex", "t123", "--timeout", "300ms", "--holder",
                    "late-123", "--", "true")
         self.assertEqual(r.rc, RUN_TIMEOUT, r)
-        self.assertIn("timed out", r.err)
         mine = self.srv.get("/v1/claims?holder=late-123").json["claims"]
+        # The timeout's value and the last reason it waited, with where to look.
+        self.assertIn("sluice: claim %s timed out after 300ms: it was still waiting because "
+                      "at_limit: mtx/t123 has 1 of 1 slots in use (who holds mtx/t123: "
+                      "sluice mutex info t123)" % mine[0]["id"], r.err)
         self.assertEqual([c["state"] for c in mine], ["timed_out"])
         self.srv.release(held["id"])
 
@@ -274,6 +277,8 @@ class RunTest(ServerTestCase):
                    env=self.env(SLUICE_CLAIM_TIMEOUT="400ms"))
         self.assertEqual(r.rc, RUN_TIMEOUT, r)
         self.assertIn("SLUICE_CLAIM_TIMEOUT", r.err)
+        self.assertIn("it was still waiting because at_limit: mtx/t123c has 1 of 1 slots in "
+                      "use", r.err)
         # It withdrew its claim rather than leave it in the queue.
         mine = self.srv.get("/v1/claims?holder=late-123c").json["claims"]
         self.assertEqual([c["state"] for c in mine], ["withdrawn"])
