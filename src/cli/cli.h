@@ -166,6 +166,9 @@ void cli_buf_free(cli_buf *b);
 /* Prints {"KEY": [json, json, ...]} built from the items' JSON texts. */
 void cli_json_list(const char *key, const char *const *items, size_t n, FILE *out);
 
+/* Whether a claim ended by an operator's cancel (`sluice queue cancel`):
+ * state canceled with the server's reason "canceled by an operator". */
+bool cli_claim_operator_canceled(const sl_client_claim *cl);
 /* "mtx/NAME" or "sem/NAME" for a claim's lock. */
 void cli_lock_key(const sl_client_claim_lock *l, char *buf, size_t cap);
 /* The claim's locks as "mtx/a, sem/db*2" for a table cell. */

@@ -415,6 +415,11 @@ static int settle(hold *h, sl_client_claim *cl)
             cl->by ? " by " : "", cl->by ? cl->by : "");
         return RUN_EXIT_ENDED;
     }
+    if (cli_claim_operator_canceled(cl)) {
+        say(h, "claim %s was canceled by an operator (sluice queue cancel) before it was held",
+            cl->id);
+        return RUN_EXIT_ENDED;
+    }
     say(h, "claim %s ended %s before it was held%s%s%s", cl->id, cl->state, cl->reason ? " (" : "",
         cl->reason ? cl->reason : "", cl->reason ? ")" : "");
     return RUN_EXIT_ENDED;

@@ -65,6 +65,11 @@ static void on_lost(void *ud, sl_client_lost why, const sl_client_claim *claim,
                      claim && claim->by ? claim->by : "?");
         break;
     case SL_CLIENT_LOST_ENDED:
+        if (cli_claim_operator_canceled(claim)) {
+            snprintf(n->msg, sizeof(n->msg),
+                     "the claim was canceled by an operator (sluice queue cancel)");
+            break;
+        }
         snprintf(n->msg, sizeof(n->msg), "the claim ended %s%s%s%s",
                  claim && claim->state ? claim->state : "", claim && claim->reason ? " (" : "",
                  claim && claim->reason ? claim->reason : "", claim && claim->reason ? ")" : "");

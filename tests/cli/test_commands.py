@@ -188,10 +188,13 @@ class CommandsTest(ServerTestCase):
         self.assertEqual(self.ok("queue", "why", held["id"]).out,
                          "Claim %s is held: nothing blocks it.\n" % held["id"])
 
-        self.assertEqual(self.ok("queue", "cancel", low["id"]).out, "%s withdrawn\n" % low["id"])
-        self.assertEqual(self.srv.claim_get(low["id"])["state"], "withdrawn")
+        # An operator's cancel, not the client's own withdrawal or release.
+        self.assertEqual(self.ok("queue", "cancel", low["id"]).out, "%s canceled\n" % low["id"])
+        got = self.srv.claim_get(low["id"])
+        self.assertEqual((got["state"], got["reason"]), ("canceled", "canceled by an operator"))
         got = self.ok("queue", "cancel", held["id"], "--json").json()
-        self.assertEqual((got["id"], got["state"]), (held["id"], "released"))
+        self.assertEqual((got["id"], got["state"], got["reason"]),
+                         (held["id"], "canceled", "canceled by an operator"))
         # the release let high in
         self.assertEqual(self.srv.claim_get(high["id"])["state"], "held")
         self.assertEqual(self.ok("queue", "list", "--lock", "sem/q-db").out.strip(),

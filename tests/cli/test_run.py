@@ -296,6 +296,42 @@ class RunTest(ServerTestCase):
         self.srv.release(first["id"])
         self.srv.release(newest["id"])
 
+    def test_operator_cancel_while_waiting_exits_124(self):
+        held = self.srv.claim("opc-blocker", [("m", "opc-wait")])
+        p = start(self.srv, "run", "--mutex", "opc-wait", "--holder", "opc-mine", "--", "true")
+        cid = self.pending_on("mtx/opc-wait", "opc-mine")
+        r = sluice(self.srv, "queue", "cancel", cid)
+        self.assertEqual((r.rc, r.out), (0, "%s canceled\n" % cid), r)
+        r = finish(p)
+        self.assertEqual(r.rc, RUN_ENDED, r)
+        self.assertIn("claim %s was canceled by an operator (sluice queue cancel) before it was "
+                      "held" % cid, r.err)
+        got = self.srv.claim_get(cid)
+        self.assertEqual((got["state"], got["reason"]), ("canceled", "canceled by an operator"))
+        self.srv.release(held["id"])
+
+    def test_operator_cancel_while_running_stops_the_command_and_exits_125(self):
+        d = tmpdir(self)
+        log = os.path.join(d, "log")
+        script = ('trap "echo term >> \\"$D/log\\"; exit 0" TERM; echo started >> "$D/log"; '
+                  'while :; do sleep 0.05; done')
+        p = start(self.srv, "run", "--mutex", "opc-run", "--", "sh", "-c", script,
+                  env=self.env(D=d))
+        wait_until(lambda: "started" in read(log), 15, what="the command to start")
+        cid = self.holder_of("m", "opc-run")
+        r = sluice(self.srv, "queue", "cancel", cid)
+        self.assertEqual((r.rc, r.out), (0, "%s canceled\n" % cid), r)
+        r = finish(p, 20)
+        # The command ran and was stopped: 125, as for any claim lost while it runs.
+        self.assertEqual(r.rc, RUN_REVOKED, r)
+        self.assertIn("the claim was canceled by an operator (sluice queue cancel); stopping the "
+                      "command", r.err)
+        self.assertNotIn("released by its holder", r.err)
+        self.assertIn("term", read(log))
+        got = self.srv.claim_get(cid)
+        self.assertEqual((got["state"], got["reason"]), ("canceled", "canceled by an operator"))
+        self.assertEqual(self.srv.get("/v1/mutexes/opc-run").json["used"], 0)
+
     def test_exit_status_122_when_the_server_cannot_be_reached(self):
         env = self.env(SLUICE_SERVER="http://127.0.0.1:%d" % free_port(),
                        SLUICE_CLAIM_TIMEOUT="500ms")
