@@ -72,7 +72,8 @@ static const char run_help[] =
 
 static const char run_help_2[] =
     "  --kill-grace D            between SIGTERM and SIGKILL when the claim is lost\n"
-    "                            (default 10s)\n"
+    "                            (default 10s; when revoked, cut to end 1s before the\n"
+    "                            server hands the slots on)\n"
     "\n"
     "The lease defaults to 30s here: a sluice run killed with -9 frees its slots 30s\n"
     "later. COMMAND's environment has SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN (of the\n"

@@ -179,6 +179,55 @@ class RunTest(ServerTestCase):
                          "held")
         self.srv.release(newer["id"])
 
+    def test_revoked_command_is_dead_before_the_new_one_starts(self):
+        """The report's reproduction: --grace 2s shorter than the old run's
+        --kill-grace 6s. sluice cuts the kill grace to the claim's revoke_at
+        (less its margin), so the new command starts only after the old one
+        has stopped; the commands write their own timestamps."""
+        d = tmpdir(self)
+        log = os.path.join(d, "log")
+        old_cmd = ("trap 'echo \"ignoring $(date +%s.%N)\" >> \"$D/log\"' TERM; "
+                   "while :; do echo \"old $(date +%s.%N)\" >> \"$D/log\"; sleep 0.5; done")
+        p_old = start(self.srv, "run", "--group", "pr-14", "--kill-grace", "6s", "--",
+                      "sh", "-c", old_cmd, env=self.env(D=d))
+        self.addCleanup(kill_tree, p_old)
+        wait_until(lambda: "old " in read(log), 15, what="the old command to start")
+        t0 = time.monotonic()
+        r_new = sluice(self.srv, "run", "--group", "pr-14", "--cancel", "in-progress", "--grace",
+                       "2s", "--", "sh", "-c",
+                       'echo "new $(date +%s.%N)" >> "$D/log"; sleep 1', env=self.env(D=d))
+        self.assertEqual(r_new.rc, 0, r_new)
+        r_old = finish(p_old, 20)
+        self.assertEqual(r_old.rc, RUN_REVOKED, r_old)
+        lines = [l.split() for l in read(log).splitlines()]
+        old_times = [float(t) for w, t in lines if w in ("old", "ignoring")]
+        new_times = [float(t) for w, t in lines if w == "new"]
+        self.assertEqual(len(new_times), 1, lines)
+        self.assertLess(max(old_times), new_times[0], read(log))
+        self.assertRegex(r_old.err, r"the server hands its slots on in \S+, so --kill-grace 6s "
+                                    r"is cut to \S+: stopping the command \(SIGTERM, SIGKILL "
+                                    r"after \S+\)")
+        # ... and within the new claim's grace: the old one was stopped, not waited out.
+        self.assertLess(time.monotonic() - t0, 2 + 1 + 5)
+
+    def test_grace_shorter_than_the_margin_kills_at_once(self):
+        d = tmpdir(self)
+        log = os.path.join(d, "log")
+        p = start(self.srv, "run", "--group", "pr-15", "--", "sh", "-c",
+                  'trap "" TERM; echo started >> "$D/log"; while :; do sleep 0.05; done',
+                  env=self.env(D=d))
+        wait_until(lambda: "started" in read(log), 15, what="the command to start")
+        newer = self.srv.claim("pr-15-newer", group="pr-15", cancel="in-progress",
+                               grace="500ms")
+        r = finish(p, 20)
+        self.assertEqual(r.rc, RUN_REVOKED, r)
+        self.assertIn("too soon for --kill-grace 10s: stopping the command with SIGKILL now",
+                      r.err)
+        self.assertIn("status 137", r.err)
+        got = self.srv.claim_get(newer["id"], "?wait=10s&seen=pending")
+        self.assertEqual(got["state"], "held")
+        self.srv.release(newer["id"])
+
     # ---- exit statuses -----------------------------------------------------
 
     def test_exit_status_is_the_commands(self):
