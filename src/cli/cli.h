@@ -269,6 +269,26 @@ bool cli_claim_flags_check(const cli *c, const cli_claim_flags *f);
 int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out);
 /* The default holder: $SLUICE_HOLDER, else user@host:pid. */
 void cli_default_holder(pid_t pid, char *buf, size_t cap);
+/* The pid in acquire's default holder and the process its keeper watches
+ * (cli_caller_pid); set by acquire before cli_claim_hold, 0 for run. */
+extern pid_t cli_acquire_caller;
+
+/* The lease run and acquire send when --lease is not given: SLUICE_LEASE,
+ * else 30s (at least CLI_LEASE_MIN_MS, or 0). false after a usage message. */
+#define CLI_DEFAULT_LEASE_MS 30000
+bool cli_default_lease(const cli *c, int64_t *ms);
+
+/* ---- acquire's keeper (keep.c) ---------------------------------------------------- */
+
+/* The process acquire works for: its parent, or, when that is a forked
+ * copy of its own parent (a subshell running `$(sluice acquire ...)`), the
+ * first ancestor that is not. */
+pid_t cli_caller_pid(void);
+/* Leaves a detached process that renews the held claim's lease while
+ * caller_pid lives, releases the claim when it is gone, and stops when the
+ * claim ends. Returns once that process runs (0), or -1 with why. */
+int cli_keep_start(cli *c, const sl_client_claim *claim, pid_t caller_pid, char *why,
+                   size_t why_cap);
 
 /* ---- help (help.c) -------------------------------------------------------------- */
 

@@ -55,7 +55,8 @@ static const char lock_flags[] =
     "  --grace D                 how long revoked holders may keep their slots (default 30s)\n"
     "  --priority N              higher goes first (default 0)\n"
     "  --rebalance-key K         the fair-share key on rebalanced semaphores\n"
-    "  --lease D                 how long the claim outlives its client\n"
+    "  --lease D                 how long the claim outlives its client: 0 or >= 1s\n"
+    "                            (default 30s, SLUICE_LEASE)\n"
     "  --timeout D               give up when not held within D\n"
     "  --holder NAME             who claims (default $SLUICE_HOLDER, else user@host:pid)\n";
 
@@ -99,8 +100,10 @@ static const char acquire_help[] =
     "Usage: sluice acquire [LOCK FLAGS]\n"
     "\n"
     "Claims the locks, waits until the claim is held, and prints the claim's id (its\n"
-    "JSON with --json). Nothing renews it afterwards: no lease is sent unless --lease\n"
-    "is given (then renew it with 'sluice renew ID'); release it with 'sluice release'.\n"
+    "JSON with --json); release it with 'sluice release ID'. By default the claim has a\n"
+    "30s lease (SLUICE_LEASE) and a detached process (sluice-keeper) renews it while the\n"
+    "calling script lives, and releases it when the script dies without doing so.\n"
+    "With --lease D, no keeper: renew it with 'sluice renew ID'; --lease 0: no lease.\n"
     "\n";
 
 static const char acquire_help_2[] =

@@ -151,6 +151,15 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
     return false;
 }
 
+pid_t cli_acquire_caller;
+
+bool cli_default_lease(const cli *c, int64_t *ms)
+{
+    const char *v = getenv("SLUICE_LEASE");
+    return cli_duration_env(c, "SLUICE_LEASE", CLI_DEFAULT_LEASE_MS, ms) &&
+           (!v || !*v || cli_lease_check(c, "SLUICE_LEASE", v, *ms));
+}
+
 bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms)
 {
     if (ms == 0 || ms >= CLI_LEASE_MIN_MS)
@@ -643,7 +652,7 @@ int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out)
         snprintf(h->holder, sizeof(h->holder), "%s", f->holder);
     } else {
         /* acquire's claim belongs to the script that called it. */
-        cli_default_holder(strcmp(c->command, "acquire") == 0 ? getppid() : getpid(), h->holder,
+        cli_default_holder(cli_acquire_caller > 0 ? cli_acquire_caller : getpid(), h->holder,
                            sizeof(h->holder));
     }
     r->holder = h->holder;

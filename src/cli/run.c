@@ -7,7 +7,8 @@
  * exits with the command's status. When the keeper says the claim is lost
  * (revoked by a newer claim of its group, ended, or not renewed for a whole
  * lease), the command is no longer safe to run: it gets SIGTERM, SIGKILL
- * after --kill-grace, and sluice exits 125.
+ * after --kill-grace (for a revoked claim, cut to end before the server
+ * hands its slots on: stop_command), and sluice exits 125.
  *
  * The command stays in sluice's process group, so a terminal's ^C reaches
  * it directly; signals sent to sluice by other processes are passed on to
@@ -26,8 +27,6 @@
 
 #include "cli.h"
 
-/* A killed `sluice run` frees its slots this long after its last renewal. */
-#define RUN_DEFAULT_LEASE_MS 30000
 #define RUN_DEFAULT_KILL_GRACE_MS 10000
 /* A revoked claim keeps its slots until its revoke_at (the revoking claim's
  * --grace); then the server hands them on, whether COMMAND has stopped or
@@ -390,8 +389,11 @@ int cli_run(cli *c, int argc, char **argv)
         st = RUN_EXIT_USAGE;
         goto out;
     }
-    if (f.lease_ms < 0)
-        f.lease_ms = RUN_DEFAULT_LEASE_MS;
+    /* A killed `sluice run` frees its slots a lease after its last renewal. */
+    if (f.lease_ms < 0 && !cli_default_lease(c, &f.lease_ms)) {
+        st = RUN_EXIT_USAGE;
+        goto out;
+    }
 
     sl_client *cl = NULL;
     if (cli_connect(c, &cl) != 0) {

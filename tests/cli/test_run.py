@@ -560,7 +560,7 @@ echo "done"
         self.assertEqual(r.rc, 0, r)
         claim = r.json()
         self.assertEqual((claim["state"], claim["holder"]), ("held", "acq-json"))
-        self.assertEqual(claim["lease"], "0")  # acquire sends no lease of its own
+        self.assertEqual(claim["lease"], "30s")  # as run: its keeper renews it
         r = sluice(self.srv, "acquire")
         self.assertEqual(r.rc, 2, r)
         r = sluice(self.srv, "acquire", "--semaphore", "not-configured-acq")
