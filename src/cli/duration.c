@@ -163,11 +163,10 @@ bool cli_duration_arg(const cli *c, const char *name, const char *val, int64_t *
     if (parse(val, true, &ms) == 0) {
         char h[48];
         cli_duration_format(ms, h, sizeof(h));
-        cli_usage(c, "%s%c%s is not a duration: there is no day unit; write %s", name, sep, val,
-                  h);
+        cli_usage(c, "%s%c%s is not a duration: there is no day unit; write %s", name, sep, val, h);
     } else {
-        cli_usage(c, "%s%c%s is not a duration: use one such as 250ms, 30s, 5m or 1h30m", name,
-                  sep, val);
+        cli_usage(c, "%s%c%s is not a duration: use one such as 250ms, 30s, 5m or 1h30m", name, sep,
+                  val);
     }
     return false;
 }

@@ -96,8 +96,7 @@ static int on_event(void *ud, const sl_client_event *ev)
         cli_buf_addf(&line, "%-*llu %-*s  %s%-*s%s %-*s  %-*s  %-*s  %s", W_SEQ,
                      (unsigned long long)ev->seq, W_TIME, t, col ? col : "", W_TYPE, ev->type,
                      col ? cli_color_off(f->c) : "", W_CLAIM, ev->claim ? ev->claim : "-",
-                     f->w_holder, holder, f->w_locks, locks.s,
-                     ev->reason ? ev->reason : "");
+                     f->w_holder, holder, f->w_locks, locks.s, ev->reason ? ev->reason : "");
         while (line.len && line.s[line.len - 1] == ' ')
             line.s[--line.len] = '\0';
         printf("%s\n", line.s);

@@ -219,7 +219,8 @@ static int wait_event(const caller *w, int note_rd, int64_t timeout_ms, keep_not
 {
     int64_t deadline = timeout_ms < 0 ? -1 : cli_mono_ms() + timeout_ms;
     for (;;) {
-        struct pollfd p[2] = {{.fd = note_rd, .events = POLLIN}, {.fd = w->pidfd, .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = note_rd, .events = POLLIN},
+                              {.fd = w->pidfd, .events = POLLIN}};
         int step = w->pidfd >= 0 ? -1 : CALLER_POLL_MS;
         if (deadline >= 0) {
             int64_t left = deadline - cli_mono_ms();
