@@ -124,26 +124,6 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
     sl_reply_claim(c, 200, claim);
 }
 
-static void claim_renew(sl_ctx *c, sl_claim *claim)
-{
-    if (sl_refuse_if_store_failed(c))
-        return;
-    if (sl_claim_renew(c->srv->eng, claim, c->now) == 0) {
-        sl_server_touch(c->srv);
-        sl_reply_claim(c, 200, claim);
-        return;
-    }
-    sl_claim_view v;
-    sl_claim_get(claim, &v);
-    json_t *body = json_pack(
-        "{s:{s:s,s:s},s:o}", "error", "code", "conflict", "message",
-        v.state == SL_REVOKING
-            ? "the claim is being revoked by a newer claim of its group: stop, then release it"
-            : "the claim has ended and cannot be renewed: stop using what it held",
-        "claim", sl_json_claim(c->srv, claim));
-    sl_reply_json(c, 409, body);
-}
-
 /* POST /v1/claims/{id}/cancel: an operator's cancel. A live claim
  * (pending, held or revoking) ends `canceled`, "canceled by an operator",
  * whoever its client is; an ended one is answered as it is, like DELETE.
@@ -169,6 +149,26 @@ static void claim_cancel(sl_ctx *c, const char *id)
         sl_server_touch(c->srv);
     }
     sl_reply_claim(c, 200, claim);
+}
+
+static void claim_renew(sl_ctx *c, sl_claim *claim)
+{
+    if (sl_refuse_if_store_failed(c))
+        return;
+    if (sl_claim_renew(c->srv->eng, claim, c->now) == 0) {
+        sl_server_touch(c->srv);
+        sl_reply_claim(c, 200, claim);
+        return;
+    }
+    sl_claim_view v;
+    sl_claim_get(claim, &v);
+    json_t *body = json_pack(
+        "{s:{s:s,s:s},s:o}", "error", "code", "conflict", "message",
+        v.state == SL_REVOKING
+            ? "the claim is being revoked by a newer claim of its group: stop, then release it"
+            : "the claim has ended and cannot be renewed: stop using what it held",
+        "claim", sl_json_claim(c->srv, claim));
+    sl_reply_json(c, 409, body);
 }
 
 static bool claim_matches(sl_ctx *c, const sl_claim *claim, bool has_state, sl_state state,
