@@ -94,6 +94,9 @@ typedef struct sl_client_claim {
     size_t queue_position; /* in GET /v1/queue answers, else 0 */
     char *rule;            /* in GET /v1/queue answers: the main block rule, else NULL */
     char *json;            /* the claim's JSON as the server sent it */
+    /* While revoking: when the server ends it and hands its slots on (its
+     * clock's Unix ms); else -1. */
+    int64_t revoke_at_ms;
 } sl_client_claim;
 
 void sl_client_claim_free(sl_client_claim *claim);
@@ -163,6 +166,12 @@ int sl_client_claim_renew(sl_client *c, const char *id, sl_client_claim **out,
 /* DELETE /v1/claims/{id}: releases or withdraws; *out (may be NULL) the final claim. */
 int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
                             sl_client_error *err);
+/* POST /v1/claims/{id}/cancel: an operator's cancel. A pending, held or
+ * revoking claim ends "canceled" ("canceled by an operator"), which its own
+ * client can tell from a release; an ended claim is answered as it is.
+ * *out (may be NULL) the final claim. */
+int sl_client_claim_cancel(sl_client *c, const char *id, sl_client_claim **out,
+                           sl_client_error *err);
 
 typedef struct sl_client_claim_list {
     sl_client_claim *items;

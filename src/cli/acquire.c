@@ -1,14 +1,19 @@
 /* acquire.c - `sluice acquire`, `sluice release` and `sluice renew`: a
  * claim held across the lines of a shell script.
  *
- *   id=$(sluice acquire --mutex deploy --lease 10m) || exit
+ *   id=$(sluice acquire --mutex deploy) || exit
  *   ./deploy.sh
  *   sluice release "$id"
  *
- * acquire waits exactly as run does (hold.c) and prints the claim's id.
- * Nothing renews the claim afterwards, so acquire sends no lease unless
- * given one (then the semaphores' or the server's default applies); with
- * --lease, the script renews with `sluice renew ID`. */
+ * acquire waits exactly as run does (hold.c) and prints the claim's id. By
+ * default the claim has a lease (30s, SLUICE_LEASE) and a detached keeper
+ * process (keep.c) renews it while the calling script lives, so that a
+ * crashed script's claim is freed within a lease, never held for ever.
+ * With --lease D the script renews it itself (`sluice renew ID`, as for a
+ * claim acquired in one CI step and released in another); --lease 0 sends
+ * none. */
+#include <string.h>
+
 #include "cli.h"
 
 static const cli_flag acquire_flags[] = {CLI_CLAIM_FLAGS, {0}};
@@ -60,8 +65,34 @@ int cli_acquire(cli *c, int argc, char **argv)
         st = CLI_EXIT_USAGE;
         goto out;
     }
+    /* No --lease: a lease, and a keeper to renew it. */
+    bool keep = f.lease_ms < 0;
+    if (keep && !cli_default_lease(c, &f.lease_ms)) {
+        st = CLI_EXIT_USAGE;
+        goto out;
+    }
+    keep = keep && f.lease_ms > 0;
+    cli_acquire_caller = cli_caller_pid();
     sl_client_claim *claim = NULL;
     st = acquire_status(cli_claim_hold(c, &f, &claim));
+    if (st == 0 && keep && claim->lease_ms > 0) {
+        char why[512];
+        if (cli_keep_start(c, claim, cli_acquire_caller, why, sizeof(why)) != 0) {
+            /* Unkept, the claim would lapse within its lease under a script
+             * that believes it holds it: give it back and say so. */
+            fprintf(stderr,
+                    "sluice: cannot start the process that keeps claim %s alive (%s); released "
+                    "it. Give --lease D and renew it with 'sluice renew ID' instead.\n",
+                    claim->id, why);
+            sl_client *cl = NULL;
+            sl_client_error err;
+            if (cli_connect(c, &cl) == 0) {
+                sl_client_claim_release(cl, claim->id, NULL, &err);
+                sl_client_free(cl);
+            }
+            st = CLI_EXIT_SERVER;
+        }
+    }
     if (st == 0) {
         if (c->json)
             printf("%s\n", claim->json);

@@ -99,14 +99,20 @@ bool cli_parse_int(const cli *c, const char *what, const char *s, long long min,
 
 /* ---- durations (duration.c) ----------------------------------------------------- */
 
-/* "250ms", "30s", "5m", "1h30m", "1.5s", "2d", or a number of seconds ("10"),
- * as API.md writes them. 0 on success, -1 when s is not a duration. */
+/* "250ms", "30s", "5m", "1h30m", "1.5s", or a number of seconds ("10"): the
+ * server's grammar exactly (no day unit). 0 on success, -1 when s is not a
+ * duration. */
 int cli_duration_parse(const char *s, int64_t *ms);
+/* The same for the value of a flag or variable `name` ("--lease",
+ * "SLUICE_CLAIM_TIMEOUT"): false after a usage message naming it, which
+ * says what to write instead of a day unit ("2d": "48h"). */
+bool cli_duration_arg(const cli *c, const char *name, const char *val, int64_t *out);
 /* ms as the shortest exact duration string ("1h30m", "250ms", "0"). */
 void cli_duration_format(int64_t ms, char *buf, size_t cap);
 /* The same, but "none" for 0 (a lease or timeout that is not set). */
 void cli_duration_none(int64_t ms, char *buf, size_t cap);
-/* ms rounded to at most two units, for people ("1h30m", "12s", "2d3h"). */
+/* ms rounded to at most two units, for people ("1h30m", "12s", "2d3h"):
+ * output only, never read back. */
 void cli_duration_human(int64_t ms, char *buf, size_t cap);
 /* A duration from an environment variable, else def; false (after a
  * message naming the variable) when it is set but not a duration. */
@@ -160,6 +166,9 @@ void cli_buf_free(cli_buf *b);
 /* Prints {"KEY": [json, json, ...]} built from the items' JSON texts. */
 void cli_json_list(const char *key, const char *const *items, size_t n, FILE *out);
 
+/* Whether a claim ended by an operator's cancel (`sluice queue cancel`):
+ * state canceled with the server's reason "canceled by an operator". */
+bool cli_claim_operator_canceled(const sl_client_claim *cl);
 /* "mtx/NAME" or "sem/NAME" for a claim's lock. */
 void cli_lock_key(const sl_client_claim_lock *l, char *buf, size_t cap);
 /* The claim's locks as "mtx/a, sem/db*2" for a table cell. */
@@ -197,7 +206,7 @@ void cli_sigpipe_block(bool block);
 
 /* ---- the lock flags and getting a claim held (hold.c) ---------------------------- */
 
-#define CLI_MAX_LOCKS 64 /* API.md: at most 64 locks in one claim */
+#define CLI_MAX_LOCKS 64 /* docs/api.md: at most 64 locks in one claim */
 #define CLI_MAX_TAGS 64
 
 /* Flag ids shared by run and acquire, and their table entries. */
@@ -236,6 +245,13 @@ typedef struct cli_claim_flags {
 
 void cli_claim_flags_init(cli_claim_flags *f);
 void cli_claim_flags_free(cli_claim_flags *f);
+/* The shortest lease run and acquire accept (0, none, aside): their keeper
+ * renews every third of the lease, and a lease shorter than a few round
+ * trips would run out between renewals, stopping the command for nothing. */
+#define CLI_LEASE_MIN_MS 1000
+/* false (after a usage message naming `name`, the flag or variable, and
+ * saying why) when ms is a lease below CLI_LEASE_MIN_MS. */
+bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms);
 /* Takes one of the CF_* flags; false after a usage message. */
 bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val);
 /* After the last flag: false (after a usage message) when no lock was given
@@ -253,6 +269,26 @@ bool cli_claim_flags_check(const cli *c, const cli_claim_flags *f);
 int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out);
 /* The default holder: $SLUICE_HOLDER, else user@host:pid. */
 void cli_default_holder(pid_t pid, char *buf, size_t cap);
+/* The pid in acquire's default holder and the process its keeper watches
+ * (cli_caller_pid); set by acquire before cli_claim_hold, 0 for run. */
+extern pid_t cli_acquire_caller;
+
+/* The lease run and acquire send when --lease is not given: SLUICE_LEASE,
+ * else 30s (at least CLI_LEASE_MIN_MS, or 0). false after a usage message. */
+#define CLI_DEFAULT_LEASE_MS 30000
+bool cli_default_lease(const cli *c, int64_t *ms);
+
+/* ---- acquire's keeper (keep.c) ---------------------------------------------------- */
+
+/* The process acquire works for: its parent, or, when that is a forked
+ * copy of its own parent (a subshell running `$(sluice acquire ...)`), the
+ * first ancestor that is not. */
+pid_t cli_caller_pid(void);
+/* Leaves a detached process that renews the held claim's lease while
+ * caller_pid lives, releases the claim when it is gone, and stops when the
+ * claim ends. Returns once that process runs (0), or -1 with why. */
+int cli_keep_start(cli *c, const sl_client_claim *claim, pid_t caller_pid, char *why,
+                   size_t why_cap);
 
 /* ---- help (help.c) -------------------------------------------------------------- */
 

@@ -13,7 +13,21 @@
 #include "cli.h"
 
 #define EVENTS_DEFAULT_LIMIT 100
-#define EVENTS_MAX_LIMIT 10000 /* API.md's maximum page */
+#define EVENTS_MAX_LIMIT 10000 /* docs/api.md's maximum page */
+
+/* --follow's column widths: a stream cannot be aligned by its longest cell,
+ * so every column but the last has a width of its own. SEQ and TIME fit
+ * any value, TYPE the longest type, CLAIM an id. HOLDER and LOCKS start at
+ * a width that fits the usual (user@host:pid, one or two lock keys); a
+ * longer value is printed whole, never cut (it is a log), and the column
+ * widens to it for the lines after, never narrowing again: a long holder
+ * shifts the columns once, not back and forth. */
+#define W_SEQ 7
+#define W_TIME 24
+#define W_TYPE 17
+#define W_CLAIM 22
+#define W_HOLDER 24
+#define W_LOCKS 24
 
 enum { EF_SINCE = 1, EF_CLAIM, EF_LIMIT, EF_FOLLOW };
 
@@ -28,7 +42,14 @@ static const cli_flag event_flags[] = {
 typedef struct follow {
     cli *c;
     const char *claim;
+    int w_holder, w_locks; /* the widths so far */
 } follow;
+
+static int widen(int w, const char *s)
+{
+    size_t n = strlen(s);
+    return n > (size_t)w && n < 4096 ? (int)n : w;
+}
 
 static void event_locks(const sl_client_event *ev, cli_buf *b)
 {
@@ -68,11 +89,14 @@ static int on_event(void *ud, const sl_client_event *ev)
         const char *col = event_color(f->c, ev->type);
         cli_time_rfc3339(ev->time_ms, t, sizeof(t));
         event_locks(ev, &locks);
+        const char *holder = ev->holder ? ev->holder : "-";
+        f->w_holder = widen(f->w_holder, holder);
+        f->w_locks = widen(f->w_locks, locks.s);
         cli_buf line = {0};
-        cli_buf_addf(&line, "%-7llu %s  %s%-17s%s %-22s  %s  %s  %s", (unsigned long long)ev->seq,
-                     t, col ? col : "", ev->type, col ? cli_color_off(f->c) : "",
-                     ev->claim ? ev->claim : "-", ev->holder ? ev->holder : "-", locks.s,
-                     ev->reason ? ev->reason : "");
+        cli_buf_addf(&line, "%-*llu %-*s  %s%-*s%s %-*s  %-*s  %-*s  %s", W_SEQ,
+                     (unsigned long long)ev->seq, W_TIME, t, col ? col : "", W_TYPE, ev->type,
+                     col ? cli_color_off(f->c) : "", W_CLAIM, ev->claim ? ev->claim : "-",
+                     f->w_holder, holder, f->w_locks, locks.s, ev->reason ? ev->reason : "");
         while (line.len && line.s[line.len - 1] == ' ')
             line.s[--line.len] = '\0';
         printf("%s\n", line.s);
@@ -173,11 +197,12 @@ int cli_events(cli *c, int argc, char **argv)
     if (since < 0)
         since = 0;
     if (do_follow) {
-        follow f = {c, claim};
+        follow f = {c, claim, W_HOLDER, W_LOCKS};
         sl_client_retry retry = {interval > 0 ? interval : 1, jit > 0 ? jit : 1};
         if (!c->json && c->style)
-            printf("\033[1m%-7s %-24s  %-17s %-22s  %s  %s  %s\033[0m\n", "SEQ", "TIME", "TYPE",
-                   "CLAIM", "HOLDER", "LOCKS", "REASON");
+            printf("\033[1m%-*s %-*s  %-*s %-*s  %-*s  %-*s  %s\033[0m\n", W_SEQ, "SEQ", W_TIME,
+                   "TIME", W_TYPE, "TYPE", W_CLAIM, "CLAIM", W_HOLDER, "HOLDER", W_LOCKS, "LOCKS",
+                   "REASON");
         fflush(stdout);
         if (sl_client_events_follow(cl, (uint64_t)since, &retry, on_event, &f, &err) !=
             SL_CLIENT_OK)

@@ -55,7 +55,8 @@ static const char lock_flags[] =
     "  --grace D                 how long revoked holders may keep their slots (default 30s)\n"
     "  --priority N              higher goes first (default 0)\n"
     "  --rebalance-key K         the fair-share key on rebalanced semaphores\n"
-    "  --lease D                 how long the claim outlives its client\n"
+    "  --lease D                 how long the claim outlives its client: 0 or >= 1s\n"
+    "                            (default 30s, SLUICE_LEASE)\n"
     "  --timeout D               give up when not held within D\n"
     "  --holder NAME             who claims (default $SLUICE_HOLDER, else user@host:pid)\n";
 
@@ -72,11 +73,13 @@ static const char run_help[] =
 
 static const char run_help_2[] =
     "  --kill-grace D            between SIGTERM and SIGKILL when the claim is lost\n"
-    "                            (default 10s)\n"
+    "                            (default 10s; when revoked, cut to end 1s before the\n"
+    "                            server hands the slots on)\n"
     "\n"
     "The lease defaults to 30s here: a sluice run killed with -9 frees its slots 30s\n"
     "later. COMMAND's environment has SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN (of the\n"
-    "first lock), SLUICE_FENCING_TOKENS (name=token,...) and SLUICE_SERVER.\n"
+    "first lock), SLUICE_FENCING_TOKENS (mtx/NAME=TOKEN,sem/NAME=TOKEN,...: split each\n"
+    "entry at its last '=') and SLUICE_SERVER.\n"
     "\n"
     "Environment: SLUICE_CLAIM_TIMEOUT (10m) bounds the wait, and the retries while the\n"
     "server is unreachable, when --timeout is not given; SLUICE_CLAIM_POLL_INTERVAL (1s)\n"
@@ -97,8 +100,10 @@ static const char acquire_help[] =
     "Usage: sluice acquire [LOCK FLAGS]\n"
     "\n"
     "Claims the locks, waits until the claim is held, and prints the claim's id (its\n"
-    "JSON with --json). Nothing renews it afterwards: no lease is sent unless --lease\n"
-    "is given (then renew it with 'sluice renew ID'); release it with 'sluice release'.\n"
+    "JSON with --json); release it with 'sluice release ID'. By default the claim has a\n"
+    "30s lease (SLUICE_LEASE) and a detached process (sluice-keeper) renews it while the\n"
+    "calling script lives, and releases it when the script dies without doing so.\n"
+    "With --lease D, no keeper: renew it with 'sluice renew ID'; --lease 0: no lease.\n"
     "\n";
 
 static const char acquire_help_2[] =
@@ -165,8 +170,9 @@ static const char queue_help[] =
     "       sluice queue cancel ID\n"
     "\n"
     "list shows every pending claim in queue order (priority, then age), or one lock's\n"
-    "queue; why explains, lock by lock, what keeps a claim waiting; cancel releases a\n"
-    "claim (withdraws it if pending).\n"
+    "queue; why explains, lock by lock, what keeps a claim waiting; cancel is an\n"
+    "operator's cancel: the claim (pending, held or revoking) ends canceled \"by an\n"
+    "operator\", and its sluice run stops (124 waiting, 125 running).\n"
     "\n"
     "Examples:\n"
     "  sluice queue list\n"

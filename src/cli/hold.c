@@ -10,6 +10,7 @@
  * claim waits, one line updated in place; elsewhere the wait is quiet. */
 #include <errno.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -66,14 +67,6 @@ static bool all_digits(const char *s)
         if (*s < '0' || *s > '9')
             return false;
     return true;
-}
-
-static bool duration_flag(const cli *c, const char *flag, const char *val, int64_t *out)
-{
-    if (cli_duration_parse(val, out) == 0)
-        return true;
-    cli_usage(c, "--%s %s is not a duration: use one such as 250ms, 30s, 5m or 1h30m", flag, val);
-    return false;
 }
 
 bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
@@ -133,7 +126,7 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->cancel = val;
         return true;
     case CF_GRACE:
-        return duration_flag(c, "grace", val, &f->grace_ms);
+        return cli_duration_arg(c, "--grace", val, &f->grace_ms);
     case CF_PRIORITY:
         if (!cli_parse_int(c, "--priority", val, INT32_MIN, INT32_MAX, &n))
             return false;
@@ -143,9 +136,10 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->rebalance_key = val;
         return true;
     case CF_LEASE:
-        return duration_flag(c, "lease", val, &f->lease_ms);
+        return cli_duration_arg(c, "--lease", val, &f->lease_ms) &&
+               cli_lease_check(c, "--lease", val, f->lease_ms);
     case CF_TIMEOUT:
-        return duration_flag(c, "timeout", val, &f->timeout_ms);
+        return cli_duration_arg(c, "--timeout", val, &f->timeout_ms);
     case CF_HOLDER:
         if (!*val) {
             cli_usage(c, "--holder needs a name");
@@ -154,6 +148,27 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         f->holder = val;
         return true;
     }
+    return false;
+}
+
+pid_t cli_acquire_caller;
+
+bool cli_default_lease(const cli *c, int64_t *ms)
+{
+    const char *v = getenv("SLUICE_LEASE");
+    return cli_duration_env(c, "SLUICE_LEASE", CLI_DEFAULT_LEASE_MS, ms) &&
+           (!v || !*v || cli_lease_check(c, "SLUICE_LEASE", v, *ms));
+}
+
+bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms)
+{
+    if (ms == 0 || ms >= CLI_LEASE_MIN_MS)
+        return true;
+    cli_usage(c,
+              "%s%c%s is too short: a lease is 0 (none) or at least 1s, because the keeper "
+              "renews it every third of the lease and a shorter one would run out between "
+              "renewals",
+              name, name[0] == '-' ? ' ' : '=', val);
     return false;
 }
 
@@ -178,12 +193,24 @@ void cli_default_holder(pid_t pid, char *buf, size_t cap)
         snprintf(buf, cap, "%s", env);
         return;
     }
-    const char *user = getenv("USER");
+    /* USER, else the account of the effective uid: CI containers often
+     * leave USER unset, and the holder should still say who it is. */
+    char user[256];
+    const char *env_user = getenv("USER");
+    if (env_user && *env_user) {
+        snprintf(user, sizeof(user), "%s", env_user);
+    } else {
+        struct passwd *pw = getpwuid(geteuid());
+        if (pw && pw->pw_name && *pw->pw_name)
+            snprintf(user, sizeof(user), "%s", pw->pw_name);
+        else
+            snprintf(user, sizeof(user), "uid%lu", (unsigned long)geteuid());
+    }
     char host[256];
     if (gethostname(host, sizeof(host)) != 0)
         snprintf(host, sizeof(host), "localhost");
     host[sizeof(host) - 1] = '\0';
-    snprintf(buf, cap, "%s@%s:%ld", user && *user ? user : "sluice", host, (long)pid);
+    snprintf(buf, cap, "%s@%s:%ld", user, host, (long)pid);
 }
 
 /* ---- waiting ---------------------------------------------------------------------- */
@@ -194,6 +221,7 @@ typedef struct hold {
     char grace[32], lease[32], timeout[32], holder[512];
     int64_t deadline; /* monotonic ms */
     int64_t limit_ms; /* what the deadline came from, for messages; 0: none */
+    int64_t timeout_ms; /* --timeout, else -1 */
     const char *limit_from;
     sl_client_retry retry;
     uint64_t rng;
@@ -202,6 +230,7 @@ typedef struct hold {
     char *id;           /* once created */
     bool line_shown;    /* a progress line is on stderr */
     char line[1024];    /* the line shown */
+    char last_reason[512]; /* the last block reason an answer gave (hold thread only) */
     bool unreachable;   /* the last attempt could not reach the server */
     const char *url;    /* the server's, owned by the thread's client */
 
@@ -282,6 +311,8 @@ static void progress(void *ud, const sl_client_claim *claim, const sl_client_err
             cli_buf_free(&b);
             return; /* held or ended: the caller says what happens next */
         }
+        if (claim->reason && *claim->reason)
+            snprintf(h->last_reason, sizeof(h->last_reason), "%s", claim->reason);
         cli_buf_addf(&b, "waiting: %s",
                      claim->reason && *claim->reason ? claim->reason : "pending");
         size_t pos = shown_position(claim);
@@ -345,18 +376,57 @@ static void say_limit(hold *h, char *buf, size_t cap)
     }
 }
 
+/* Why the claim was still waiting when time ran out, for the messages:
+ * ": it was still waiting because REASON (who holds mtx/m: sluice mutex
+ * info m)", from the last answer that said. The pointer names the lock the
+ * reason is about, whose holders and queue are what blocked it; `queue
+ * why` says nothing once the claim has ended. */
+static void why_waiting(const hold *h, const char *id, const sl_client_claim *cl, char *buf,
+                        size_t cap)
+{
+    if (!h->last_reason[0]) {
+        snprintf(buf, cap, " (while a claim waits, 'sluice queue why %s' says what blocks it)",
+                 id);
+        return;
+    }
+    const sl_client_claim_lock *named = NULL;
+    for (size_t i = 0; cl && i < cl->nlocks && !named; i++) {
+        char key[300];
+        cli_lock_key(&cl->locks[i], key, sizeof(key));
+        size_t kl = strlen(key);
+        const char *at = strstr(h->last_reason, key);
+        if (at && (at[kl] == ' ' || at[kl] == '\0' || at[kl] == ','))
+            named = &cl->locks[i];
+    }
+    if (named)
+        snprintf(buf, cap, ": it was still waiting because %s (who holds %s/%s: sluice %s info %s)",
+                 h->last_reason, named->semaphore ? "sem" : "mtx", named->name,
+                 named->semaphore ? "sem" : "mutex", named->name);
+    else
+        snprintf(buf, cap, ": it was still waiting because %s", h->last_reason);
+}
+
 /* What an answer that is not pending means. */
 static int settle(hold *h, sl_client_claim *cl)
 {
     if (strcmp(cl->state, "held") == 0)
         return 0;
     if (strcmp(cl->state, "timed_out") == 0) {
-        say(h, "claim %s timed out waiting (--timeout): %s", cl->id, cl->reason ? cl->reason : "");
+        /* The claim's own timeout: --timeout, or the server's default. */
+        char d[32], why[1024];
+        cli_duration_format(cl->timeout_ms > 0 ? cl->timeout_ms : h->limit_ms, d, sizeof(d));
+        why_waiting(h, cl->id, cl, why, sizeof(why));
+        say(h, "claim %s timed out after %s%s", cl->id, d, why);
         return RUN_EXIT_TIMEOUT;
     }
     if (strcmp(cl->state, "revoking") == 0) {
         say(h, "claim %s was revoked%s%s before the command could start", cl->id,
             cl->by ? " by " : "", cl->by ? cl->by : "");
+        return RUN_EXIT_ENDED;
+    }
+    if (cli_claim_operator_canceled(cl)) {
+        say(h, "claim %s was canceled by an operator (sluice queue cancel) before it was held",
+            cl->id);
         return RUN_EXIT_ENDED;
     }
     say(h, "claim %s ended %s before it was held%s%s%s", cl->id, cl->state, cl->reason ? " (" : "",
@@ -365,6 +435,36 @@ static int settle(hold *h, sl_client_claim *cl)
 }
 
 static void give_up(hold *h, sl_client *cl);
+
+/* Whether the claim holds the semaphore `name`. */
+static bool has_semaphore(const sl_client_claim *cl, const char *name)
+{
+    for (size_t i = 0; i < cl->nlocks; i++)
+        if (cl->locks[i].semaphore && strcmp(cl->locks[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* A tag adds a lock only where one is configured for it; a misspelt key
+ * ("tennant") adds none, and the claim would guard nothing, silently. The
+ * answer lists the locks the tags added: say so for each tag that added
+ * none. The claim goes on all the same (other tags or locks may guard it,
+ * and a tag may be meant for a limit configured later). */
+static void warn_idle_tags(hold *h, const sl_client_claim *cl)
+{
+    for (size_t i = 0; i < h->req.ntags; i++) {
+        const char *k = h->req.tags[i].key, *v = h->req.tags[i].value;
+        char one[600], all[600];
+        snprintf(one, sizeof(one), "tag/%s=%s", k, v);
+        snprintf(all, sizeof(all), "tag/%s", k);
+        if (has_semaphore(cl, one) || has_semaphore(cl, all))
+            continue;
+        say(h,
+            "warning: --tag %s=%s adds no lock: none of the semaphores tag/%s=%s, tag/%s=* "
+            "or tag/%s is configured (a misspelt key?); the claim goes on without it",
+            k, v, k, v, k, k);
+    }
+}
 
 /* settle, and release a claim revoked before its command could start: it
  * would keep its slots until the revoking claim's grace ran out. */
@@ -405,6 +505,11 @@ static int hold_run(hold *h, sl_client *cl)
             return RUN_EXIT_UNREACHABLE;
         }
         int64_t wait = h->c->err_tty ? CREATE_WAIT_TTY_MS : CREATE_WAIT_MS;
+        /* The create's long poll ends halfway to --timeout, so that an
+         * answer has said why the claim waits before the server times it
+         * out (the timeout message repeats it). */
+        if (h->timeout_ms > 0 && wait > h->timeout_ms / 2)
+            wait = h->timeout_ms / 2;
         h->req.wait_ms = left < wait ? left : wait;
         memset(&err, 0, sizeof(err));
         int rc = sl_client_claim_create(cl, &h->req, &claim, &err);
@@ -426,6 +531,7 @@ static int hold_run(hold *h, sl_client *cl)
     h->id = cli_xstrdup(claim->id);
     pthread_mutex_unlock(&h->mu);
     h->unreachable = false;
+    warn_idle_tags(h, claim);
 
     if (strcmp(claim->state, "pending") != 0) {
         int st = settle_or_release(h, cl, claim);
@@ -453,7 +559,9 @@ static int hold_run(hold *h, sl_client *cl)
             say(h, "could not reach the server within %s; giving up on claim %s", lim, h->id);
             st = RUN_EXIT_UNREACHABLE;
         } else {
-            say(h, "claim %s was not held within %s; withdrawing it", h->id, lim);
+            char why[1024];
+            why_waiting(h, h->id, claim, why, sizeof(why));
+            say(h, "claim %s was not held within %s%s; withdrawing it", h->id, lim, why);
             st = RUN_EXIT_TIMEOUT;
         }
         give_up(h, cl);
@@ -544,7 +652,7 @@ int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out)
         snprintf(h->holder, sizeof(h->holder), "%s", f->holder);
     } else {
         /* acquire's claim belongs to the script that called it. */
-        cli_default_holder(strcmp(c->command, "acquire") == 0 ? getppid() : getpid(), h->holder,
+        cli_default_holder(cli_acquire_caller > 0 ? cli_acquire_caller : getpid(), h->holder,
                            sizeof(h->holder));
     }
     r->holder = h->holder;
@@ -573,6 +681,7 @@ int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out)
      * verdict) when given, else SLUICE_CLAIM_TIMEOUT; 0 is no limit. */
     int64_t limit = f->timeout_ms >= 0 ? f->timeout_ms : claim_timeout;
     h->limit_ms = limit;
+    h->timeout_ms = f->timeout_ms;
     h->limit_from = f->timeout_ms >= 0 ? "--timeout" : "SLUICE_CLAIM_TIMEOUT";
     if (limit > 0 && f->timeout_ms >= 0)
         limit += TIMEOUT_MARGIN_MS;

@@ -109,6 +109,19 @@ static bool looks_like_id(const char *a)
     return n == 22;
 }
 
+/* "-1", "-250": a negative number is a value (a limit, a priority), never a
+ * flag, so that `sluice sem set db -1` says what LIMIT may be rather than
+ * calling -1 an unknown flag. No flag is spelt with a digit after '-'. */
+static bool looks_like_number(const char *a)
+{
+    if (a[0] != '-' || a[1] == '\0')
+        return false;
+    for (a++; *a; a++)
+        if ((*a < '0' || *a > '9') && *a != '.')
+            return false;
+    return true;
+}
+
 static const cli_flag *find_flag(const cli_flag *flags, const char *name, size_t n)
 {
     for (; flags && flags->name; flags++)
@@ -132,7 +145,7 @@ int cli_flag_next(cli *c, const cli_flag *flags, int argc, char **argv, int *i, 
             cli_help(c->command, stdout);
             return CLI_HELP;
         }
-        if (a[0] != '-' || a[1] == '\0' || looks_like_id(a)) {
+        if (a[0] != '-' || a[1] == '\0' || looks_like_id(a) || looks_like_number(a)) {
             (*i)++;
             *val = a;
             return CLI_ARG;

@@ -3,8 +3,9 @@
  *   sluice queue list [--lock KEY] | why ID | cancel ID
  *   sluice claims list [--state S] [--holder H] [--lock KEY] | info ID
  *
- * `queue cancel` releases the claim (DELETE): a pending claim is withdrawn,
- * a held one released. */
+ * `queue cancel` is an operator's cancel (POST /v1/claims/{id}/cancel): the
+ * claim, pending, held or revoking, ends `canceled` "by an operator", so
+ * that its own client (a sluice run) can tell it from its own release. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,7 +142,7 @@ static int queue_cancel(cli *c, sl_client *cl, const char *id)
 {
     sl_client_claim *final = NULL;
     sl_client_error err = {0};
-    if (sl_client_claim_release(cl, id, &final, &err) != SL_CLIENT_OK)
+    if (sl_client_claim_cancel(cl, id, &final, &err) != SL_CLIENT_OK)
         return cli_fail(c, "cannot cancel the claim", &err);
     if (c->json)
         printf("%s\n", final->json);

@@ -7,7 +7,8 @@
  * exits with the command's status. When the keeper says the claim is lost
  * (revoked by a newer claim of its group, ended, or not renewed for a whole
  * lease), the command is no longer safe to run: it gets SIGTERM, SIGKILL
- * after --kill-grace, and sluice exits 125.
+ * after --kill-grace (for a revoked claim, cut to end before the server
+ * hands its slots on: stop_command), and sluice exits 125.
  *
  * The command stays in sluice's process group, so a terminal's ^C reaches
  * it directly; signals sent to sluice by other processes are passed on to
@@ -26,9 +27,16 @@
 
 #include "cli.h"
 
-/* A killed `sluice run` frees its slots this long after its last renewal. */
-#define RUN_DEFAULT_LEASE_MS 30000
 #define RUN_DEFAULT_KILL_GRACE_MS 10000
+/* A revoked claim keeps its slots until its revoke_at (the revoking claim's
+ * --grace); then the server hands them on, whether COMMAND has stopped or
+ * not. So the kill grace is cut to end this long before revoke_at: the
+ * margin covers a difference between the server's clock and ours (revoke_at
+ * is the server's wall clock, read against ours) and the time SIGKILL takes
+ * to end COMMAND. A second is far more than either on one host or between
+ * hosts kept in step by NTP, and costs little against the default 30s
+ * grace. */
+#define REVOKE_MARGIN_MS 1000
 /* The main loop also looks at the child this often, in case a SIGCHLD
  * record was lost to a full pipe. */
 #define CHILD_CHECK_MS 1000
@@ -46,6 +54,7 @@ static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 
 typedef struct lost_note {
     sl_client_lost why;
+    int64_t revoke_at_ms; /* revoked: when the server hands the slots on; else -1 */
     char msg[1200];
 } lost_note;
 
@@ -55,6 +64,7 @@ static void on_lost(void *ud, sl_client_lost why, const sl_client_claim *claim,
 {
     lost_note *n = ud;
     n->why = why;
+    n->revoke_at_ms = why == SL_CLIENT_LOST_REVOKED && claim ? claim->revoke_at_ms : -1;
     switch (why) {
     case SL_CLIENT_LOST_REVOKED:
         /* The reason names the revoking claim already. */
@@ -65,6 +75,11 @@ static void on_lost(void *ud, sl_client_lost why, const sl_client_claim *claim,
                      claim && claim->by ? claim->by : "?");
         break;
     case SL_CLIENT_LOST_ENDED:
+        if (cli_claim_operator_canceled(claim)) {
+            snprintf(n->msg, sizeof(n->msg),
+                     "the claim was canceled by an operator (sluice queue cancel)");
+            break;
+        }
         snprintf(n->msg, sizeof(n->msg), "the claim ended %s%s%s%s",
                  claim && claim->state ? claim->state : "", claim && claim->reason ? " (" : "",
                  claim && claim->reason ? claim->reason : "", claim && claim->reason ? ")" : "");
@@ -80,7 +95,8 @@ static void on_lost(void *ud, sl_client_lost why, const sl_client_claim *claim,
     cli_sigpipe_post(CLI_NOTE_LOST);
 }
 
-/* SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN(S), SLUICE_SERVER for the command. */
+/* SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN(S), SLUICE_SERVER for the command.
+ * SLUICE_FENCING_TOKENS is "mtx/a=3,sem/db=17,sem/tag/env=prod=9". */
 static void set_env(const sl_client_claim *claim, const char *server)
 {
     setenv("SLUICE_CLAIM_ID", claim->id, 1);
@@ -96,7 +112,12 @@ static void set_env(const sl_client_claim *claim, const char *server)
             snprintf(tok, sizeof(tok), "%llu", (unsigned long long)l->token);
             setenv("SLUICE_FENCING_TOKEN", tok, 1);
         }
-        cli_buf_addf(&all, "%s%s=%llu", first ? "" : ",", l->name, (unsigned long long)l->token);
+        /* Lock keys, not names: a mutex and a semaphore may share a name,
+         * and a name may hold '=' (tag/env=prod); a token is all digits, so
+         * each entry splits at its last '='. */
+        char key[300];
+        cli_lock_key(l, key, sizeof(key));
+        cli_buf_addf(&all, "%s%s=%llu", first ? "" : ",", key, (unsigned long long)l->token);
         first = false;
     }
     if (first) {
@@ -144,6 +165,53 @@ static int wait_status(int ws)
     if (WIFSIGNALED(ws))
         return 128 + WTERMSIG(ws);
     return RUN_EXIT_NOEXEC;
+}
+
+/* The claim is lost: SIGTERM now, and returns the time to allow before
+ * SIGKILL. For a revoked claim that is --kill-grace cut to end a margin
+ * before the claim's revoke_at, so that COMMAND is dead before the server
+ * hands its slots to the revoking claim: two commands never run at once.
+ * With nothing left before revoke_at, SIGKILL at once (*killed). A claim
+ * that has already ended (--grace 0 cancels at once, a lease ran out) has
+ * no such moment: its slots are gone, and --kill-grace applies as given. */
+static int64_t stop_command(pid_t pid, const lost_note *lost, int64_t kill_grace, bool *killed)
+{
+    char g[32], left_s[32];
+    cli_duration_format(kill_grace, g, sizeof(g));
+    if (lost->why != SL_CLIENT_LOST_REVOKED || lost->revoke_at_ms < 0) {
+        fprintf(stderr, "sluice: %s; stopping the command (SIGTERM, SIGKILL after %s)\n",
+                lost->msg, g);
+        kill(pid, SIGTERM);
+        return kill_grace;
+    }
+    int64_t left = lost->revoke_at_ms - cli_now_ms();
+    int64_t cut = left - REVOKE_MARGIN_MS;
+    if (cut < 0)
+        cut = 0;
+    cli_duration_format(left > 0 ? left : 0, left_s, sizeof(left_s));
+    if (cut >= kill_grace) {
+        fprintf(stderr, "sluice: %s; stopping the command (SIGTERM, SIGKILL after %s)\n",
+                lost->msg, g);
+        kill(pid, SIGTERM);
+        return kill_grace;
+    }
+    if (cut == 0) {
+        fprintf(stderr,
+                "sluice: %s; the server hands its slots on in %s, too soon for --kill-grace "
+                "%s: stopping the command with SIGKILL now\n",
+                lost->msg, left_s, g);
+        kill(pid, SIGKILL);
+        *killed = true;
+        return 0;
+    }
+    char c_s[32];
+    cli_duration_format(cut, c_s, sizeof(c_s));
+    fprintf(stderr,
+            "sluice: %s; the server hands its slots on in %s, so --kill-grace %s is cut to %s: "
+            "stopping the command (SIGTERM, SIGKILL after %s)\n",
+            lost->msg, left_s, g, c_s, c_s);
+    kill(pid, SIGTERM);
+    return cut;
 }
 
 static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char **cmd,
@@ -256,11 +324,7 @@ static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char
             continue;
         if (n.what == CLI_NOTE_LOST) {
             if (!stopping) {
-                char g[32];
-                cli_duration_format(kill_grace, g, sizeof(g));
-                fprintf(stderr, "sluice: %s; stopping the command (SIGTERM, SIGKILL after %s)\n",
-                        lost.msg, g);
-                kill(pid, SIGTERM);
+                kill_grace = stop_command(pid, &lost, kill_grace, &killed);
                 stopping = true;
                 kill_at = cli_mono_ms() + kill_grace;
             }
@@ -304,8 +368,8 @@ int cli_run(cli *c, int argc, char **argv)
             start = i - 1; /* the command starts at the first argument */
             break;
         case RF_KILL_GRACE:
-            if (cli_duration_parse(val, &kill_grace) != 0) {
-                st = cli_usage(c, "--kill-grace %s is not a duration: use one such as 10s", val);
+            if (!cli_duration_arg(c, "--kill-grace", val, &kill_grace)) {
+                st = RUN_EXIT_USAGE;
                 goto out;
             }
             break;
@@ -325,8 +389,11 @@ int cli_run(cli *c, int argc, char **argv)
         st = RUN_EXIT_USAGE;
         goto out;
     }
-    if (f.lease_ms < 0)
-        f.lease_ms = RUN_DEFAULT_LEASE_MS;
+    /* A killed `sluice run` frees its slots a lease after its last renewal. */
+    if (f.lease_ms < 0 && !cli_default_lease(c, &f.lease_ms)) {
+        st = RUN_EXIT_USAGE;
+        goto out;
+    }
 
     sl_client *cl = NULL;
     if (cli_connect(c, &cl) != 0) {

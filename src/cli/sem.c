@@ -227,8 +227,8 @@ static int lock_command(cli *c, int argc, char **argv, bool semaphore)
             strategy = val;
             set_flag = true;
         } else if (r == SF_LEASE) {
-            if (cli_duration_parse(val, &lease_ms) != 0)
-                return cli_usage(c, "--lease %s is not a duration: use one such as 30s or 5m", val);
+            if (!cli_duration_arg(c, "--lease", val, &lease_ms))
+                return c->usage_status;
             set_flag = true;
         }
     }

@@ -342,6 +342,13 @@ void cli_fields_print(cli_fields *f, FILE *out)
 
 /* ---- claims in cells ---------------------------------------------------------------------- */
 
+bool cli_claim_operator_canceled(const sl_client_claim *cl)
+{
+    static const char words[] = "canceled by an operator";
+    return cl && cl->state && strcmp(cl->state, "canceled") == 0 && cl->reason &&
+           strncmp(cl->reason, words, sizeof(words) - 1) == 0;
+}
+
 void cli_lock_key(const sl_client_claim_lock *l, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s/%s", l->semaphore ? "sem" : "mtx", l->name ? l->name : "?");

@@ -1,5 +1,5 @@
 /* claims.c - /v1/claims and /v1/queue: create (with its long poll), read
- * and wait, renew, release, why, and the listings. */
+ * and wait, renew, release, an operator's cancel, why, and the listings. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +215,22 @@ int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
     sl__buf path = {0};
     claim_path(&path, id, "");
     rc = claim_request(c, "DELETE", &path, NULL, 0, out ? out : &dummy, err);
+    sl_client_claim_free(dummy);
+    return rc;
+}
+
+int sl_client_claim_cancel(sl_client *c, const char *id, sl_client_claim **out,
+                           sl_client_error *err)
+{
+    sl_client_claim *dummy = NULL;
+    int rc = claim_args(c, id, out ? (void *)out : (void *)&dummy, err);
+    if (rc != SL_CLIENT_OK)
+        return rc;
+    if (out)
+        *out = NULL;
+    sl__buf path = {0};
+    claim_path(&path, id, "/cancel");
+    rc = claim_request(c, "POST", &path, NULL, 0, out ? out : &dummy, err);
     sl_client_claim_free(dummy);
     return rc;
 }

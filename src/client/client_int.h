@@ -94,7 +94,7 @@ int sl__http_json(sl_client *c, const char *method, const char *path, json_t *bo
                   json_t **out, sl_client_error *err);
 
 /* Fills err from an error answer (status >= 400): the server's code and
- * message when the body is API.md's error object, else a sentence. */
+ * message when the body is docs/api.md's error object, else a sentence. */
 int sl__err_from_response(sl_client_error *err, long status, const json_t *body, const char *raw);
 
 /* ---- URLs (http.c) -------------------------------------------------------- */

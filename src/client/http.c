@@ -359,7 +359,7 @@ int sl__err_from_response(sl_client_error *err, long status, const json_t *body,
     if (message) {
         sl__err_set(err, SL_CLIENT_EHTTP, "%s", message);
     } else {
-        /* Not API.md's error object: a proxy, or libevent's bare 413. */
+        /* Not docs/api.md's error object: a proxy, or libevent's bare 413. */
         int n = 0;
         if (raw)
             while (raw[n] && raw[n] != '\n' && n < RAW_QUOTE_MAX)

@@ -5,7 +5,7 @@
  * ?wait=...&seen=held. A wait is a sign of life to the server (the lease
  * cannot run out while it waits) and it answers at once when the claim
  * changes state, so a revocation is heard the moment it happens. Every
- * lease/3 it renews, which is what API.md promises to honour even where a
+ * lease/3 it renews, which is what docs/api.md promises to honour even where a
  * wait would do.
  *
  * When nothing gets through (refused, reset, a hung server, 503, or any

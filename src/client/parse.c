@@ -451,6 +451,7 @@ int sl__parse_claim(const json_t *o, sl_client_claim *out, sl_client_error *err)
     out->priority = (int)int_field(&p, o, "priority", 0);
     out->created_ms = time_field(&p, o, "created");
     out->expires_ms = time_field(&p, o, "expires");
+    out->revoke_at_ms = time_field(&p, o, "revoke_at");
     out->lease_ms = duration_field(&p, o, "lease");
     out->timeout_ms = duration_field(&p, o, "timeout");
     claim_locks(&p, array_field(&p, o, "locks", true), out);

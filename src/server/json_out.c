@@ -89,7 +89,12 @@ void sl_claim_reason_words(sl_server *srv, const sl_claim *claim, char *buf, siz
         snprintf(buf, cap, "held");
         return;
     }
-    if (v.by)
+    /* The claim that superseded or revoked it, where that is how it ended:
+     * a revoking claim canceled by an operator keeps `by`, but the words
+     * must not blame the revoker for the cancel. */
+    bool by_ended_it = v.reason == SL_REASON_SUPERSEDED || v.reason == SL_REASON_REVOKED ||
+                       v.reason == SL_REASON_GRACE || v.reason == SL_REASON_REVOKED_FREED;
+    if (v.by && by_ended_it)
         snprintf(buf, cap, "%s (%s)", sl_reason_text(v.reason), v.by);
     else
         snprintf(buf, cap, "%s", sl_reason_text(v.reason));

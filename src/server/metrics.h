@@ -56,6 +56,7 @@ typedef enum {
     SL_ROUTE_QUEUE,
     SL_ROUTE_EVENTS,
     SL_ROUTE_EVENTS_STREAM,
+    SL_ROUTE_CLAIM_CANCEL,
     SL_ROUTE_COUNT
 } sl_route_id;
 

@@ -1,5 +1,5 @@
 /* routes_claims.c - /v1/claims and /v1/queue: claim, wait, renew, release,
- * why, and the listings. */
+ * an operator's cancel, why, and the listings. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +129,35 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
     sl_reply_claim(c, 200, claim);
 }
 
+/* POST /v1/claims/{id}/cancel: an operator's cancel. A live claim
+ * (pending, held or revoking) ends `canceled`, "canceled by an operator",
+ * whoever its client is; an ended one is answered as it is, like DELETE.
+ * Unlike DELETE, the claim's own client learns that someone else stopped
+ * it. The same auth rule as DELETE (find_claim); no body is read. */
+static void claim_cancel(sl_ctx *c, const char *id)
+{
+    c->route = SL_ROUTE_CLAIM_CANCEL;
+    if (c->method != EVHTTP_REQ_POST) {
+        sl_reply_add_header(c->req, "Allow", "POST");
+        sl_reply_error(c, 405, "method_not_allowed", "%s takes POST", c->path);
+        return;
+    }
+    if (!sl_query_only(c, NULL))
+        return;
+    sl_claim *claim = find_claim(c, id);
+    if (!claim)
+        return;
+    sl_claim_view v;
+    sl_claim_get(claim, &v);
+    if (!sl_state_ended(v.state)) {
+        if (sl_refuse_if_store_failed(c))
+            return;
+        sl_claim_cancel(c->srv->eng, claim, c->now);
+        sl_server_touch(c->srv);
+    }
+    sl_reply_claim(c, 200, claim);
+}
+
 static void claim_renew(sl_ctx *c, sl_claim *claim)
 {
     if (sl_refuse_if_store_failed(c))
@@ -151,6 +180,10 @@ static void claim_renew(sl_ctx *c, sl_claim *claim)
 
 static void one_claim(sl_ctx *c, const char *id, const char *action)
 {
+    if (action && strcmp(action, "cancel") == 0) {
+        claim_cancel(c, id);
+        return;
+    }
     c->route = !action ? SL_ROUTE_CLAIM
                        : strcmp(action, "renew") == 0 ? SL_ROUTE_CLAIM_RENEW : SL_ROUTE_CLAIM_WHY;
     if (action && strcmp(action, "renew") != 0 && strcmp(action, "why") != 0) {

@@ -188,10 +188,13 @@ class CommandsTest(ServerTestCase):
         self.assertEqual(self.ok("queue", "why", held["id"]).out,
                          "Claim %s is held: nothing blocks it.\n" % held["id"])
 
-        self.assertEqual(self.ok("queue", "cancel", low["id"]).out, "%s withdrawn\n" % low["id"])
-        self.assertEqual(self.srv.claim_get(low["id"])["state"], "withdrawn")
+        # An operator's cancel, not the client's own withdrawal or release.
+        self.assertEqual(self.ok("queue", "cancel", low["id"]).out, "%s canceled\n" % low["id"])
+        got = self.srv.claim_get(low["id"])
+        self.assertEqual((got["state"], got["reason"]), ("canceled", "canceled by an operator"))
         got = self.ok("queue", "cancel", held["id"], "--json").json()
-        self.assertEqual((got["id"], got["state"]), (held["id"], "released"))
+        self.assertEqual((got["id"], got["state"], got["reason"]),
+                         (held["id"], "canceled", "canceled by an operator"))
         # the release let high in
         self.assertEqual(self.srv.claim_get(high["id"])["state"], "held")
         self.assertEqual(self.ok("queue", "list", "--lock", "sem/q-db").out.strip(),
@@ -307,11 +310,48 @@ class CommandsTest(ServerTestCase):
         self.assertFalse([l for l in lines if old["id"] in l], lines)
         first = lines[0]
         cid = [c for c in made if c in first][0]
-        self.assertRegex(first, r"^\d+ +\d{4}-\d\d-\d\dT\S+Z  claim\.queued +%s  fol-new  "
+        self.assertRegex(first, r"^\d+ +\d{4}-\d\d-\d\dT\S+Z  claim\.queued +%s  fol-new +"
                          r"mtx/fol-now\n$" % re.escape(cid))
         acquired = [l for l in lines if "claim.acquired" in l][0]
-        self.assertRegex(acquired, r"^\d+ +\S+  claim\.acquired +%s  fol-new  mtx/fol-now  "
+        self.assertRegex(acquired, r"^\d+ +\S+  claim\.acquired +%s  fol-new +mtx/fol-now +"
                          r"granted\n$" % re.escape(cid))
+
+    def test_events_follow_columns_have_fixed_widths(self):
+        since = self.srv.events()["next"]
+        p, lines = self.follow("--since", str(since))
+        self.srv.sem_put("fw-sem", 2)
+        long_holder = "a-holder-name-longer-than-24"
+        for holder, locks in (("h", [("m", "fw")]),
+                              ("a-longer-holder-name", [("m", "fw2"), ("m", "fw3")]),
+                              ("mid-holder", [("s", "fw-sem")]),
+                              (long_holder, [("m", "fw")]),
+                              ("h2", [("m", "fw")])):
+            c = self.srv.claim(holder, locks)
+            self.srv.release(c["id"])
+        wait_until(lambda: sum("claim.released" in l for l in lines) >= 5, 15,
+                   what="five claims' events")
+        rows = [l.rstrip("\n") for l in lines if "claim." in l]
+        self.assertEqual(len(rows), 15, rows)
+
+        def reason_at(row):
+            for r in ("granted", "released by"):
+                if r in row:
+                    return row.index(r)
+            return None
+        # Up to the long holder, every column starts at the same offset, the
+        # reason included (HOLDER and LOCKS are 24 wide).
+        first = rows[:9]
+        self.assertEqual({reason_at(r) for r in first if reason_at(r)},
+                         {7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + 24 + 2 + 24 + 2}, "\n".join(first))
+        self.assertEqual(len({r.index("  h" if "  h " in r else "  a-" if "  a-" in r else
+                                      "  mid") for r in first}), 1, "\n".join(first))
+        # The long holder is printed whole; HOLDER widens to it from then on.
+        later = rows[9:]
+        self.assertTrue(all(long_holder in r for r in later[:3]), later)
+        self.assertEqual(len({reason_at(r) for r in later if reason_at(r)}), 1,
+                         "\n".join(later))
+        self.assertEqual(reason_at(later[1]),
+                         7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + len(long_holder) + 2 + 24 + 2)
 
     # ---- what people see on a terminal ----------------------------------------------------
 
@@ -368,6 +408,16 @@ class CommandsTest(ServerTestCase):
             self.assertEqual(r.rc, 2, r)
             self.assertTrue(r.err.startswith("sluice: "), r)
             self.assertEqual(r.out, "", r)
+
+    def test_negative_number_is_a_value_not_a_flag(self):
+        r = sluice(self.srv, "sem", "set", "neg-e2", "-1")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("LIMIT must be a whole number from 0 to 1000000000, not '-1'", r.err)
+        self.assertEqual(self.srv.get("/v1/semaphores/neg-e2").status, 404)
+        # a single dash and letters is still an unknown flag
+        r = sluice(self.srv, "sem", "set", "neg-e2", "-x")
+        self.assertEqual(r.rc, 2, r)
+        self.assertIn("unknown flag '-x'", r.err)
 
     def test_unreachable_server_exits_3_and_says_what_to_do(self):
         url = "http://127.0.0.1:%d" % free_port()

@@ -179,6 +179,58 @@ class RunTest(ServerTestCase):
                          "held")
         self.srv.release(newer["id"])
 
+    def test_revoked_command_is_dead_before_the_new_one_starts(self):
+        """The report's reproduction: --grace 2s shorter than the old run's
+        --kill-grace 6s. sluice cuts the kill grace to the claim's revoke_at
+        (less its margin), so the new command starts only after the old one
+        has stopped; the commands write their own timestamps."""
+        d = tmpdir(self)
+        log = os.path.join(d, "log")
+        old_cmd = ("trap 'echo \"ignoring $(date +%s.%N)\" >> \"$D/log\"' TERM; "
+                   "while :; do echo \"old $(date +%s.%N)\" >> \"$D/log\"; sleep 0.5; done")
+        p_old = start(self.srv, "run", "--group", "pr-14", "--kill-grace", "6s", "--",
+                      "sh", "-c", old_cmd, env=self.env(D=d))
+        self.addCleanup(kill_tree, p_old)
+        wait_until(lambda: "old " in read(log), 15, what="the old command to start")
+        t0 = time.monotonic()
+        r_new = sluice(self.srv, "run", "--group", "pr-14", "--cancel", "in-progress", "--grace",
+                       "2s", "--", "sh", "-c",
+                       'echo "new $(date +%s.%N)" >> "$D/log"; sleep 1', env=self.env(D=d))
+        self.assertEqual(r_new.rc, 0, r_new)
+        r_old = finish(p_old, 20)
+        self.assertEqual(r_old.rc, RUN_REVOKED, r_old)
+        lines = [l.split() for l in read(log).splitlines()]
+        old_times = [float(t) for w, t in lines if w in ("old", "ignoring")]
+        new_times = [float(t) for w, t in lines if w == "new"]
+        self.assertEqual(len(new_times), 1, lines)
+        self.assertLess(max(old_times), new_times[0], read(log))
+        # Cut to end a second before revoke_at (or, had the revocation been heard
+        # late on a loaded machine, SIGKILL at once).
+        self.assertRegex(r_old.err, r"the server hands its slots on in \S+, (so --kill-grace 6s "
+                                    r"is cut to \S+: stopping the command \(SIGTERM, SIGKILL "
+                                    r"after \S+\)|too soon for --kill-grace 6s)")
+        # ... and within the new claim's grace: the old one was stopped, not waited out.
+        self.assertLess(time.monotonic() - t0, 2 + 1 + 5)
+
+    def test_grace_shorter_than_the_margin_kills_at_once(self):
+        d = tmpdir(self)
+        log = os.path.join(d, "log")
+        p = start(self.srv, "run", "--group", "pr-15", "--", "sh", "-c",
+                  'trap "" TERM; echo started >> "$D/log"; while :; do sleep 0.05; done',
+                  env=self.env(D=d))
+        wait_until(lambda: "started" in read(log), 15, what="the command to start")
+        # 900 ms: less than the 1 s margin, yet time enough to hear of it.
+        newer = self.srv.claim("pr-15-newer", group="pr-15", cancel="in-progress",
+                               grace="900ms")
+        r = finish(p, 20)
+        self.assertEqual(r.rc, RUN_REVOKED, r)
+        self.assertIn("too soon for --kill-grace 10s: stopping the command with SIGKILL now",
+                      r.err)
+        self.assertIn("status 137", r.err)
+        got = self.srv.claim_get(newer["id"], "?wait=10s&seen=pending")
+        self.assertEqual(got["state"], "held")
+        self.srv.release(newer["id"])
+
     # ---- exit statuses -----------------------------------------------------
 
     def test_exit_status_is_the_commands(self):
@@ -222,6 +274,35 @@ class RunTest(ServerTestCase):
         self.assertEqual(r.rc, RUN_USAGE, r)
         self.assertIn("SLUICE_CLAIM_TIMEOUT", r.err)
 
+    def test_day_unit_is_refused_as_the_api_refuses_it(self):
+        # One grammar: the API has no day unit, so neither has the CLI.
+        api = self.srv.post("/v1/claims", {"holder": "x", "locks": [{"mutex": "days"}],
+                                           "timeout": "1d"})
+        self.assertEqual(api.status, 400, api)
+        r = sluice(self.srv, "run", "--timeout", "2d", "--mutex", "days", "--", "true")
+        self.assertEqual(r.rc, RUN_USAGE, r)
+        self.assertIn("--timeout 2d is not a duration: there is no day unit; write 48h", r.err)
+        r = sluice(self.srv, "run", "--mutex", "days", "--", "true",
+                   env=self.env(SLUICE_CLAIM_TIMEOUT="1d"))
+        self.assertEqual(r.rc, RUN_USAGE, r)
+        self.assertIn("SLUICE_CLAIM_TIMEOUT=1d is not a duration", r.err)
+        self.assertIn("write 24h", r.err)
+        self.assertEqual(self.srv.get("/v1/mutexes/days").json["token"], 0)  # nothing sent
+
+    def test_lease_below_one_second_is_refused(self):
+        for lease in ("1ms", "999ms", "0.5s"):
+            r = sluice(self.srv, "run", "--mutex", "short/l", "--lease", lease, "--", "true")
+            self.assertEqual(r.rc, RUN_USAGE, r)
+            self.assertIn("--lease %s is too short: a lease is 0 (none) or at least 1s" % lease,
+                          r.err)
+            self.assertIn("every third of the lease", r.err)
+            r = sluice(self.srv, "acquire", "--mutex", "short/l", "--lease", lease)
+            self.assertEqual(r.rc, 2, r)
+        self.assertEqual(self.srv.get("/v1/mutexes/short/l").json["token"], 0)  # nothing sent
+        for lease in ("1s", "0"):
+            r = sluice(self.srv, "run", "--mutex", "short/l", "--lease", lease, "--", "true")
+            self.assertEqual(r.rc, 0, r)
+
     def test_exit_status_121_when_the_server_refuses(self):
         r = sluice(self.srv, "run", "--semaphore", "never-configured", "--", "true")
         self.assertEqual(r.rc, RUN_REFUSED, r)
@@ -234,8 +315,11 @@ class RunTest(ServerTestCase):
         r = sluice(self.srv, "run", "--mutex", "t123", "--timeout", "300ms", "--holder",
                    "late-123", "--", "true")
         self.assertEqual(r.rc, RUN_TIMEOUT, r)
-        self.assertIn("timed out", r.err)
         mine = self.srv.get("/v1/claims?holder=late-123").json["claims"]
+        # The timeout's value and the last reason it waited, with where to look.
+        self.assertIn("sluice: claim %s timed out after 300ms: it was still waiting because "
+                      "at_limit: mtx/t123 has 1 of 1 slots in use (who holds mtx/t123: "
+                      "sluice mutex info t123)" % mine[0]["id"], r.err)
         self.assertEqual([c["state"] for c in mine], ["timed_out"])
         self.srv.release(held["id"])
 
@@ -245,6 +329,8 @@ class RunTest(ServerTestCase):
                    env=self.env(SLUICE_CLAIM_TIMEOUT="400ms"))
         self.assertEqual(r.rc, RUN_TIMEOUT, r)
         self.assertIn("SLUICE_CLAIM_TIMEOUT", r.err)
+        self.assertIn("it was still waiting because at_limit: mtx/t123c has 1 of 1 slots in "
+                      "use", r.err)
         # It withdrew its claim rather than leave it in the queue.
         mine = self.srv.get("/v1/claims?holder=late-123c").json["claims"]
         self.assertEqual([c["state"] for c in mine], ["withdrawn"])
@@ -261,6 +347,42 @@ class RunTest(ServerTestCase):
         self.assertIn("superseded", r.err)
         self.srv.release(first["id"])
         self.srv.release(newest["id"])
+
+    def test_operator_cancel_while_waiting_exits_124(self):
+        held = self.srv.claim("opc-blocker", [("m", "opc-wait")])
+        p = start(self.srv, "run", "--mutex", "opc-wait", "--holder", "opc-mine", "--", "true")
+        cid = self.pending_on("mtx/opc-wait", "opc-mine")
+        r = sluice(self.srv, "queue", "cancel", cid)
+        self.assertEqual((r.rc, r.out), (0, "%s canceled\n" % cid), r)
+        r = finish(p)
+        self.assertEqual(r.rc, RUN_ENDED, r)
+        self.assertIn("claim %s was canceled by an operator (sluice queue cancel) before it was "
+                      "held" % cid, r.err)
+        got = self.srv.claim_get(cid)
+        self.assertEqual((got["state"], got["reason"]), ("canceled", "canceled by an operator"))
+        self.srv.release(held["id"])
+
+    def test_operator_cancel_while_running_stops_the_command_and_exits_125(self):
+        d = tmpdir(self)
+        log = os.path.join(d, "log")
+        script = ('trap "echo term >> \\"$D/log\\"; exit 0" TERM; echo started >> "$D/log"; '
+                  'while :; do sleep 0.05; done')
+        p = start(self.srv, "run", "--mutex", "opc-run", "--", "sh", "-c", script,
+                  env=self.env(D=d))
+        wait_until(lambda: "started" in read(log), 15, what="the command to start")
+        cid = self.holder_of("m", "opc-run")
+        r = sluice(self.srv, "queue", "cancel", cid)
+        self.assertEqual((r.rc, r.out), (0, "%s canceled\n" % cid), r)
+        r = finish(p, 20)
+        # The command ran and was stopped: 125, as for any claim lost while it runs.
+        self.assertEqual(r.rc, RUN_REVOKED, r)
+        self.assertIn("the claim was canceled by an operator (sluice queue cancel); stopping the "
+                      "command", r.err)
+        self.assertNotIn("released by its holder", r.err)
+        self.assertIn("term", read(log))
+        got = self.srv.claim_get(cid)
+        self.assertEqual((got["state"], got["reason"]), ("canceled", "canceled by an operator"))
+        self.assertEqual(self.srv.get("/v1/mutexes/opc-run").json["used"], 0)
 
     def test_exit_status_122_when_the_server_cannot_be_reached(self):
         env = self.env(SLUICE_SERVER="http://127.0.0.1:%d" % free_port(),
@@ -311,9 +433,38 @@ class RunTest(ServerTestCase):
         self.assertEqual(claim["state"], "released")
         locks = {l["name"]: l["token"] for l in claim["locks"]}
         self.assertEqual(tok, str(locks["envm"]))
-        self.assertEqual(toks, "envm=%d,envsem=%d" % (locks["envm"], locks["envsem"]))
+        self.assertEqual(toks, "mtx/envm=%d,sem/envsem=%d" % (locks["envm"], locks["envsem"]))
         self.assertEqual([l["slots"] for l in claim["locks"]], [1, 2])
         self.assertEqual(server, "http://127.0.0.1:%d" % self.srv.port)
+
+    def test_fencing_tokens_are_keyed_by_lock_key(self):
+        self.srv.sem_put("amb", 2)
+        self.srv.sem_put("tag/env=*", 5)
+        r = sluice(self.srv, "run", "--mutex", "amb", "--semaphore", "amb", "--tag", "env=prod",
+                   "--group", "g9", "--", "sh", "-c", 'echo "$SLUICE_FENCING_TOKENS"')
+        self.assertEqual(r.rc, 0, r)
+        got = r.out.strip()
+        entries = [e.rsplit("=", 1) for e in got.split(",")]
+        self.assertEqual([k for k, _ in entries],
+                         ["mtx/amb", "sem/amb", "sem/tag/env=prod", "mtx/group/g9"], got)
+        self.assertTrue(all(t.isdigit() for _, t in entries), got)
+        lock = self.srv.get("/v1/semaphores/tag/env=prod").json
+        self.assertEqual(dict(entries)["sem/tag/env=prod"], str(lock["token"]))
+
+    def test_tag_that_adds_no_lock_is_warned_about(self):
+        self.srv.sem_put("tag/tenant=*", 2)
+        r = sluice(self.srv, "run", "--tag", "tennant=acme", "--", "sh", "-c",
+                   'echo "[$SLUICE_FENCING_TOKENS]"')
+        self.assertEqual(r.rc, 0, r)  # it still runs
+        self.assertEqual(r.out, "[]\n")
+        self.assertIn("warning: --tag tennant=acme adds no lock: none of the semaphores "
+                      "tag/tennant=acme, tag/tennant=* or tag/tennant is configured", r.err)
+        # A tag that adds a lock, next to one that adds none: one warning.
+        r = sluice(self.srv, "run", "--tag", "tenant=acme", "--tag", "tier=gold", "--", "true")
+        self.assertEqual(r.rc, 0, r)
+        self.assertNotIn("tenant=acme adds", r.err)
+        self.assertIn("--tag tier=gold adds no lock", r.err)
+        self.assertEqual(r.err.count("warning"), 1, r)
 
     def test_wait_is_shown_on_a_terminal(self):
         held = self.srv.claim("blocker-tty", [("m", "ttyq")])
@@ -397,12 +548,22 @@ echo "done"
             self.assertEqual(r.rc, 2, r)
             self.assertIn("not a duration", r.err)
 
+    def test_default_holder_names_the_account_when_user_is_unset(self):
+        import pwd
+        r = sluice(self.srv, "acquire", "--json", "--mutex", "nouser", "--lease", "0",
+                   env=self.env(USER=None))
+        self.assertEqual(r.rc, 0, r)
+        c = r.json()
+        self.assertEqual(c["holder"], "%s@%s:%d" % (pwd.getpwuid(os.geteuid()).pw_name,
+                                                    os.uname().nodename, os.getpid()))
+        self.srv.release(c["id"])
+
     def test_acquire_statuses_and_json(self):
         r = sluice(self.srv, "acquire", "--json", "--mutex", "acqj", "--holder", "acq-json")
         self.assertEqual(r.rc, 0, r)
         claim = r.json()
         self.assertEqual((claim["state"], claim["holder"]), ("held", "acq-json"))
-        self.assertEqual(claim["lease"], "0")  # acquire sends no lease of its own
+        self.assertEqual(claim["lease"], "30s")  # as run: its keeper renews it
         r = sluice(self.srv, "acquire")
         self.assertEqual(r.rc, 2, r)
         r = sluice(self.srv, "acquire", "--semaphore", "not-configured-acq")

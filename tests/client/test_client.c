@@ -1006,6 +1006,60 @@ static void test_release(void **state)
     sl_client_free(c);
 }
 
+/* An operator's cancel: pending and held claims end canceled, with the
+ * operator's reason, not the client's own withdrawn/released; a revoking
+ * claim carries revoke_at, then ends canceled too. */
+static void test_cancel(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_error err;
+    sl_client_claim *a = claim_one(c, "cn/a", false, "cn/m", NULL);
+    sl_client_claim *b = claim_one(c, "cn/b", false, "cn/m", NULL);
+    assert_string_equal(b->state, "pending");
+    assert_int_equal(a->revoke_at_ms, -1);
+    sl_client_claim *got = NULL;
+    assert_int_equal(sl_client_claim_cancel(c, b->id, &got, &err), SL_CLIENT_OK);
+    assert_string_equal(got->state, "canceled");
+    assert_string_equal(got->reason, "canceled by an operator");
+    sl_client_claim_free(got);
+    assert_int_equal(sl_client_claim_cancel(c, a->id, &got, &err), SL_CLIENT_OK);
+    assert_string_equal(got->state, "canceled");
+    assert_string_equal(got->reason, "canceled by an operator");
+    sl_client_claim_free(got);
+    /* Ended: answered as it is. */
+    assert_int_equal(sl_client_claim_cancel(c, a->id, NULL, &err), SL_CLIENT_OK);
+    assert_http_error(sl_client_claim_cancel(c, "no-such-claim", NULL, &err), &err, 404,
+                      "not_found");
+    assert_int_equal(sl_client_claim_cancel(c, NULL, NULL, &err), SL_CLIENT_EINVAL);
+
+    sl_client_claim *old = claim_one(c, "cn/old", false, "cn/r", &(claim_opts){.group = "cn/g"});
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    sl_client_claim *young = claim_one(
+        c, "cn/young", false, "cn/r",
+        &(claim_opts){.group = "cn/g", .cancel = "in-progress", .grace = "1h"});
+    assert_int_equal(sl_client_claim_get(c, old->id, 0, NULL, &got, &err), SL_CLIENT_OK);
+    assert_string_equal(got->state, "revoking");
+    /* An hour from the revocation, by the server's clock (the same host's). */
+    assert_true(got->revoke_at_ms >= wall + 3600 * 1000 - 5000);
+    assert_true(got->revoke_at_ms <= wall + 3600 * 1000 + 5000);
+    sl_client_claim_free(got);
+    assert_int_equal(sl_client_claim_cancel(c, old->id, &got, &err), SL_CLIENT_OK);
+    assert_string_equal(got->state, "canceled");
+    assert_string_equal(got->reason, "canceled by an operator");
+    assert_int_equal(got->revoke_at_ms, -1);
+    sl_client_claim_free(got);
+    assert_state(c, young->id, "held");
+    release(c, young->id);
+    sl_client_claim_free(old);
+    sl_client_claim_free(young);
+    sl_client_claim_free(a);
+    sl_client_claim_free(b);
+    sl_client_free(c);
+}
+
 static void test_why(void **state)
 {
     (void)state;
@@ -1787,6 +1841,7 @@ int main(void)
         cmocka_unit_test(test_claim_get_wait),
         cmocka_unit_test(test_renew),
         cmocka_unit_test(test_release),
+        cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_why),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_claims_list),

@@ -57,6 +57,7 @@ CLAIM_ROUTES = {
     "GET /v1/claims/ID/why":  (401, 401, 200, 200, 403),
     "POST /v1/claims/ID/renew": (401, 401, 200, 200, 403),
     "DELETE /v1/claims/ID":   (401, 401, 200, 200, 403),
+    "POST /v1/claims/ID/cancel": (401, 401, 200, 200, 403),  # ended by then: unchanged
 }
 
 # Listings answer 200 to any known token; what they show is checked apart.
@@ -153,7 +154,7 @@ class TestAuthMatrix(ServerTestCase):
                     self.assertEqual(len(live), 1 if r.status == 201 else 0, mine)
                     for c in live:
                         self.srv.release(c["id"])
-                    # The others, on a claim of team-a's; DELETE last.
+                    # The others, on a claim of team-a's; DELETE and cancel last.
                     claim = self.new_claim(subject)
                     for route in CLAIM_ROUTES:
                         if route == "POST /v1/claims":
