@@ -130,7 +130,17 @@ typedef struct sl_client_claim_req {
     const char *lease;
     const char *timeout;
     int64_t wait_ms; /* long-poll on the POST itself; 0: answer at once */
+    /* Sent as the Idempotency-Key header (1 to 128 printable ASCII
+     * characters): a retry with the same key answers the claim the first
+     * attempt made instead of making another. NULL: the call makes a random
+     * one. Either way the call itself tries again with it, a few times,
+     * when the connection breaks; a caller that retries on its own should
+     * pass one key to all its attempts (sl_client_idempotency_key). */
+    const char *idempotency_key;
 } sl_client_claim_req;
+
+/* A random idempotency key (32 hex digits and a NUL) into buf. */
+void sl_client_idempotency_key(char buf[33]);
 
 int sl_client_claim_create(sl_client *c, const sl_client_claim_req *req, sl_client_claim **out,
                            sl_client_error *err);

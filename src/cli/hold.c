@@ -219,6 +219,7 @@ typedef struct hold {
     cli *c;
     sl_client_claim_req req;
     char grace[32], lease[32], timeout[32], holder[512];
+    char idem[33]; /* one Idempotency-Key for every attempt of this claim */
     int64_t deadline; /* monotonic ms */
     int64_t limit_ms; /* what the deadline came from, for messages; 0: none */
     int64_t timeout_ms; /* --timeout, else -1 */
@@ -656,6 +657,11 @@ int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out)
                            sizeof(h->holder));
     }
     r->holder = h->holder;
+    /* Every attempt below (the server unreachable, a connection broken
+     * mid-answer) sends the same key: an attempt whose answer was lost left
+     * a claim, which the next one finds instead of making a second. */
+    sl_client_idempotency_key(h->idem);
+    r->idempotency_key = h->idem;
     r->locks = f->locks;
     r->nlocks = f->nlocks;
     r->tags = f->tags;

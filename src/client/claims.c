@@ -1,8 +1,12 @@
 /* claims.c - /v1/claims and /v1/queue: create (with its long poll), read
  * and wait, renew, release, an operator's cancel, why, and the listings. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "client_int.h"
 
@@ -110,6 +114,61 @@ static int claim_body(const sl_client_claim_req *req, json_t **out, sl_client_er
     return SL_CLIENT_OK;
 }
 
+/* Attempts of one creation when the connection breaks, and the pauses
+ * between them: a server restarting or a connection reset mid-answer. */
+#define CREATE_ATTEMPTS 3
+static const long create_pause_ms[CREATE_ATTEMPTS - 1] = {200, 800};
+
+void sl_client_idempotency_key(char buf[33])
+{
+    unsigned char r[16];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        /* No entropy: a key unique to this process and moment is enough,
+         * since keys are scoped by token and only need to differ. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t a = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30);
+        uint64_t b = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)buf;
+        memcpy(r, &a, 8);
+        memcpy(r + 8, &b, 8);
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof(r); i++) {
+        buf[2 * i] = hex[r[i] >> 4];
+        buf[2 * i + 1] = hex[r[i] & 15];
+    }
+    buf[32] = '\0';
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* POST /v1/claims with the key, again with the same key while the
+ * connection breaks: a claim the server made before the break is found,
+ * never doubled. */
+static int create_with_key(sl_client *c, json_t *body, long timeout, const char *key,
+                           sl_client_claim **out, sl_client_error *err)
+{
+    int rc = SL_CLIENT_ECONNECT;
+    for (int attempt = 0; attempt < CREATE_ATTEMPTS; attempt++) {
+        if (attempt > 0)
+            pause_ms(create_pause_ms[attempt - 1]);
+        json_t *root = NULL;
+        sl__err_clear(err);
+        rc = sl__http_json_idem(c, "POST", "/v1/claims", body, timeout, key, &root, err);
+        if (rc == SL_CLIENT_OK)
+            rc = sl__claim_new(root, out, err);
+        json_decref(root);
+        if (rc != SL_CLIENT_ECONNECT)
+            break;
+    }
+    return rc;
+}
+
 int sl_client_claim_create(sl_client *c, const sl_client_claim_req *req, sl_client_claim **out,
                            sl_client_error *err)
 {
@@ -135,14 +194,23 @@ int sl_client_claim_create(sl_client *c, const sl_client_claim_req *req, sl_clie
         if ((req->tags[i].key && !sl__utf8_valid(req->tags[i].key)) ||
             (req->tags[i].value && !sl__utf8_valid(req->tags[i].value)))
             return sl__err_set(err, SL_CLIENT_EINVAL, "tags[%zu] is not UTF-8", i);
+    size_t klen = req->idempotency_key ? strlen(req->idempotency_key) : 0;
+    for (size_t i = 0; i < klen; i++)
+        if (req->idempotency_key[i] < 0x20 || req->idempotency_key[i] >= 0x7f)
+            klen = 0;
+    if (req->idempotency_key && (klen == 0 || klen > 128))
+        return sl__err_set(err, SL_CLIENT_EINVAL,
+                           "an idempotency key is 1 to 128 printable ASCII characters");
     json_t *body = NULL;
     int rc = claim_body(req, &body, err);
     if (rc != SL_CLIENT_OK)
         return rc;
-    sl__buf path = {0};
-    sl__buf_str(&path, "/v1/claims");
+    char made[33];
+    if (!req->idempotency_key)
+        sl_client_idempotency_key(made);
     long timeout = req->wait_ms > 0 ? (long)(req->wait_ms + SL__WAIT_SLACK_MS) : 0;
-    rc = claim_request(c, "POST", &path, body, timeout, out, err);
+    rc = create_with_key(c, body, timeout, req->idempotency_key ? req->idempotency_key : made, out,
+                         err);
     json_decref(body);
     return rc;
 }
@@ -267,24 +335,72 @@ int sl_client_claim_why(sl_client *c, const char *id, sl_client_why **out, sl_cl
 
 /* ---- listings ------------------------------------------------------------------ */
 
+/* Appends one page's claims to out. */
+static int append_page(const json_t *arr, sl_client_claim_list *out, sl_client_error *err)
+{
+    sl_client_claim_list page;
+    int rc = sl__parse_claims(arr, &page, err);
+    if (rc != SL_CLIENT_OK || page.n == 0)
+        return rc;
+    sl_client_claim *grown = realloc(out->items, (out->n + page.n) * sizeof(*grown));
+    if (!grown) {
+        sl_client_claim_list_free(&page);
+        return sl__err_oom(err);
+    }
+    memcpy(grown + out->n, page.items, page.n * sizeof(*grown));
+    out->items = grown;
+    out->n += page.n;
+    free(page.items); /* the claims now belong to out */
+    return SL_CLIENT_OK;
+}
+
+/* Entries asked for a page: the server's most (tests ask for fewer, to
+ * see pages without making ten thousand claims). */
+unsigned sl__list_page_size = 10000;
+
+/* A listing of every page: the server answers at most 10 000 entries a
+ * page and a "next" cursor while more remain (docs/api.md). */
 static int claim_listing(sl_client *c, sl__buf *path, const char *field, sl_client_claim_list *out,
                          sl_client_error *err)
 {
-    if (path->oom) {
-        sl__buf_free(path);
-        return sl__err_oom(err);
+    char *next = NULL;
+    int rc = SL_CLIENT_OK;
+    while (rc == SL_CLIENT_OK) {
+        sl__buf page = {0};
+        sl__buf_str(&page, path->p ? path->p : "");
+        char limit[16];
+        snprintf(limit, sizeof(limit), "%u", sl__list_page_size);
+        sl__buf_query(&page, "limit", limit);
+        sl__buf_query(&page, "after", next);
+        free(next);
+        next = NULL;
+        if (path->oom || page.oom) {
+            sl__buf_free(&page);
+            rc = sl__err_oom(err);
+            break;
+        }
+        json_t *root = NULL;
+        rc = sl__http_json(c, "GET", page.p, NULL, 0, &root, err);
+        sl__buf_free(&page);
+        if (rc == SL_CLIENT_OK) {
+            const json_t *arr = json_object_get(root, field);
+            const json_t *more = json_object_get(root, "next");
+            if (!json_is_array(arr))
+                rc = sl__err_set(err, SL_CLIENT_EPROTO, "the answer has no \"%s\" array", field);
+            else
+                rc = append_page(arr, out, err);
+            if (rc == SL_CLIENT_OK && json_is_string(more) &&
+                !(next = strdup(json_string_value(more))))
+                rc = sl__err_oom(err);
+        }
+        json_decref(root);
+        if (!next)
+            break;
     }
-    json_t *root = NULL;
-    int rc = sl__http_json(c, "GET", path->p, NULL, 0, &root, err);
+    free(next);
     sl__buf_free(path);
-    if (rc == SL_CLIENT_OK) {
-        const json_t *arr = json_object_get(root, field);
-        if (!json_is_array(arr))
-            rc = sl__err_set(err, SL_CLIENT_EPROTO, "the answer has no \"%s\" array", field);
-        else
-            rc = sl__parse_claims(arr, out, err);
-    }
-    json_decref(root);
+    if (rc != SL_CLIENT_OK)
+        sl_client_claim_list_free(out);
     return rc;
 }
 

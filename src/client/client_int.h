@@ -67,6 +67,7 @@ typedef struct sl__request {
     const char *body;          /* JSON text or NULL */
     long timeout_ms;           /* 0: the client's request timeout; -1: none (streams) */
     const char *last_event_id; /* a Last-Event-ID header, or NULL */
+    const char *idem_key;      /* an Idempotency-Key header, or NULL */
     sl__body_fn on_body;       /* streams a 2xx body instead of keeping it */
     void *ud;
 } sl__request;
@@ -90,6 +91,12 @@ void sl__response_free(sl__response *res);
  * status SL_CLIENT_EHTTP with err->status, code and the server's message,
  * and *out the parsed error body when it was JSON (renew's 409 carries the
  * claim in it). The caller json_decref()s *out in both cases. */
+/* Entries a listing asks for a page (claims.c); the server's most. */
+extern unsigned sl__list_page_size;
+
+/* sl__http_json with an Idempotency-Key header (idem_key, NULL for none). */
+int sl__http_json_idem(sl_client *c, const char *method, const char *path, json_t *body,
+                       long timeout_ms, const char *idem_key, json_t **out, sl_client_error *err);
 int sl__http_json(sl_client *c, const char *method, const char *path, json_t *body, long timeout_ms,
                   json_t **out, sl_client_error *err);
 

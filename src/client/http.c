@@ -277,7 +277,7 @@ int sl__http_do(sl_client *c, const sl__request *rq, sl__response *res, sl_clien
     sl__buf_str(&url, c->server);
     sl__buf_str(&url, rq->path);
     struct curl_slist *headers = NULL, *h;
-    char lei[96];
+    char lei[96], idem[160];
 #define HEADER(text)                                                                               \
     do {                                                                                           \
         h = curl_slist_append(headers, text);                                                      \
@@ -296,6 +296,10 @@ int sl__http_do(sl_client *c, const sl__request *rq, sl__response *res, sl_clien
     if (rq->last_event_id) {
         snprintf(lei, sizeof(lei), "Last-Event-ID: %s", rq->last_event_id);
         HEADER(lei);
+    }
+    if (rq->idem_key) {
+        snprintf(idem, sizeof(idem), "Idempotency-Key: %s", rq->idem_key);
+        HEADER(idem);
     }
 #undef HEADER
 
@@ -376,6 +380,12 @@ int sl__err_from_response(sl_client_error *err, long status, const json_t *body,
 int sl__http_json(sl_client *c, const char *method, const char *path, json_t *body, long timeout_ms,
                   json_t **out, sl_client_error *err)
 {
+    return sl__http_json_idem(c, method, path, body, timeout_ms, NULL, out, err);
+}
+
+int sl__http_json_idem(sl_client *c, const char *method, const char *path, json_t *body,
+                       long timeout_ms, const char *idem_key, json_t **out, sl_client_error *err)
+{
     *out = NULL;
     char *text = NULL;
     if (body) {
@@ -383,7 +393,8 @@ int sl__http_json(sl_client *c, const char *method, const char *path, json_t *bo
         if (!text)
             return sl__err_oom(err);
     }
-    sl__request rq = {.method = method, .path = path, .body = text, .timeout_ms = timeout_ms};
+    sl__request rq = {.method = method, .path = path, .body = text, .timeout_ms = timeout_ms,
+                      .idem_key = idem_key};
     sl__response res;
     int rc = sl__http_do(c, &rq, &res, err);
     free(text);

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -873,6 +874,151 @@ static void *get_thread(void *arg)
     return NULL;
 }
 
+/* ---- a proxy that loses answers ---------------------------------------------------------
+ *
+ * Forwards one request per connection to the group's server and, for the
+ * first `drop` of them, closes the client's connection instead of passing
+ * the answer on: the server did the work, the client never heard. */
+
+typedef struct lossy {
+    int lfd, port, target;
+    int drop;     /* answers still to lose */
+    int forwards; /* requests that reached the server */
+    pthread_t thread;
+} lossy;
+
+/* Reads one HTTP message (headers and a Content-Length body) into buf;
+ * its length, or -1. */
+static ssize_t read_message(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    char *end = NULL;
+    while (!end) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
+        buf[n] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+    }
+    size_t want = (size_t)(end + 4 - buf);
+    for (char *h = buf; h < end; h = strstr(h, "\r\n") + 2)
+        if (strncasecmp(h, "Content-Length:", 15) == 0)
+            want += strtoul(h + 15, NULL, 10);
+    while (n < want) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r <= 0)
+            return -1;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
+static void *lossy_main(void *arg)
+{
+    lossy *p = arg;
+    static char buf[1 << 16];
+    for (;;) {
+        int cfd = accept(p->lfd, NULL, NULL);
+        if (cfd < 0)
+            return NULL;
+        ssize_t n = read_message(cfd, buf, sizeof(buf));
+        int sfd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->target)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (n > 0 && connect(sfd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+            write(sfd, buf, (size_t)n) == n) {
+            __atomic_add_fetch(&p->forwards, 1, __ATOMIC_SEQ_CST);
+            ssize_t m = read_message(sfd, buf, sizeof(buf));
+            if (__atomic_load_n(&p->drop, __ATOMIC_SEQ_CST) > 0)
+                __atomic_sub_fetch(&p->drop, 1, __ATOMIC_SEQ_CST);
+            else if (m > 0 && write(cfd, buf, (size_t)m) != m)
+                m = -1;
+        }
+        close(sfd);
+        close(cfd);
+    }
+}
+
+static void lossy_start(lossy *p, int target, int drop)
+{
+    memset(p, 0, sizeof(*p));
+    p->target = target;
+    p->drop = drop;
+    p->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(p->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(p->lfd, (struct sockaddr *)&a, &len), 0);
+    p->port = ntohs(a.sin_port);
+    assert_int_equal(listen(p->lfd, 8), 0);
+    assert_int_equal(pthread_create(&p->thread, NULL, lossy_main, p), 0);
+}
+
+static void lossy_stop(lossy *p)
+{
+    shutdown(p->lfd, SHUT_RDWR); /* accept returns: the thread ends */
+    pthread_join(p->thread, NULL);
+    close(p->lfd);
+}
+
+static size_t claims_of_holder(sl_client *c, const char *holder)
+{
+    sl_client_claim_list l;
+    assert_int_equal(sl_client_claims(c, NULL, holder, NULL, &l, NULL), SL_CLIENT_OK);
+    size_t n = l.n;
+    sl_client_claim_list_free(&l);
+    return n;
+}
+
+/* A creation whose answer is lost is sent again with the same
+ * Idempotency-Key, and the server answers the claim the first attempt
+ * made: one claim, never two. */
+static void test_create_retries_with_its_key(void **state)
+{
+    (void)state;
+    lossy p;
+    lossy_start(&p, g_srv.port, 1);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", p.port);
+    sl_client_options o = {.server = url, .connect_timeout_ms = 2000};
+    sl_client *through = NULL;
+    assert_int_equal(sl_client_new(&o, &through, NULL), SL_CLIENT_OK);
+    sl_client_claim *a = claim_one(through, "idem/retry", false, "idem/m", NULL);
+    assert_string_equal(a->state, "held");
+    assert_int_equal(__atomic_load_n(&p.forwards, __ATOMIC_SEQ_CST), 2);
+    sl_client *c = client_for(&g_srv);
+    assert_int_equal(claims_of_holder(c, "idem/retry"), 1);
+    release(c, a->id);
+
+    /* A key of the caller's: the same key finds the same claim; another
+     * request with it is 409; a key that cannot be sent is EINVAL. */
+    sl_client_lock_req lock = {.name = "idem/k"};
+    sl_client_claim_req req = {.holder = "idem/key", .locks = &lock, .nlocks = 1,
+                               .idempotency_key = "k-123"};
+    sl_client_claim *x = NULL, *y = NULL;
+    sl_client_error err;
+    assert_int_equal(sl_client_claim_create(c, &req, &x, &err), SL_CLIENT_OK);
+    assert_int_equal(sl_client_claim_create(c, &req, &y, &err), SL_CLIENT_OK);
+    assert_string_equal(x->id, y->id);
+    req.priority = 3;
+    sl_client_claim *z = NULL;
+    assert_http_error(sl_client_claim_create(c, &req, &z, &err), &err, 409, "conflict");
+    req.idempotency_key = "bad\nkey";
+    assert_int_equal(sl_client_claim_create(c, &req, &z, &err), SL_CLIENT_EINVAL);
+    char key[33];
+    sl_client_idempotency_key(key);
+    assert_int_equal(strlen(key), 32);
+    release(c, x->id);
+    sl_client_claim_free(a);
+    sl_client_claim_free(x);
+    sl_client_claim_free(y);
+    sl_client_free(through);
+    sl_client_free(c);
+    lossy_stop(&p);
+}
+
 static void test_claim_get_wait(void **state)
 {
     (void)state;
@@ -1153,6 +1299,38 @@ static void test_queue(void **state)
     sl_client_claim_free(a);
     sl_client_claim_free(b);
     sl_client_claim_free(d);
+    sl_client_free(c);
+}
+
+/* Listings come a page at a time; the library follows the pages. */
+static void test_listings_follow_pages(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_claim *made[7];
+    for (size_t i = 0; i < 7; i++)
+        made[i] = claim_one(c, "pages/h", false, "pages/m", NULL);
+    unsigned was = sl__list_page_size;
+    sl__list_page_size = 2;
+    sl_client_claim_list l;
+    sl_client_error err;
+    assert_int_equal(sl_client_claims(c, NULL, "pages/h", NULL, &l, &err), SL_CLIENT_OK);
+    assert_int_equal(l.n, 7);
+    for (size_t i = 0; i < 7; i++)
+        assert_string_equal(l.items[i].id, made[i]->id);
+    sl_client_claim_list_free(&l);
+    assert_int_equal(sl_client_queue(c, "mtx/pages/m", &l, &err), SL_CLIENT_OK);
+    assert_int_equal(l.n, 6);
+    for (size_t i = 0; i < 6; i++) {
+        assert_string_equal(l.items[i].id, made[i + 1]->id);
+        assert_int_equal(l.items[i].queue_position, i + 1);
+    }
+    sl_client_claim_list_free(&l);
+    sl__list_page_size = was;
+    for (size_t i = 7; i-- > 0;) {
+        release(c, made[i]->id);
+        sl_client_claim_free(made[i]);
+    }
     sl_client_free(c);
 }
 
@@ -1838,6 +2016,7 @@ int main(void)
         cmocka_unit_test(test_semaphores),
         cmocka_unit_test(test_mutexes),
         cmocka_unit_test(test_claim_create),
+        cmocka_unit_test(test_create_retries_with_its_key),
         cmocka_unit_test(test_claim_get_wait),
         cmocka_unit_test(test_renew),
         cmocka_unit_test(test_release),
@@ -1845,6 +2024,7 @@ int main(void)
         cmocka_unit_test(test_why),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_claims_list),
+        cmocka_unit_test(test_listings_follow_pages),
         cmocka_unit_test(test_await_wakes),
         cmocka_unit_test(test_await_timeout),
         cmocka_unit_test(test_await_retries_while_down),
