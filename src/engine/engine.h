@@ -331,6 +331,9 @@ sl_claim *sl_claim_find(const sl_engine *eng, const char *id);
 /* The claim made with this idempotency key (sl_claim_req.idem), while it is
  * kept; NULL when none. */
 sl_claim *sl_claim_find_idem(const sl_engine *eng, const char *key);
+/* Frees an ended claim's idempotency key, so that a new claim may take it
+ * (recorded in the batch). SL_ECONFLICT while the claim is live. */
+int sl_claim_drop_idem(sl_engine *eng, sl_claim *c);
 /* Every claim, live or retained, in arrival order: first with prev NULL. */
 const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev);
 /* Every pending claim in the one total order (priority, created, arrival):

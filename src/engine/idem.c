@@ -67,6 +67,17 @@ void sl__idem_view(const sl_claim *c, const char **key, uint64_t *fp)
     *fp = c->idem ? c->idem->fp : 0;
 }
 
+int sl_claim_drop_idem(sl_engine *eng, sl_claim *c)
+{
+    if (!sl_state_ended((sl_state)c->state))
+        return SL_ECONFLICT;
+    if (c->idem) {
+        sl__idem_free(eng, c);
+        sl__claim_touch(eng, c);
+    }
+    return 0;
+}
+
 sl_claim *sl_claim_find_idem(const sl_engine *eng, const char *key)
 {
     sl_hnode *n = key ? sl__hash_find(&eng->idems, key, strlen(key)) : NULL;

@@ -78,6 +78,14 @@ sl_claim *sl_idem_replay(sl_ctx *c, const sl_idem_req *idem, bool *conflict)
         return NULL;
     sl_claim_view v;
     sl_claim_get(claim, &v);
+    /* Its creator hung up before the answer, so it was withdrawn (or
+     * released) and holds nothing: replaying that end would tell a retry,
+     * whose connection merely broke, that its claim is gone. The retry
+     * makes a new claim with the key instead; no claim is doubled. */
+    if (v.reason == SL_REASON_CLIENT_GONE && sl_claim_drop_idem(c->srv->eng, claim) == 0) {
+        sl_server_touch(c->srv);
+        return NULL;
+    }
     if (v.idem_fp != idem->fp) {
         *conflict = true;
         sl_reply_error(c, 409, "conflict",

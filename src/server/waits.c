@@ -165,24 +165,13 @@ static bool client_hung_up(struct evhttp_request *req)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
-/* Whether the creator of the claim can find it again after hanging up: it
- * gave an Idempotency-Key, and the claim has a lease to end it should the
- * creator never come back. Then a broken connection is no reason to end
- * it: the retry finds it. Otherwise nobody knows its id. */
-static bool creator_can_return(const sl_wait *w)
-{
-    sl_claim_view v;
-    sl_claim_get(w->claim, &v);
-    return v.idem && v.lease_ms > 0;
-}
-
 /* A creator that hung up would never learn of its grant, which nobody could
  * then release: the claim is released instead. Not now: a wait is answered
  * while the committed batch is read, which must not change; the wait's
  * timer does it on the next turn (timeout_cb). */
 static bool release_if_creator_gone(sl_wait *w)
 {
-    if (w->kind != SL_WAIT_CREATE || w->release_next || !w->claim || creator_can_return(w))
+    if (w->kind != SL_WAIT_CREATE || w->release_next || !w->claim)
         return false;
     sl_claim_view v;
     sl_claim_get(w->claim, &v);
@@ -253,7 +242,7 @@ static void gone_cb(void *arg)
 {
     sl_wait *w = arg;
     w->gone = true;
-    if (w->kind == SL_WAIT_CREATE && w->claim && !creator_can_return(w)) {
+    if (w->kind == SL_WAIT_CREATE && w->claim) {
         sl_claim_release(w->srv->eng, w->claim, SL_REASON_CLIENT_GONE, sl_server_now(w->srv));
         sl_server_touch(w->srv);
     }

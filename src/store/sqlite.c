@@ -62,7 +62,8 @@ static const char *const stmt_sql[SQ_COUNT] = {
         " granted = excluded.granted, grant_seq = excluded.grant_seq,"
         " revoke_at = excluded.revoke_at, ended = excluded.ended,"
         " reason = excluded.reason, by_claim = excluded.by_claim,"
-        " locks = excluded.locks, tags = excluded.tags",
+        " locks = excluded.locks, tags = excluded.tags, idem = excluded.idem,"
+        " idem_fp = excluded.idem_fp",
     [SQ_CLAIM_DELETE] = "DELETE FROM claims WHERE id = ?1",
     [SQ_LOCK_UPSERT] = "INSERT INTO locks (key, token) VALUES (?1, ?2)"
                        " ON CONFLICT (key) DO UPDATE SET token = excluded.token",

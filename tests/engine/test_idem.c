@@ -50,6 +50,30 @@ static void found_by_key_while_kept(void **state)
     t_free(eng); /* every block back: keys included */
 }
 
+/* An ended claim's key may be taken off it for a new claim; a live one's
+ * may not (a retry would then double it). */
+static void dropped_from_an_ended_claim(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    t_claim(eng, 0, "id=a m:x idem=k");
+    assert_int_equal(sl_claim_drop_idem(eng, t_find(eng, "a")), SL_ECONFLICT);
+    assert_ptr_equal(sl_claim_find_idem(eng, "k"), t_find(eng, "a"));
+    t_release(eng, 1, "a");
+    t_events(eng);
+    sl_engine_changes_clear(eng);
+    assert_int_equal(sl_claim_drop_idem(eng, t_find(eng, "a")), 0);
+    assert_null(sl_claim_find_idem(eng, "k"));
+    assert_null(t_view(eng, "a").idem);
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    assert_int_equal(ch.nclaims, 1); /* the store learns the claim lost its key */
+    t_claim(eng, 2, "id=b m:x idem=k");
+    assert_ptr_equal(sl_claim_find_idem(eng, "k"), t_find(eng, "b"));
+    assert_int_equal(sl_claim_drop_idem(eng, t_find(eng, "a")), 0); /* again: nothing */
+    t_free(eng);
+}
+
 static void kept_across_a_restore(void **state)
 {
     (void)state;
@@ -86,6 +110,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(found_by_key_while_kept),
+        cmocka_unit_test(dropped_from_an_ended_claim),
         cmocka_unit_test(kept_across_a_restore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

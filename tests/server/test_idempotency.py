@@ -5,9 +5,10 @@ A retry with the same key (and token) answers the claim the first request
 made, in its current state, marked Idempotent-Replayed; the same key with
 another body is 409; keys of different tokens never meet; the key survives
 a kill -9 (the crash between a commit and its answer that the header is
-for); a creator with a key and a lease that hangs up mid-wait keeps its
-claim, which its retry finds; a malformed key is 400.
+for); a retry after its creator hung up (and its claim was withdrawn) makes
+a new claim; a malformed key is 400.
 """
+import json
 import os
 import sys
 import uuid
@@ -68,35 +69,40 @@ class TestIdempotency(ServerTestCase):
         self.assertEqual(again.json["state"], "held")
         self.srv.release(first.json["id"])
 
-    def test_creator_with_a_key_may_come_back(self):
-        """A creator with a key and a lease that hangs up mid-wait keeps its
-        claim: its retry finds it. Without a key (or a lease) the claim is
-        withdrawn as before, since nobody else knows its id."""
+    def test_retry_after_the_creator_hung_up_makes_a_new_claim(self):
+        """A creator that hangs up mid-wait is taken for dead: its claim is
+        withdrawn at once, key or no key (a dead client's place in the queue
+        must not wait for its lease). A retry with the key, whose connection
+        had merely broken, is then not told that its claim is gone: it gets a
+        new claim, which holds when the lock is free."""
         m = "idem/back"
         h = self.srv.claim("h", [("m", m)])
         key = str(uuid.uuid4())
         body = {"holder": "back", "locks": [{"mutex": m}], "lease": "30s", "wait": "20s"}
         s = self.srv.raw_socket()
-        import json
         data = json.dumps(body).encode()
         s.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nIdempotency-Key: %s\r\n"
                   b"Content-Length: %d\r\n\r\n" % (key.encode(), len(data)) + data)
         status, headers = read_head(s)
         self.assertEqual(status, 201)
-        cid = headers["location"].split("/")[-1]
+        first = headers["location"].split("/")[-1]
         hard_close(s)
-        # Another request on the claim's lock makes the server look around;
-        # the claim stays pending (a claim without a key is withdrawn here:
-        # server/client_gone).
-        self.assertEqual(self.srv.claim_get(cid, "?wait=300ms")["state"], "pending")
+        wait_until(lambda: self.srv.claim_get(first)["state"] == "withdrawn", 5.0,
+                   what="the hung-up creator's claim withdrawn")
         conn, resp = self.srv.start_request("POST", "/v1/claims", body=body,
                                             headers={"Idempotency-Key": key})
-        self.assertEqual(resp.headers.get("Idempotent-Replayed"), "true")
+        self.assertEqual(resp.status, 201)
+        self.assertIsNone(resp.headers.get("Idempotent-Replayed"))
         self.srv.release(h["id"])
         got = json.loads(resp.read())
         conn.close()
-        self.assertEqual((got["id"], got["state"]), (cid, "held"))
-        self.srv.release(cid)
+        self.assertNotEqual(got["id"], first)
+        self.assertEqual(got["state"], "held")
+        # From now on the key is the new claim's, across a restart too.
+        self.srv.restart(hard=True)
+        again = post(self.srv, body, key)
+        self.assertEqual(again.json["id"], got["id"])
+        self.srv.release(got["id"])
 
 
 class TestIdempotencyTokens(ServerTestCase):
