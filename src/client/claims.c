@@ -271,8 +271,10 @@ int sl_client_claim_renew(sl_client *c, const char *id, sl_client_claim **out, s
     return rc;
 }
 
-int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
-                            sl_client_error *err)
+/* A call that ends a claim (release, cancel): the final claim into *out,
+ * which may be NULL when the caller does not want it. */
+static int end_claim(sl_client *c, const char *id, const char *method, const char *suffix,
+                     sl_client_claim **out, sl_client_error *err)
 {
     sl_client_claim *dummy = NULL;
     int rc = claim_args(c, id, out ? (void *)out : (void *)&dummy, err);
@@ -281,26 +283,22 @@ int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
     if (out)
         *out = NULL;
     sl__buf path = {0};
-    claim_path(&path, id, "");
-    rc = claim_request(c, "DELETE", &path, NULL, 0, out ? out : &dummy, err);
+    claim_path(&path, id, suffix);
+    rc = claim_request(c, method, &path, NULL, 0, out ? out : &dummy, err);
     sl_client_claim_free(dummy);
     return rc;
+}
+
+int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
+                            sl_client_error *err)
+{
+    return end_claim(c, id, "DELETE", "", out, err);
 }
 
 int sl_client_claim_cancel(sl_client *c, const char *id, sl_client_claim **out,
                            sl_client_error *err)
 {
-    sl_client_claim *dummy = NULL;
-    int rc = claim_args(c, id, out ? (void *)out : (void *)&dummy, err);
-    if (rc != SL_CLIENT_OK)
-        return rc;
-    if (out)
-        *out = NULL;
-    sl__buf path = {0};
-    claim_path(&path, id, "/cancel");
-    rc = claim_request(c, "POST", &path, NULL, 0, out ? out : &dummy, err);
-    sl_client_claim_free(dummy);
-    return rc;
+    return end_claim(c, id, "POST", "/cancel", out, err);
 }
 
 /* ---- why ---------------------------------------------------------------------- */
