@@ -17,9 +17,12 @@ One sluiced on a fresh SQLite store, and at once:
   - event readers that page through the log and open streams that drop.
 Every 10 s the server's resident memory (VmRSS) and open descriptors are
 sampled from /proc. At the end the samples are printed, and the run fails
-if the server died, if descriptors were not back at their idle count, or if
-memory kept growing in the second half of the run (the last quarter's
-median more than 20 % above the second quarter's): flat is the promise.
+if the server died, if descriptors were not back at their idle count, or,
+for a run of 10 minutes or more, if memory kept growing in the second half
+of the run (the last quarter's median more than 20 % above the second
+quarter's): flat is the promise. A shorter run cannot judge memory (ended
+claims are kept 2 minutes before memory reaches its steady state, and
+AddressSanitizer's quarantine grows for a while too) and only reports it.
 """
 import argparse
 import http.client
@@ -278,7 +281,7 @@ def main():
               "quarter %d KiB (%+.1f %%), after %d KiB; fds max %d, idle %d, after %d"
               % (min(rss), max(rss), q2, q4, 100.0 * (q4 - q2) / q2, rss_after,
                  max(s[2] for s in samples), idle_fds, fds_after))
-        if q4 > q2 * 1.2:
+        if duration >= 600 and q4 > q2 * 1.2:
             raise SystemExit("soak: memory kept growing in the second half of the run")
         if load.counts.get("held", 0) == 0:
             raise SystemExit("soak: no claim was ever held: the load did not run")
