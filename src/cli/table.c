@@ -70,7 +70,9 @@ void cli_buf_add(cli_buf *b, const char *s)
     b->len += n;
 }
 
-static void buf_vaddf(cli_buf *b, const char *fmt, va_list ap)
+/* A printf format with its arguments as a va_list (format(printf, 2, 0)). */
+__attribute__((format(printf, 2, 0))) static void buf_vaddf(cli_buf *b, const char *fmt,
+                                                           va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);

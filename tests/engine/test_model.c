@@ -307,7 +307,7 @@ static size_t choice_of(int L, int *out)
             if (oldest[k] < 0 || age_cmp(&M.c[rem[r]], &M.c[oldest[k]]) < 0)
                 oldest[k] = rem[r];
         }
-        int ranked[NKEYS];
+        int ranked[NKEYS] = {0}; /* nrem > 0, so nk >= 1 below */
         size_t nk = 0;
         for (int k = 0; k < NKEYS; k++) {
             if (oldest[k] < 0)
