@@ -1415,7 +1415,6 @@ static void test_events_page(void **state)
 typedef struct follow_job {
     const server *srv;
     uint64_t since;
-    const char *stop_claim; /* stop after this claim's claim.released */
     char *stop_id;          /* set from the main thread (guarded by seen's lock) */
     uint64_t seqs[64];
     char types[64][32];
