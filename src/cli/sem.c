@@ -147,8 +147,8 @@ static int sem_set(cli *c, sl_client *cl, const char *name, const char *limit_s,
     }
     sl_client_lock *l = NULL;
     sl_client_error err = {0};
-    if (sl_client_semaphore_set(cl, name, (uint64_t)limit, strategy, lease_arg,
-                                &l, &err) != SL_CLIENT_OK)
+    if (sl_client_semaphore_set(cl, name, (uint64_t)limit, strategy, lease_arg, &l, &err) !=
+        SL_CLIENT_OK)
         return cli_fail(c, "cannot configure the semaphore", &err);
     print_lock(c, l);
     sl_client_lock_free(l);
