@@ -16,6 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * does not hold, in every build type (never compiled out like assert). */
 #define fuzz_check(cond) ((cond) ? (void)0 : fuzz_fail(__FILE__, __LINE__, #cond))
 _Noreturn void fuzz_fail(const char *file, int line, const char *what);
+/* The same with a message of one's own (a newline at its end). */
+_Noreturn void fuzz_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The input as a NUL-terminated string in a buffer of the caller's (cap
  * bytes), cut at cap - 1 bytes: for code that takes C strings. */

@@ -164,13 +164,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(c.ev && c.deadline);
     event_add(c.ev, NULL);
     event_base_dispatch(srv.base);
-    if (c.timed_out) {
-        fprintf(stderr,
-                "fuzz_http: the server neither answered nor closed the connection "
-                "within %d s of the client's half-close (%zu bytes answered)\n",
-                CLOSE_DEADLINE_S, c.received);
-        abort();
-    }
+    if (c.timed_out)
+        fuzz_failf("fuzz_http: the server neither answered nor closed the connection within %d s "
+                   "of the client's half-close (%zu bytes answered)\n",
+                   CLOSE_DEADLINE_S, c.received);
     fuzz_check(c.closed);
     /* Whatever came back is HTTP (evhttp's bare refusals included). */
     if (c.received >= 5)
