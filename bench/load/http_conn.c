@@ -219,7 +219,7 @@ static int send_all(sl_http_conn *c, size_t len)
 int sl_http_conn_send(sl_http_conn *c, const char *method, const char *target, const char *body,
                       size_t body_len)
 {
-    size_t len;
+    size_t len = 0;
     int rc;
     c->error[0] = '\0';
     if (atomic_load(&c->interrupted))

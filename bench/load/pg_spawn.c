@@ -173,7 +173,15 @@ static void log_tail(const char *path, char *out, size_t cap)
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
     line = strrchr(buf, '\n');
-    snprintf(out, cap, "%s", line ? line + 1 : buf);
+    /* Cut to cap on purpose: the message has room for one line's start. */
+    const char *tail = line ? line + 1 : buf;
+    size_t len = strlen(tail);
+    if (cap == 0)
+        return;
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(out, tail, len);
+    out[len] = '\0';
 }
 
 /* Waits up to timeout_ms for pid to exit: its status, or -1 (then killed). */

@@ -285,7 +285,7 @@ static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char
     close(ep[0]);
 
     int ws = 0;
-    bool done = false, stopping = false, killed = false;
+    bool stopping = false, killed = false;
     int64_t kill_at = 0;
     if (r == (ssize_t)sizeof(exec_errno)) {
         while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
@@ -298,7 +298,7 @@ static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char
         return exec_errno == ENOENT ? RUN_EXIT_NOTFOUND : RUN_EXIT_NOEXEC;
     }
 
-    while (!done) {
+    for (;;) {
         int64_t timeout = CHILD_CHECK_MS;
         if (stopping && !killed) {
             int64_t left = kill_at - cli_mono_ms();
@@ -306,10 +306,8 @@ static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char
         }
         cli_note n;
         int got = cli_sigpipe_wait(timeout, &n);
-        if (waitpid(pid, &ws, WNOHANG) == pid) {
-            done = true;
+        if (waitpid(pid, &ws, WNOHANG) == pid)
             break;
-        }
         if (!got) {
             if (stopping && !killed && cli_mono_ms() >= kill_at) {
                 char g[32];

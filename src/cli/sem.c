@@ -140,12 +140,15 @@ static int sem_set(cli *c, sl_client *cl, const char *name, const char *limit_s,
     if (!cli_parse_int(c, "LIMIT", limit_s, 0, 1000000000, &limit))
         return CLI_EXIT_USAGE;
     char lease[32];
-    if (lease_ms >= 0)
+    const char *lease_arg = NULL; /* none given: the server's default */
+    if (lease_ms >= 0) {
         snprintf(lease, sizeof(lease), "%lldms", (long long)lease_ms);
+        lease_arg = lease;
+    }
     sl_client_lock *l = NULL;
     sl_client_error err = {0};
-    if (sl_client_semaphore_set(cl, name, (uint64_t)limit, strategy, lease_ms >= 0 ? lease : NULL,
-                                &l, &err) != SL_CLIENT_OK)
+    if (sl_client_semaphore_set(cl, name, (uint64_t)limit, strategy, lease_arg, &l, &err) !=
+        SL_CLIENT_OK)
         return cli_fail(c, "cannot configure the semaphore", &err);
     print_lock(c, l);
     sl_client_lock_free(l);

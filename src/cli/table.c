@@ -70,7 +70,7 @@ void cli_buf_add(cli_buf *b, const char *s)
     b->len += n;
 }
 
-static void buf_vaddf(cli_buf *b, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void buf_vaddf(cli_buf *b, const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);

@@ -360,7 +360,7 @@ int sl__err_from_response(sl_client_error *err, long status, const json_t *body,
     const json_t *e = json_object_get(body, "error");
     const char *code = json_string_value(json_object_get(e, "code"));
     const char *message = json_string_value(json_object_get(e, "message"));
-    if (message) {
+    if (message && *message) { /* an empty one says nothing: as if none */
         sl__err_set(err, SL_CLIENT_EHTTP, "%s", message);
     } else {
         /* Not docs/api.md's error object: a proxy, or libevent's bare 413. */

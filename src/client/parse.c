@@ -275,7 +275,9 @@ static int64_t duration_field(pctx *p, const json_t *o, const char *key)
     int64_t ms = 0;
     if (!v || json_is_null(v))
         return 0;
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
+    /* Seconds past INT64_MAX / 1000 have no milliseconds: not a duration. */
+    if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+        json_integer_value(v) <= INT64_MAX / 1000)
         return (int64_t)json_integer_value(v) * 1000;
     if (!json_is_string(v) || sl__duration_parse(json_string_value(v), &ms) != 0)
         fail(p, SL_CLIENT_EPROTO, key, "a duration");

@@ -521,7 +521,7 @@ static int conv_semaphores(loader *ld, const raw_conf *r, sl_conf *n)
     for (size_t i = 0; i < r->semaphores_count; i++) {
         const raw_sem *rs = &r->semaphores[i];
         sl_conf_sem *s = &n->semaphores[i];
-        uint64_t limit;
+        uint64_t limit = 0;
         s->name = sl__conf_xstrdup(rs->name ? rs->name : "");
         snprintf(path, sizeof(path), "semaphores[%zu].limit", i);
         if (conv_count(ld, path, rs->limit ? rs->limit : "", SL_LIMIT_MAX, &limit) != 0)
@@ -623,7 +623,7 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
             {"limits.max_streams", l->max_streams, &n->max_streams},
         };
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-            uint64_t v;
+            uint64_t v = 0;
             if (!sizes[i].raw)
                 continue;
             if (conv_count(ld, sizes[i].path, sizes[i].raw, SIZE_MAX, &v) != 0)

@@ -18,7 +18,8 @@ void sl_log_set_level(sl_log_level level)
     current = level;
 }
 
-static void vlog(sl_log_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vlog(sl_log_level level, const char *fmt,
+                                                       va_list ap)
 {
     if (level > current)
         return;

@@ -10,6 +10,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "duration.h"
+#include "json_depth.h"
 #include "server.h"
 
 const char *sl_query_get(const sl_ctx *c, const char *key)
@@ -94,31 +95,6 @@ int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
     return 0;
 }
 
-/* Nesting depth of a JSON text, counted without parsing it: jansson allows
- * 2048 levels, docs/api.md 32. */
-static int json_depth(const char *p, size_t n)
-{
-    int depth = 0, max = 0;
-    bool in_string = false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = p[i];
-        if (in_string) {
-            if (ch == '\\')
-                i++;
-            else if (ch == '"')
-                in_string = false;
-        } else if (ch == '"') {
-            in_string = true;
-        } else if (ch == '[' || ch == '{') {
-            if (++depth > max)
-                max = depth;
-        } else if (ch == ']' || ch == '}') {
-            depth--;
-        }
-    }
-    return max;
-}
-
 json_t *sl_body_json(sl_ctx *c)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
@@ -134,7 +110,7 @@ json_t *sl_body_json(sl_ctx *c)
         return NULL;
     }
     const char *p = (const char *)evbuffer_pullup(in, -1);
-    if (json_depth(p, n) > SL_JSON_DEPTH_MAX) {
+    if (sl_json_depth(p, n) > SL_JSON_DEPTH_MAX) {
         sl_reply_error(c, 400, "bad_request", "the JSON is nested deeper than %d levels",
                        SL_JSON_DEPTH_MAX);
         return NULL;

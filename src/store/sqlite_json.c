@@ -79,9 +79,9 @@ static void buf_str(sq_buf *b, const char *s)
 
 static void buf_i64(sq_buf *b, int64_t v)
 {
-    char num[24];
-    int n = snprintf(num, sizeof(num), "%" PRId64, v);
-    buf_add(b, num, (size_t)n);
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%" PRId64, v);
+    buf_add(b, digits, (size_t)n);
 }
 
 void sl__sq_locks_json(const sl_claim *c, size_t n, sq_buf *b)

@@ -932,8 +932,8 @@ static void *lossy_main(void *arg)
             ssize_t m = read_message(sfd, buf, sizeof(buf));
             if (__atomic_load_n(&p->drop, __ATOMIC_SEQ_CST) > 0)
                 __atomic_sub_fetch(&p->drop, 1, __ATOMIC_SEQ_CST);
-            else if (m > 0 && write(cfd, buf, (size_t)m) != m)
-                m = -1;
+            else if (m > 0)
+                (void)!write(cfd, buf, (size_t)m); /* a client gone meanwhile is its business */
         }
         close(sfd);
         close(cfd);
@@ -1647,7 +1647,6 @@ static void test_events_page(void **state)
 typedef struct follow_job {
     const server *srv;
     uint64_t since;
-    const char *stop_claim; /* stop after this claim's claim.released */
     char *stop_id;          /* set from the main thread (guarded by seen's lock) */
     uint64_t seqs[64];
     char types[64][32];

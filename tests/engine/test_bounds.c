@@ -534,10 +534,10 @@ static void allow_sees_every_lock(void **state)
     t_sem(eng, 0, "tag/tenant=*", 2, SL_STRICT);
     t_sem(eng, 0, "tag/tenant", 5, SL_STRICT);
     const sl_lock_req locks[] = {{SL_KIND_MUTEX, "a/m", 1}};
-    const sl_tag tags[] = {{"tenant", "acme"}, {"env", "dev"}};
+    const sl_tag two[] = {{"tenant", "acme"}, {"env", "dev"}};
     allow_log a = {.refuse = "nothing"};
     sl_error err;
-    assert_int_equal(claim_with(eng, "c1", locks, 1, tags, 2, "g1", &a, &err), 0);
+    assert_int_equal(claim_with(eng, "c1", locks, 1, two, 2, "g1", &a, &err), 0);
     assert_int_equal(a.n, 4);
     assert_string_equal(a.seen[0], "mtx/a/m");
     assert_string_equal(a.seen[1], "sem/tag/tenant=acme");
@@ -547,7 +547,7 @@ static void allow_sees_every_lock(void **state)
     /* A refused tag lock refuses the claim and changes nothing. */
     allow_log b = {.refuse = "sem/tag/tenant=acme"};
     t_events(eng);
-    assert_int_equal(claim_with(eng, "c2", NULL, 0, tags, 1, NULL, &b, &err), SL_EFORBIDDEN);
+    assert_int_equal(claim_with(eng, "c2", NULL, 0, two, 1, NULL, &b, &err), SL_EFORBIDDEN);
     assert_string_equal(err.field, "tags[0]");
     assert_string_equal(err.name, "sem/tag/tenant=acme");
     assert_null(sl_claim_find(eng, "c2"));

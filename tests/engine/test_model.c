@@ -312,7 +312,7 @@ static size_t choice_of(int L, int *out)
             if (oldest[k] < 0 || age_cmp(&M.c[rem[r]], &M.c[oldest[k]]) < 0)
                 oldest[k] = rem[r];
         }
-        int ranked[NKEYS];
+        int ranked[NKEYS] = {0}; /* nrem > 0, so nk >= 1 below */
         size_t nk = 0;
         for (int k = 0; k < NKEYS; k++) {
             if (oldest[k] < 0)
@@ -875,6 +875,9 @@ static sl_kind kind_of(int L)
 static int lock_index(sl_kind kind, const char *name)
 {
     for (int L = 0; L < NLK; L++)
+        /* L < NLK bounds the index; the L < LK_GROUP after it picks the
+         * kind of lock, it is no bounds check (cppcheck reads one). */
+        // cppcheck-suppress arrayIndexThenCheck
         if (strcmp(lock_names[L], name) == 0 &&
             (L < LK_GROUP ? (L < NSEM) == (kind == SL_KIND_SEMAPHORE) : true))
             return L;

@@ -677,11 +677,11 @@ static void bulk_workload(sl_engine *a, store *st)
         case 0:
         case 1:
         case 2:
-            snprintf(spec, sizeof spec, "id=c%d m:m%d prio=%d created=%d", i, (r / 7) % 9, prio,
+            snprintf(spec, sizeof spec, "id=c%d m:m%u prio=%d created=%d", i, (r / 7) % 9, prio,
                      created);
             break;
         case 3:
-            snprintf(spec, sizeof spec, "id=c%d m:m%d s:pool*%u prio=%d", i, (r / 7) % 9,
+            snprintf(spec, sizeof spec, "id=c%d m:m%u s:pool*%u prio=%d", i, (r / 7) % 9,
                      1 + (r / 11) % 3, prio);
             break;
         case 4:
