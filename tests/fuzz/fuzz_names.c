@@ -4,8 +4,9 @@
  * configuration check (semaphore names, token prefixes).
  *
  * The rule (docs/api.md): 1 to 253 characters of A-Z a-z 0-9 . _ - / : =,
- * no leading or trailing '/', no "//"; a pattern may end in '*', and its
- * prefix may end in '/'. The first input byte picks the pattern flag; the
+ * no leading or trailing '/', no "//", no "." or ".." segment; a pattern may
+ * end in '*', and its prefix may end in '/' (and its last segment, cut by
+ * the '*', is not a whole segment: "a/..*" may match "a/..x"). The first input byte picks the pattern flag; the
  * rest is the name, NUL bytes included (they make it invalid). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,6 +38,18 @@ static bool oracle(const char *s, size_t len, bool pattern)
         return false;
     if (body == len && s[len - 1] == '/')
         return false;
+    /* Segments, read one by one between the slashes. */
+    size_t start = 0;
+    for (size_t i = 0; i <= body; i++) {
+        if (i < body && s[i] != '/')
+            continue;
+        bool whole = i < body || body == len;
+        if (whole && i - start == 1 && s[start] == '.')
+            return false;
+        if (whole && i - start == 2 && s[start] == '.' && s[start + 1] == '.')
+            return false;
+        start = i + 1;
+    }
     return true;
 }
 
