@@ -10,7 +10,8 @@
 # less three style checks that are taste, not defects: variableScope (we
 # declare where it reads best, not always in the innermost block),
 # constParameter and constVariable (const on locals is not required here).
-# Files generated into the build tree (the embedded dashboard) are skipped.
+# Files generated into the build tree (the embedded dashboard) and llhttp's
+# sources (Debian's node-llhttp, third-party) are skipped.
 #
 # Usage: tests/lint/cppcheck.sh BUILD-DIR [CPPCHECK]
 set -euo pipefail
@@ -33,7 +34,7 @@ trap 'rm -f "$out"' EXIT
 # --cppcheck-build-dir is not used: a cache would let a stale result hide
 # a finding. -j2: the machines have two cores.
 set +e
-"$cppcheck" --project="$build/compile_commands.json" -i"$build" \
+"$cppcheck" --project="$build/compile_commands.json" -i"$build" -i/usr/share/llhttp \
     --enable=warning,style,performance,portability \
     --suppress=variableScope --suppress=constParameter --suppress=constVariable \
     --suppress=missingIncludeSystem \

@@ -1,0 +1,124 @@
+/* http.h - sluiced's own HTTP/1.1 server layer, on libevent's event_base.
+ *
+ * Plain events (no bufferevents, no evhttp) and llhttp as the parser. Per
+ * connection: one input buffer, one output buffer, one request at a time.
+ * Requests pipelined behind one that is still being answered stay in the
+ * input buffer, unparsed, and are taken in order once it is answered. Reads
+ * stay on while a request is parked (a long poll), so a client that goes
+ * away is seen at once: end of file means gone. Every answer is appended to
+ * the output buffer and written with one write() (EV_WRITE is armed only
+ * when the socket is full).
+ *
+ * What it refuses, each with the API's JSON error and the connection
+ * closed: Transfer-Encoding on a request (bodies come with Content-Length
+ * only: no request smuggling through CL+TE or duplicate CL), a body over
+ * max_body (413), headers over max_headers or SL_HTTP_HEADERS_MAX fields
+ * (431), a target over SL_HTTP_TARGET_MAX (414), anything llhttp cannot
+ * parse (400), a connection over max_connections (503). It honours
+ * Expect: 100-continue, HTTP/1.0 and Connection: close, closes a connection
+ * idle for idle_ms or whose request does not arrive whole within idle_ms
+ * of its first byte (a slow client), sets SO_KEEPALIVE and TCP_NODELAY,
+ * writes a Date cached once a second, and streams with chunked encoding
+ * (close-delimited to HTTP/1.0 clients).
+ *
+ * Ownership: the layer owns connections and requests. A request handed to
+ * the handler stays valid until it is answered (sl_http_reply, or
+ * sl_http_stream_end after sl_http_stream_start), whatever its client does
+ * meanwhile; if the client has gone, the answer is dropped. Every request
+ * must be answered exactly once. */
+#ifndef SL_SERVER_HTTP_H
+#define SL_SERVER_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#define SL_HTTP_TARGET_MAX 8192  /* bytes of the request target: 414 above */
+#define SL_HTTP_HEADERS_MAX 100  /* header fields in one request: 431 above */
+#define SL_HTTP_OUT_HEADERS_MAX 2048 /* bytes of the headers a handler adds */
+#define SL_HTTP_DRAIN_MAX (1u << 20) /* body bytes read and dropped after a 413 */
+
+typedef struct sl_http sl_http;
+typedef struct sl_http_req sl_http_req;
+
+typedef enum {
+    SL_HTTP_GET,
+    SL_HTTP_HEAD,
+    SL_HTTP_POST,
+    SL_HTTP_PUT,
+    SL_HTTP_DELETE,
+    SL_HTTP_PATCH,
+    SL_HTTP_OPTIONS,
+    SL_HTTP_OTHER,
+} sl_http_method;
+
+/* Called for each request, in order per connection. */
+typedef void (*sl_http_handler_fn)(void *ud, sl_http_req *req);
+/* Called for each answer the layer gives by itself (errors, 503 over the
+ * cap), with its status: for the server's metrics. */
+typedef void (*sl_http_own_answer_fn)(void *ud, int status);
+
+typedef struct sl_http_opts {
+    size_t max_headers;     /* the request line and headers, bytes */
+    size_t max_body;        /* Content-Length above it: 413 */
+    size_t max_connections; /* more: 503 and closed */
+    int64_t idle_ms;        /* idle keep-alive, and a slow request's whole arrival */
+    sl_http_handler_fn handler;
+    sl_http_own_answer_fn own_answer; /* may be NULL */
+    void *ud;
+} sl_http_opts;
+
+int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out);
+/* Listens on host:port (a name or an address, v4 or v6). -1 and a message
+ * in err when it cannot. */
+int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_t cap);
+/* The port listened on (the one the kernel chose for port 0). */
+unsigned sl_http_port(const sl_http *h);
+size_t sl_http_connections(const sl_http *h);
+/* Stops listening and closes every connection. Requests still being
+ * answered get their gone callback first, then are dropped: call it only
+ * when nothing will answer them any more. */
+void sl_http_free(sl_http *h);
+
+/* ---- the request ------------------------------------------------------------ */
+
+sl_http_method sl_http_req_method(const sl_http_req *r);
+/* The target as sent: "/path?query", NUL-terminated. */
+const char *sl_http_req_target(const sl_http_req *r);
+/* The first header of that name (case-insensitive), NUL-terminated; NULL
+ * when absent. */
+const char *sl_http_req_header(const sl_http_req *r, const char *name);
+/* The body (Content-Length bytes; NUL-terminated for convenience). */
+const char *sl_http_req_body(const sl_http_req *r, size_t *len);
+
+/* fn(arg) runs once if the client goes away before the request's answer
+ * ended; the request stays valid until answered. NULL clears it. */
+typedef void (*sl_http_gone_fn)(void *arg);
+void sl_http_req_on_gone(sl_http_req *r, sl_http_gone_fn fn, void *arg);
+bool sl_http_req_gone(const sl_http_req *r);
+
+/* ---- the answer ------------------------------------------------------------- */
+
+/* Adds a header to the answer (copied; the answer's extra headers are
+ * bounded by SL_HTTP_OUT_HEADERS_MAX bytes, past which they are dropped). */
+void sl_http_add_header(sl_http_req *r, const char *name, const char *value);
+/* Answers: status, Content-Type (NULL: none), the body (copied). A HEAD
+ * request gets the headers only; 204 and 304 never get a body. */
+void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len);
+/* A streamed answer: the status and headers now, chunks as they come, then
+ * the end, which answers the request. */
+void sl_http_stream_start(sl_http_req *r, int status, const char *ctype);
+void sl_http_stream_chunk(sl_http_req *r, const void *data, size_t len);
+void sl_http_stream_end(sl_http_req *r);
+/* Bytes of the connection's answers not yet taken by the socket. */
+size_t sl_http_unsent(const sl_http_req *r);
+/* fn(arg) runs once, when the connection's answers have all been written
+ * (at once if they have). NULL clears it. */
+void sl_http_on_drained(sl_http_req *r, sl_http_gone_fn fn, void *arg);
+
+/* The reason phrase of a status ("Created"). */
+const char *sl_http_status_text(int status);
+
+#endif

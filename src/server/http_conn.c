@@ -1,0 +1,848 @@
+/* http_conn.c - one HTTP/1.1 connection: read, parse, hand the request
+ * over, answer, write, time out (see http.h for the rules).
+ *
+ * One request at a time. llhttp pauses at the end of each message, the
+ * request (target, headers, body, copied into the request's own buffer)
+ * goes to the handler, and the bytes behind it stay unparsed in the input
+ * buffer until it is answered; so answers leave in the order requests
+ * came, and a parked long poll holds the requests pipelined behind it.
+ * Reading goes on meanwhile (up to IN_MAX_ANSWERING bytes), which is how a
+ * client that hangs up is seen at once.
+ *
+ * Lifetime: the socket closes when the client goes or the answer says so;
+ * the connection's memory stays until the request under way is answered
+ * (busy guards the callbacks that may answer it re-entrantly). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "http_int.h"
+
+#define READ_CHUNK 16384
+/* Unparsed bytes kept while a request is answered: reading pauses beyond,
+ * and the client then waits on its own pipelining. */
+#define IN_MAX_ANSWERING (64 * 1024)
+/* After the last answer of a closing connection, what the client still
+ * sends is read and dropped this long, so that it reads the answer rather
+ * than a reset. */
+#define LINGER_MS 2000
+/* Buffers larger than this are given back when a connection goes idle. */
+#define KEEP_BYTES (64 * 1024)
+
+static void parse_input(sl_http_conn *c);
+static void flush(sl_http_conn *c);
+static void update_timer(sl_http_conn *c);
+static void conn_gone(sl_http_conn *c);
+
+static bool answering(const sl_http_conn *c)
+{
+    return c->state == CS_ANSWERING || c->state == CS_STREAMING;
+}
+
+static void conn_free(sl_http_conn *c)
+{
+    event_free(c->rev);
+    event_free(c->wev);
+    event_free(c->timer);
+    sl_buf_free(&c->in);
+    sl_buf_free(&c->out);
+    sl_buf_free(&c->req.data);
+    free(c);
+}
+
+/* Frees the connection when it is closed, nothing answers it, and no
+ * callback of it is under way. */
+static void maybe_free(sl_http_conn *c)
+{
+    if (c->dead && c->busy == 0 && !answering(c))
+        conn_free(c);
+}
+
+/* ---- closing ------------------------------------------------------------------- */
+
+/* The socket goes; the memory waits for maybe_free. */
+static void close_socket(sl_http_conn *c)
+{
+    if (c->fd < 0)
+        return;
+    event_del(c->rev);
+    event_del(c->wev);
+    event_del(c->timer);
+    close(c->fd);
+    c->fd = -1;
+    c->writing = false;
+    sl__http_unlink(c->http, c);
+    c->dead = true;
+}
+
+void sl__http_conn_close(sl_http_conn *c)
+{
+    c->busy++;
+    conn_gone(c);
+    c->busy--;
+    maybe_free(c);
+}
+
+void sl__http_conn_drop(sl_http_conn *c)
+{
+    c->busy++;
+    conn_gone(c);
+    c->state = CS_IDLE; /* whatever was owed is dropped */
+    c->busy--;
+    maybe_free(c);
+}
+
+/* The client is gone, or must be: close, and tell whoever answers. */
+static void conn_gone(sl_http_conn *c)
+{
+    if (c->gone)
+        return;
+    c->gone = true;
+    close_socket(c);
+    sl_buf_clear(&c->in);
+    sl_buf_clear(&c->out);
+    if (answering(c) && c->req.gone) {
+        sl_http_gone_fn fn = c->req.gone;
+        c->req.gone = NULL;
+        fn(c->req.gone_arg);
+    }
+}
+
+/* The last answer is out: stop sending, drop what still comes for a
+ * moment, then close (at once when the client has closed its side). */
+static void begin_close(sl_http_conn *c)
+{
+    if (c->peer_eof) {
+        conn_gone(c);
+        return;
+    }
+    c->state = CS_CLOSING;
+    shutdown(c->fd, SHUT_WR);
+    update_timer(c);
+}
+
+/* ---- timers --------------------------------------------------------------------- */
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sl_http_conn *c = arg;
+    /* Idle, too slow to send its request, lingering, or not reading its
+     * answers: in every case the connection ends here. */
+    sl__http_conn_close(c);
+}
+
+static void update_timer(sl_http_conn *c)
+{
+    if (c->fd < 0)
+        return;
+    int64_t now = sl__http_now_ms(), idle = c->http->opts.idle_ms, at;
+    if (c->writing)
+        at = now + idle; /* re-armed at every write that makes progress */
+    else if (c->state == CS_IDLE)
+        at = now + idle;
+    else if (c->state == CS_READING)
+        at = c->started_at + idle;
+    else if (c->state == CS_CLOSING)
+        at = now + LINGER_MS;
+    else if (c->state == CS_DRAINING)
+        at = now + idle;
+    else
+        at = 0; /* answering: the answer's owner keeps its own time */
+    if (at == 0) {
+        event_del(c->timer);
+        return;
+    }
+    int64_t left = at > now ? at - now : 0;
+    struct timeval tv = {(time_t)(left / 1000), (suseconds_t)((left % 1000) * 1000)};
+    evtimer_add(c->timer, &tv);
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+static void after_drained(sl_http_conn *c)
+{
+    if (c->writing) {
+        event_del(c->wev);
+        c->writing = false;
+    }
+    sl_buf_shrink(&c->out, KEEP_BYTES);
+    if (c->drained) {
+        sl_http_gone_fn fn = c->drained;
+        c->drained = NULL;
+        c->busy++;
+        fn(c->drained_arg);
+        c->busy--;
+    }
+    if (c->close_after && !answering(c) && c->state != CS_DRAINING && c->state != CS_CLOSING &&
+        !c->gone)
+        begin_close(c);
+}
+
+/* Writes what the output holds, in one write when the socket takes it. */
+static void flush(sl_http_conn *c)
+{
+    if (c->gone || c->fd < 0)
+        return;
+    while (sl_buf_size(&c->out) > 0) {
+        ssize_t n = send(c->fd, sl_buf_data(&c->out), sl_buf_size(&c->out), MSG_NOSIGNAL);
+        if (n > 0) {
+            sl_buf_consume(&c->out, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!c->writing) {
+                event_add(c->wev, NULL);
+                c->writing = true;
+            }
+            update_timer(c);
+            return;
+        }
+        conn_gone(c);
+        return;
+    }
+    after_drained(c);
+    update_timer(c);
+}
+
+static void write_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sl_http_conn *c = arg;
+    c->busy++;
+    flush(c);
+    c->busy--;
+    maybe_free(c);
+}
+
+/* Output from outside a read callback goes at once; inside one it goes
+ * with the others at the callback's end. */
+static void output_added(sl_http_conn *c)
+{
+    if (c->busy == 0)
+        flush(c);
+}
+
+/* ---- answers ---------------------------------------------------------------------- */
+
+const char *sl_http_status_text(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 422: return "Unprocessable Entity";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+    }
+}
+
+/* The status line and the headers every answer has. */
+static void head(sl_http_conn *c, int status, const char *ctype)
+{
+    sl_http_req *r = &c->req;
+    sl_buf_addf(&c->out, "HTTP/1.%d %d %s\r\n", r->http10 ? 0 : 1, status,
+                sl_http_status_text(status));
+    if (ctype)
+        sl_buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
+    sl_buf_add(&c->out, r->out_hdr, r->out_hdr_len);
+    sl_buf_adds(&c->out, sl__http_date(c->http));
+}
+
+/* The request is answered: the next one may be parsed. */
+static void answered(sl_http_conn *c)
+{
+    sl_http_req *r = &c->req;
+    if (!r->keep_alive)
+        c->close_after = true;
+    c->state = CS_IDLE;
+    r->gone = NULL;
+    sl_buf_shrink(&r->data, KEEP_BYTES);
+    if (c->gone) {
+        maybe_free(c);
+        return;
+    }
+    if (c->reading_paused) {
+        event_add(c->rev, NULL);
+        c->reading_paused = false;
+    }
+    if (c->busy > 0)
+        return; /* the read callback under way parses on */
+    flush(c);
+    /* Requests pipelined behind this one: parsed in a turn of their own,
+     * never from inside whatever answered. */
+    if (!c->gone && !c->close_after && sl_buf_size(&c->in) > 0)
+        event_active(c->rev, EV_READ, 0);
+    update_timer(c);
+}
+
+void sl_http_add_header(sl_http_req *r, const char *name, const char *value)
+{
+    size_t need = strlen(name) + strlen(value) + 4;
+    if (r->out_hdr_len + need >= sizeof(r->out_hdr))
+        return;
+    int n = snprintf(r->out_hdr + r->out_hdr_len, sizeof(r->out_hdr) - r->out_hdr_len,
+                     "%s: %s\r\n", name, value);
+    if (n > 0)
+        r->out_hdr_len += (size_t)n;
+}
+
+void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len)
+{
+    sl_http_conn *c = r->conn;
+    if (!c->gone) {
+        head(c, status, ctype);
+        bool bodyless = status == 204 || status == 304 || (status >= 100 && status < 200);
+        if (!bodyless)
+            sl_buf_addf(&c->out, "Content-Length: %zu\r\n", len);
+        if (!r->keep_alive || c->close_after)
+            sl_buf_adds(&c->out, "Connection: close\r\n");
+        else if (r->http10)
+            sl_buf_adds(&c->out, "Connection: keep-alive\r\n");
+        sl_buf_add(&c->out, "\r\n", 2);
+        if (!bodyless && r->method != SL_HTTP_HEAD)
+            sl_buf_add(&c->out, body, len);
+    }
+    answered(c);
+}
+
+void sl_http_stream_start(sl_http_req *r, int status, const char *ctype)
+{
+    sl_http_conn *c = r->conn;
+    c->state = CS_STREAMING;
+    if (c->gone)
+        return;
+    head(c, status, ctype);
+    if (r->http10) {
+        /* No chunks in HTTP/1.0: the body ends when the connection does. */
+        c->streaming_10 = true;
+        sl_buf_adds(&c->out, "Connection: close\r\n\r\n");
+    } else {
+        sl_buf_adds(&c->out, "Transfer-Encoding: chunked\r\n\r\n");
+    }
+    output_added(c);
+}
+
+void sl_http_stream_chunk(sl_http_req *r, const void *data, size_t len)
+{
+    sl_http_conn *c = r->conn;
+    if (c->gone || len == 0 || r->method == SL_HTTP_HEAD)
+        return;
+    if (c->streaming_10) {
+        sl_buf_add(&c->out, data, len);
+    } else {
+        sl_buf_addf(&c->out, "%zx\r\n", len);
+        sl_buf_add(&c->out, data, len);
+        sl_buf_add(&c->out, "\r\n", 2);
+    }
+    output_added(c);
+}
+
+void sl_http_stream_end(sl_http_req *r)
+{
+    sl_http_conn *c = r->conn;
+    if (!c->gone) {
+        if (c->streaming_10)
+            c->close_after = true;
+        else if (r->method != SL_HTTP_HEAD)
+            sl_buf_adds(&c->out, "0\r\n\r\n");
+    }
+    c->streaming_10 = false;
+    answered(c);
+}
+
+size_t sl_http_unsent(const sl_http_req *r)
+{
+    return sl_buf_size(&r->conn->out);
+}
+
+void sl_http_on_drained(sl_http_req *r, sl_http_gone_fn fn, void *arg)
+{
+    sl_http_conn *c = r->conn;
+    c->drained = fn;
+    c->drained_arg = arg;
+    if (fn && (c->gone || sl_buf_size(&c->out) == 0) && c->busy == 0) {
+        c->drained = NULL;
+        fn(arg);
+    }
+}
+
+/* ---- refusals: the layer's own answers ---------------------------------------------- */
+
+static const char *error_code(int status)
+{
+    switch (status) {
+    case 413:
+    case 414:
+    case 431:
+        return "too_large";
+    case 503:
+        return "unavailable";
+    default:
+        return "bad_request";
+    }
+}
+
+/* The API's error body: {"error": {"code": ..., "message": ...}}. */
+static void error_body(sl_buf *b, int status, const char *msg)
+{
+    sl_buf_addf(b, "{\"error\":{\"code\":\"%s\",\"message\":\"", error_code(status));
+    for (const char *p = msg; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"' || ch == '\\')
+            sl_buf_addf(b, "\\%c", ch);
+        else if (ch < 0x20)
+            sl_buf_addf(b, "\\u%04x", ch);
+        else
+            sl_buf_add(b, p, 1);
+    }
+    sl_buf_adds(b, "\"}}\n");
+}
+
+/* Answers the refusal set on the request and closes after it. */
+static void refuse(sl_http_conn *c)
+{
+    sl_http_req *r = &c->req;
+    c->close_after = true;
+    r->keep_alive = false;
+    c->state = CS_ANSWERING;
+    sl_buf body = {0};
+    error_body(&body, r->refuse, r->refuse_why ? r->refuse_why : "bad request");
+    if (c->http->opts.own_answer)
+        c->http->opts.own_answer(c->http->opts.ud, r->refuse);
+    sl_http_reply(r, r->refuse, "application/json", sl_buf_data(&body), sl_buf_size(&body));
+    sl_buf_free(&body);
+}
+
+static int refuse_with(sl_http_req *r, int status, const char *why)
+{
+    if (!r->refuse) {
+        r->refuse = status;
+        r->refuse_why = why;
+    }
+    return -1;
+}
+
+/* ---- llhttp's callbacks ------------------------------------------------------------- */
+
+static sl_http_conn *conn_of(llhttp_t *p)
+{
+    return p->data;
+}
+
+static uint32_t data_add(sl_http_req *r, const char *at, size_t len)
+{
+    uint32_t off = (uint32_t)r->data.len;
+    sl_buf_add(&r->data, at, len);
+    return off;
+}
+
+static int head_grew(sl_http_conn *c, size_t len)
+{
+    sl_http_req *r = &c->req;
+    r->head_bytes += len;
+    if (r->head_bytes > c->http->opts.max_headers)
+        return refuse_with(r, 431, "the request line and headers are larger than this server "
+                                   "accepts (limits.max_headers)");
+    return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    sl_http_conn *c = conn_of(p);
+    sl_http_req *r = &c->req;
+    sl_buf_clear(&r->data);
+    sl_buf_add(&r->data, "", 1); /* offset 0: the empty string */
+    r->target = 0;
+    r->target_len = 0;
+    r->nhdr = 0;
+    r->in_value = false;
+    r->head_bytes = 0;
+    r->body = 0;
+    r->body_len = 0;
+    r->refuse = 0;
+    r->refuse_why = NULL;
+    r->out_hdr_len = 0;
+    r->gone = NULL;
+    r->method = SL_HTTP_OTHER;
+    c->state = CS_READING;
+    if (!c->started) {
+        c->started = true;
+        c->started_at = sl__http_now_ms();
+        update_timer(c);
+    }
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t len)
+{
+    sl_http_conn *c = conn_of(p);
+    sl_http_req *r = &c->req;
+    if (r->target_len + len > SL_HTTP_TARGET_MAX)
+        return refuse_with(r, 414, "the request target is longer than 8192 bytes");
+    uint32_t off = data_add(r, at, len);
+    if (r->target_len == 0)
+        r->target = off;
+    r->target_len += len;
+    return head_grew(c, len);
+}
+
+static int on_url_complete(llhttp_t *p)
+{
+    sl_http_req *r = &conn_of(p)->req;
+    if (r->target_len == 0)
+        r->target = (uint32_t)r->data.len;
+    data_add(r, "", 1);
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    sl_http_conn *c = conn_of(p);
+    sl_http_req *r = &c->req;
+    if (r->nhdr == 0 || r->in_value) {
+        if (r->nhdr == SL_HTTP_HEADERS_MAX)
+            return refuse_with(r, 431, "the request has more than 100 header fields");
+        http_hdr *h = &r->hdr[r->nhdr++];
+        h->name = (uint32_t)r->data.len;
+        h->name_len = 0;
+        h->value = 0;
+        h->value_len = 0;
+        r->in_value = false;
+    }
+    http_hdr *h = &r->hdr[r->nhdr - 1];
+    data_add(r, at, len);
+    h->name_len += (uint32_t)len;
+    return head_grew(c, len + 4); /* ": " and CRLF */
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    sl_http_req *r = &conn_of(p)->req;
+    data_add(r, "", 1);
+    r->in_value = true;
+    if (r->nhdr > 0)
+        r->hdr[r->nhdr - 1].value = 0; /* empty until a value comes */
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    sl_http_conn *c = conn_of(p);
+    sl_http_req *r = &c->req;
+    if (r->nhdr == 0)
+        return 0;
+    http_hdr *h = &r->hdr[r->nhdr - 1];
+    uint32_t off = data_add(r, at, len);
+    if (h->value_len == 0)
+        h->value = off;
+    h->value_len += (uint32_t)len;
+    return head_grew(c, len);
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    sl_http_req *r = &conn_of(p)->req;
+    if (r->nhdr > 0 && r->hdr[r->nhdr - 1].value_len > 0)
+        data_add(r, "", 1);
+    /* The next field starts a new header. */
+    r->in_value = true;
+    return 0;
+}
+
+static sl_http_method method_of(uint8_t m)
+{
+    switch (m) {
+    case HTTP_GET: return SL_HTTP_GET;
+    case HTTP_HEAD: return SL_HTTP_HEAD;
+    case HTTP_POST: return SL_HTTP_POST;
+    case HTTP_PUT: return SL_HTTP_PUT;
+    case HTTP_DELETE: return SL_HTTP_DELETE;
+    case HTTP_PATCH: return SL_HTTP_PATCH;
+    case HTTP_OPTIONS: return SL_HTTP_OPTIONS;
+    default: return SL_HTTP_OTHER;
+    }
+}
+
+/* The head is whole: refuse what the body would make unsafe or too large
+ * (pausing the parser), and say "100 Continue" to a client that waits for
+ * it before sending its body. */
+static int on_headers_complete(llhttp_t *p)
+{
+    sl_http_conn *c = conn_of(p);
+    sl_http_req *r = &c->req;
+    r->method = method_of(p->method);
+    r->http10 = p->http_major == 1 && p->http_minor == 0;
+    if ((p->flags & F_TRANSFER_ENCODING) || sl_http_req_header(r, "Transfer-Encoding")) {
+        refuse_with(r, 400, "request bodies are sent with Content-Length: Transfer-Encoding "
+                            "(chunked) is not accepted");
+        return HPE_PAUSED;
+    }
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->http->opts.max_body) {
+        refuse_with(r, 413, "the body is larger than this server accepts (64 KiB by default, "
+                            "limits.max_body)");
+        c->drain_left = p->content_length;
+        return HPE_PAUSED;
+    }
+    const char *expect = sl_http_req_header(r, "Expect");
+    if (expect && strcasecmp(expect, "100-continue") == 0 && p->content_length > 0 &&
+        !r->http10) {
+        sl_buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+        output_added(c);
+    }
+    return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    sl_http_req *r = &conn_of(p)->req;
+    uint32_t off = data_add(r, at, len);
+    if (r->body_len == 0)
+        r->body = off;
+    r->body_len += len;
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    sl_http_req *r = &conn_of(p)->req;
+    if (r->body_len > 0)
+        data_add(r, "", 1);
+    r->keep_alive = llhttp_should_keep_alive(p) != 0;
+    return HPE_PAUSED;
+}
+
+void sl__http_settings(llhttp_settings_t *s)
+{
+    llhttp_settings_init(s);
+    s->on_message_begin = on_message_begin;
+    s->on_url = on_url;
+    s->on_url_complete = on_url_complete;
+    s->on_header_field = on_header_field;
+    s->on_header_field_complete = on_header_field_complete;
+    s->on_header_value = on_header_value;
+    s->on_header_value_complete = on_header_value_complete;
+    s->on_headers_complete = on_headers_complete;
+    s->on_body = on_body;
+    s->on_message_complete = on_message_complete;
+}
+
+/* ---- the request's accessors ---------------------------------------------------------- */
+
+sl_http_method sl_http_req_method(const sl_http_req *r)
+{
+    return r->method;
+}
+
+const char *sl_http_req_target(const sl_http_req *r)
+{
+    return r->data.p + r->target;
+}
+
+const char *sl_http_req_header(const sl_http_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->nhdr; i++)
+        if (strcasecmp(r->data.p + r->hdr[i].name, name) == 0)
+            return r->data.p + r->hdr[i].value;
+    return NULL;
+}
+
+const char *sl_http_req_body(const sl_http_req *r, size_t *len)
+{
+    *len = r->body_len;
+    return r->data.p + r->body;
+}
+
+void sl_http_req_on_gone(sl_http_req *r, sl_http_gone_fn fn, void *arg)
+{
+    r->gone = fn;
+    r->gone_arg = arg;
+}
+
+bool sl_http_req_gone(const sl_http_req *r)
+{
+    return r->conn->gone;
+}
+
+/* ---- reading and parsing ---------------------------------------------------------------- */
+
+static void dispatch(sl_http_conn *c)
+{
+    c->state = CS_ANSWERING;
+    c->started = false;
+    update_timer(c);
+    c->http->opts.handler(c->http->opts.ud, &c->req);
+}
+
+/* A message that llhttp refused: 400 with its reason, unless a callback set
+ * a more precise refusal. */
+static void parse_error(sl_http_conn *c, llhttp_errno_t e)
+{
+    sl_http_req *r = &c->req;
+    if (!r->refuse) {
+        r->refuse = e == HPE_PAUSED_UPGRADE ? 501 : 400;
+        r->refuse_why = e == HPE_PAUSED_UPGRADE
+                            ? "this server does not switch protocols (CONNECT, Upgrade)"
+                            : "the request is not well-formed HTTP/1.1";
+    }
+    refuse(c);
+}
+
+static void parse_input(sl_http_conn *c)
+{
+    while (!c->gone && !c->close_after && (c->state == CS_IDLE || c->state == CS_READING) &&
+           sl_buf_size(&c->in) > 0) {
+        const char *d = sl_buf_data(&c->in);
+        size_t n = sl_buf_size(&c->in);
+        llhttp_errno_t e = llhttp_execute(&c->parser, d, n);
+        const char *stop = e == HPE_OK ? d + n : llhttp_get_error_pos(&c->parser);
+        size_t used = stop && stop >= d ? (size_t)(stop - d) : n;
+        sl_buf_consume(&c->in, used > n ? n : used);
+        if (e == HPE_OK)
+            break; /* the message goes on in later bytes */
+        if (e != HPE_PAUSED) {
+            parse_error(c, e);
+            break;
+        }
+        llhttp_resume(&c->parser);
+        if (c->req.refuse) {
+            bool drain = c->req.refuse == 413 && c->drain_left <= SL_HTTP_DRAIN_MAX;
+            refuse(c);
+            if (drain && !c->gone) {
+                /* The body is read and dropped, so that the client, which
+                 * may still be sending it, reads the 413 and not a reset. */
+                c->state = CS_DRAINING;
+                size_t now = sl_buf_size(&c->in) < c->drain_left ? sl_buf_size(&c->in)
+                                                                   : (size_t)c->drain_left;
+                sl_buf_consume(&c->in, now);
+                c->drain_left -= now;
+                if (c->drain_left == 0)
+                    c->state = CS_IDLE;
+            }
+            break;
+        }
+        dispatch(c);
+    }
+    if (c->state == CS_DRAINING && c->drain_left == 0)
+        c->state = CS_IDLE;
+}
+
+/* What came in while no request can be parsed (one is answered, or the
+ * connection drains or closes). */
+static void swallow(sl_http_conn *c)
+{
+    if (c->state == CS_CLOSING) {
+        sl_buf_clear(&c->in);
+    } else if (c->state == CS_DRAINING) {
+        size_t n = sl_buf_size(&c->in) < c->drain_left ? sl_buf_size(&c->in)
+                                                        : (size_t)c->drain_left;
+        sl_buf_consume(&c->in, n);
+        c->drain_left -= n;
+        if (c->drain_left == 0)
+            c->state = CS_IDLE;
+        sl_buf_clear(&c->in); /* after a 413 nothing more is served */
+    } else if (answering(c) && sl_buf_size(&c->in) >= IN_MAX_ANSWERING && !c->reading_paused) {
+        event_del(c->rev);
+        c->reading_paused = true;
+    }
+}
+
+/* End of file from the client. */
+static void peer_closed(sl_http_conn *c)
+{
+    if (answering(c)) {
+        conn_gone(c); /* a parked request's client has gone: say so at once */
+    } else if (c->state == CS_IDLE && sl_buf_size(&c->out) > 0) {
+        /* Half-closed after its request: its answer still goes out. */
+        event_del(c->rev);
+        c->peer_eof = true;
+        c->close_after = true;
+    } else {
+        conn_gone(c);
+    }
+}
+
+static void read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    sl_http_conn *c = arg;
+    c->busy++;
+    for (int round = 0; round < 4 && !c->gone && !c->reading_paused; round++) {
+        char *space = sl_buf_space(&c->in, READ_CHUNK);
+        ssize_t n = recv(fd, space, READ_CHUNK, 0);
+        if (n > 0) {
+            sl_buf_commit(&c->in, (size_t)n);
+            if (c->state == CS_IDLE && !c->started)
+                update_timer(c); /* activity: the idle time starts again */
+            parse_input(c);
+            swallow(c);
+            if ((size_t)n < READ_CHUNK)
+                break;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n == 0)
+            peer_closed(c);
+        else
+            conn_gone(c);
+        break;
+    }
+    /* Bytes left from before (an answer given outside this callback let
+     * the pipelined requests behind it be parsed now). */
+    if (!c->gone)
+        parse_input(c);
+    c->busy--;
+    if (!c->gone)
+        flush(c);
+    maybe_free(c);
+}
+
+void sl__http_conn_open(sl_http *h, int fd)
+{
+    sl_http_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        abort();
+    c->http = h;
+    c->fd = fd;
+    c->req.conn = c;
+    c->rev = event_new(h->base, fd, EV_READ | EV_PERSIST, read_cb, c);
+    c->wev = event_new(h->base, fd, EV_WRITE | EV_PERSIST, write_cb, c);
+    c->timer = evtimer_new(h->base, timer_cb, c);
+    if (!c->rev || !c->wev || !c->timer)
+        abort();
+    llhttp_init(&c->parser, HTTP_REQUEST, &h->settings);
+    c->parser.data = c;
+    c->state = CS_IDLE;
+    c->next = h->head;
+    if (h->head)
+        h->head->prev = c;
+    h->head = c;
+    h->nconns++;
+    event_add(c->rev, NULL);
+    update_timer(c);
+}

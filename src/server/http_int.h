@@ -1,0 +1,94 @@
+/* http_int.h - the HTTP layer's insides, shared by http_server.c (the
+ * listener, the connection list, the Date) and http_conn.c (a connection:
+ * reading, parsing, answering, writing, timing out). */
+#ifndef SL_SERVER_HTTP_INT_H
+#define SL_SERVER_HTTP_INT_H
+
+#include <llhttp.h>
+
+#include "buf.h"
+#include "http.h"
+
+typedef struct sl_http_conn sl_http_conn;
+
+typedef struct http_hdr {
+    uint32_t name, name_len, value, value_len; /* offsets into the request's data */
+} http_hdr;
+
+struct sl_http_req {
+    sl_http_conn *conn;
+    sl_buf data; /* the target, header names and values, the body, each NUL-ended */
+    uint32_t target;
+    size_t target_len;
+    http_hdr hdr[SL_HTTP_HEADERS_MAX];
+    size_t nhdr;
+    bool in_value;      /* the parser is inside a header value */
+    size_t head_bytes;  /* the request line and headers so far */
+    size_t body, body_len;
+    sl_http_method method;
+    bool http10, keep_alive;
+    int refuse;             /* a status to answer instead of dispatching, or 0 */
+    const char *refuse_why; /* its message */
+    char out_hdr[SL_HTTP_OUT_HEADERS_MAX];
+    size_t out_hdr_len;
+    sl_http_gone_fn gone;
+    void *gone_arg;
+};
+
+/* A connection's life: waiting for or reading a request, a request handed
+ * to the handler and not yet answered, a streamed answer, closing. */
+typedef enum { CS_IDLE, CS_READING, CS_ANSWERING, CS_STREAMING, CS_DRAINING, CS_CLOSING } conn_state;
+
+struct sl_http_conn {
+    sl_http *http;
+    int fd;
+    struct event *rev, *wev, *timer;
+    sl_buf in, out;
+    llhttp_t parser;
+    sl_http_req req;
+    conn_state state;
+    bool started;         /* the request's first byte has come */
+    bool reading_paused;  /* EV_READ off: the input buffer is full while answering */
+    bool writing;         /* EV_WRITE on */
+    bool gone;            /* the client is gone (end of file, error, timeout) */
+    bool peer_eof;        /* the client closed its sending side */
+    bool close_after;     /* close once the output is written */
+    bool streaming_10;    /* a streamed answer to HTTP/1.0: ended by closing */
+    int busy;             /* callbacks under way: free only when 0 */
+    bool dead;            /* to be freed when nothing answers any more */
+    uint64_t drain_left;  /* CS_DRAINING: body bytes still to drop */
+    int64_t started_at;   /* ms: the request's first byte, or the last activity */
+    sl_http_gone_fn drained;
+    void *drained_arg;
+    sl_http_conn *prev, *next;
+};
+
+struct sl_http {
+    struct event_base *base;
+    sl_http_opts opts;
+    int lfd;
+    unsigned port;
+    struct event *lev;
+    struct event *accept_retry; /* after EMFILE: listen again a moment later */
+    sl_http_conn *head;
+    size_t nconns;
+    llhttp_settings_t settings;
+    time_t date_sec;
+    char date[40]; /* "Date: ...\r\n" */
+};
+
+/* http_server.c */
+int64_t sl__http_now_ms(void);
+const char *sl__http_date(sl_http *h);
+void sl__http_unlink(sl_http *h, sl_http_conn *c);
+void sl__http_settings(llhttp_settings_t *s);
+
+/* http_conn.c */
+void sl__http_conn_open(sl_http *h, int fd);
+/* Closes the socket; the connection is freed once nothing answers it. */
+void sl__http_conn_close(sl_http_conn *c);
+/* At the end: closes and frees it, a request still owed included (its gone
+ * callback runs first; nothing may answer it afterwards). */
+void sl__http_conn_drop(sl_http_conn *c);
+
+#endif

@@ -1,0 +1,211 @@
+/* http_server.c - the HTTP layer's listener: accepting connections under
+ * the cap, the list of open ones, the Date header cached once a second,
+ * and the end. The connections themselves are http_conn.c. */
+#define _GNU_SOURCE /* accept4: non-blocking and close-on-exec in one call */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_int.h"
+
+#define BACKLOG 1024
+/* Connections accepted per wakeup, so that a flood of them does not keep
+ * the loop from the ones already open. */
+#define ACCEPTS_PER_TURN 64
+/* After EMFILE (out of descriptors) the listener rests this long. */
+#define ACCEPT_RETRY_MS 100
+/* SO_KEEPALIVE probes: a peer that vanished without a FIN (a machine that
+ * died, a cable pulled) is found within about a minute and a half. */
+#define KEEPIDLE_S 60
+#define KEEPINTVL_S 10
+#define KEEPCNT 3
+
+int64_t sl__http_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *sl__http_date(sl_http *h)
+{
+    time_t now = time(NULL);
+    if (now != h->date_sec) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(h->date, sizeof(h->date), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n", &tm);
+        h->date_sec = now;
+    }
+    return h->date;
+}
+
+void sl__http_unlink(sl_http *h, sl_http_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (h->head == c)
+        h->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    h->nconns--;
+}
+
+size_t sl_http_connections(const sl_http *h)
+{
+    return h->nconns;
+}
+
+unsigned sl_http_port(const sl_http *h)
+{
+    return h->port;
+}
+
+static void tune(int fd)
+{
+    int one = 1;
+    /* Answers are whole messages: none waits for Nagle's algorithm (with it
+     * a small answer could wait 40 ms for a delayed ACK). */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    int idle = KEEPIDLE_S, intvl = KEEPINTVL_S, cnt = KEEPCNT;
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/* Over the cap: a 503 written at once (the socket is new, its buffer
+ * empty) and the connection closed. */
+static void turn_away(sl_http *h, int fd)
+{
+    char body[160], msg[512];
+    int bn = snprintf(body, sizeof(body),
+                      "{\"error\":{\"code\":\"unavailable\",\"message\":\"the server has %zu "
+                      "connections open, its limit; retry later\"}}\n",
+                      h->opts.max_connections);
+    int n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                     "%sContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+                     sl__http_date(h), bn, body);
+    if (n > 0 && (size_t)n < sizeof(msg)) {
+        ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+    }
+    if (h->opts.own_answer)
+        h->opts.own_answer(h->opts.ud, 503);
+    close(fd);
+}
+
+static void accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+    (void)what;
+    sl_http *h = arg;
+    for (int i = 0; i < ACCEPTS_PER_TURN; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /* Out of descriptors: rest a moment rather than spin on a
+                 * listener that stays readable. */
+                event_del(h->lev);
+                struct timeval tv = {0, ACCEPT_RETRY_MS * 1000};
+                evtimer_add(h->accept_retry, &tv);
+            }
+            return; /* EAGAIN: no more; other errors concern that client only */
+        }
+        tune(fd);
+        if (h->nconns >= h->opts.max_connections)
+            turn_away(h, fd);
+        else
+            sl__http_conn_open(h, fd);
+    }
+}
+
+static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sl_http *h = arg;
+    event_add(h->lev, NULL);
+}
+
+int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out)
+{
+    sl_http *h = calloc(1, sizeof(*h));
+    if (!h)
+        abort();
+    h->base = base;
+    h->opts = *opts;
+    h->lfd = -1;
+    sl__http_settings(&h->settings);
+    h->accept_retry = evtimer_new(base, accept_retry_cb, h);
+    if (!h->accept_retry)
+        abort();
+    *out = h;
+    return 0;
+}
+
+int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_t cap)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%u", port);
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, ps, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, cap, "%s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1, e = 0;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, BACKLOG) != 0) {
+            e = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        snprintf(err, cap, "%s", strerror(e));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+        h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    h->lfd = fd;
+    h->lev = event_new(h->base, fd, EV_READ | EV_PERSIST, accept_cb, h);
+    if (!h->lev)
+        abort();
+    event_add(h->lev, NULL);
+    return 0;
+}
+
+void sl_http_free(sl_http *h)
+{
+    if (!h)
+        return;
+    if (h->lev)
+        event_free(h->lev);
+    if (h->lfd >= 0)
+        close(h->lfd);
+    event_free(h->accept_retry);
+    while (h->head)
+        sl__http_conn_drop(h->head); /* unlinks and frees it */
+    free(h);
+}
