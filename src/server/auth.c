@@ -9,7 +9,6 @@
  * `allow`, once it knows which locks the tags add). */
 #include <string.h>
 
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -31,9 +30,9 @@ int sl_auth_check(sl_ctx *c)
         c->auth.admin = true;
         return 0;
     }
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(c->req), "Authorization");
+    const char *h = sl_http_req_header(c->req, "Authorization");
     if (!h || strncmp(h, "Bearer ", 7) != 0) {
-        sl_reply_add_header(c->req, "WWW-Authenticate", "Bearer");
+        sl_http_add_header(c->req, "WWW-Authenticate", "Bearer");
         sl_reply_error(c, 401, "unauthorized",
                        "this server needs a token: send \"Authorization: Bearer <token>\"");
         return -1;
@@ -46,7 +45,7 @@ int sl_auth_check(sl_ctx *c)
             return 0;
         }
     }
-    sl_reply_add_header(c->req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
+    sl_http_add_header(c->req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
     sl_reply_error(c, 401, "unauthorized", "the token is not one this server knows");
     return -1;
 }

@@ -9,10 +9,11 @@
  * the output buffer and written with one write() (EV_WRITE is armed only
  * when the socket is full).
  *
- * What it refuses, each with the API's JSON error and the connection
- * closed: Transfer-Encoding on a request (bodies come with Content-Length
- * only: no request smuggling through CL+TE or duplicate CL), a body over
- * max_body (413), headers over max_headers or SL_HTTP_HEADERS_MAX fields
+ * Request bodies come with Content-Length or chunked. What it refuses,
+ * each with the API's JSON error and the connection closed: both at once,
+ * or Content-Length twice (400: how requests are smuggled past proxies), a
+ * Transfer-Encoding other than chunked (501), a body over max_body (413,
+ * announced or as chunks arrive), headers over max_headers or SL_HTTP_HEADERS_MAX fields
  * (431), a target over SL_HTTP_TARGET_MAX (414), anything llhttp cannot
  * parse (400), a connection over max_connections (503). It honours
  * Expect: 100-continue, HTTP/1.0 and Connection: close, closes a connection
@@ -98,6 +99,9 @@ const char *sl_http_req_body(const sl_http_req *r, size_t *len);
 typedef void (*sl_http_gone_fn)(void *arg);
 void sl_http_req_on_gone(sl_http_req *r, sl_http_gone_fn fn, void *arg);
 bool sl_http_req_gone(const sl_http_req *r);
+/* Whether the client has gone or closed its end, looking at the socket now
+ * (the close may be waiting behind other events of this turn). */
+bool sl_http_req_hung_up(const sl_http_req *r);
 
 /* ---- the answer ------------------------------------------------------------- */
 

@@ -421,6 +421,21 @@ static void error_body(sl_buf *b, int status, const char *msg)
     sl_buf_adds(b, "\"}}\n");
 }
 
+/* The refusal's reason, with the limit it went past and where it is set. */
+static void limit_said(const sl_http_conn *c, char *out, size_t cap)
+{
+    const sl_http_req *r = &c->req;
+    const char *why = r->refuse_why ? r->refuse_why : "bad request";
+    if (r->refuse == 413)
+        snprintf(out, cap, "%s: at most %zu bytes (limits.max_body)", why,
+                 c->http->opts.max_body);
+    else if (r->refuse == 431 && strstr(why, "larger"))
+        snprintf(out, cap, "%s: at most %zu bytes (limits.max_headers)", why,
+                 c->http->opts.max_headers);
+    else
+        snprintf(out, cap, "%s", why);
+}
+
 /* Answers the refusal set on the request and closes after it. */
 static void refuse(sl_http_conn *c)
 {
@@ -428,8 +443,10 @@ static void refuse(sl_http_conn *c)
     c->close_after = true;
     r->keep_alive = false;
     c->state = CS_ANSWERING;
+    char why[256];
+    limit_said(c, why, sizeof(why));
     sl_buf body = {0};
-    error_body(&body, r->refuse, r->refuse_why ? r->refuse_why : "bad request");
+    error_body(&body, r->refuse, why);
     if (c->http->opts.own_answer)
         c->http->opts.own_answer(c->http->opts.ud, r->refuse);
     sl_http_reply(r, r->refuse, "application/json", sl_buf_data(&body), sl_buf_size(&body));
@@ -465,7 +482,7 @@ static int head_grew(sl_http_conn *c, size_t len)
     r->head_bytes += len;
     if (r->head_bytes > c->http->opts.max_headers)
         return refuse_with(r, 431, "the request line and headers are larger than this server "
-                                   "accepts (limits.max_headers)");
+                                   "accepts");
     return 0;
 }
 
@@ -552,7 +569,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     sl_http_conn *c = conn_of(p);
     sl_http_req *r = &c->req;
-    if (r->nhdr == 0)
+    if (r->nhdr == 0 || len == 0) /* llhttp may call with an empty span */
         return 0;
     http_hdr *h = &r->hdr[r->nhdr - 1];
     uint32_t off = data_add(r, at, len);
@@ -596,13 +613,21 @@ static int on_headers_complete(llhttp_t *p)
     r->method = method_of(p->method);
     r->http10 = p->http_major == 1 && p->http_minor == 0;
     if ((p->flags & F_TRANSFER_ENCODING) || sl_http_req_header(r, "Transfer-Encoding")) {
-        refuse_with(r, 400, "request bodies are sent with Content-Length: Transfer-Encoding "
-                            "(chunked) is not accepted");
-        return HPE_PAUSED;
+        /* Chunked bodies are read (RFC 9112 requires it), bounded as they
+         * come (on_body). A length given twice over is how requests are
+         * smuggled past a proxy: refused. */
+        if ((p->flags & F_CONTENT_LENGTH) || sl_http_req_header(r, "Content-Length")) {
+            refuse_with(r, 400, "the request has both Transfer-Encoding and Content-Length; "
+                                "send one");
+            return HPE_PAUSED;
+        }
+        if (!(p->flags & F_CHUNKED)) {
+            refuse_with(r, 501, "the only Transfer-Encoding accepted is chunked");
+            return HPE_PAUSED;
+        }
     }
     if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->http->opts.max_body) {
-        refuse_with(r, 413, "the body is larger than this server accepts (64 KiB by default, "
-                            "limits.max_body)");
+        refuse_with(r, 413, "the body is larger than this server accepts");
         c->drain_left = p->content_length;
         return HPE_PAUSED;
     }
@@ -617,7 +642,10 @@ static int on_headers_complete(llhttp_t *p)
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
 {
-    sl_http_req *r = &conn_of(p)->req;
+    sl_http_conn *c = conn_of(p);
+    sl_http_req *r = &c->req;
+    if (r->body_len + len > c->http->opts.max_body) /* chunked: no length was announced */
+        return refuse_with(r, 413, "the body is larger than this server accepts");
     uint32_t off = data_add(r, at, len);
     if (r->body_len == 0)
         r->body = off;
@@ -684,6 +712,16 @@ void sl_http_req_on_gone(sl_http_req *r, sl_http_gone_fn fn, void *arg)
 bool sl_http_req_gone(const sl_http_req *r)
 {
     return r->conn->gone;
+}
+
+bool sl_http_req_hung_up(const sl_http_req *r)
+{
+    const sl_http_conn *c = r->conn;
+    if (c->gone || c->peer_eof || c->fd < 0)
+        return true;
+    char byte;
+    ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* ---- reading and parsing ---------------------------------------------------------------- */

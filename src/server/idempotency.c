@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -48,7 +47,7 @@ int sl_idem_from_request(sl_ctx *c, json_t *body, sl_idem_req *out)
     out->key[0] = '\0';
     out->fp = 0;
     const char *k =
-        evhttp_find_header(evhttp_request_get_input_headers(c->req), "Idempotency-Key");
+        sl_http_req_header(c->req, "Idempotency-Key");
     if (!k)
         return 0;
     size_t n = strlen(k);
@@ -94,6 +93,6 @@ sl_claim *sl_idem_replay(sl_ctx *c, const sl_idem_req *idem, bool *conflict)
                        v.id);
         return NULL;
     }
-    sl_reply_add_header(c->req, "Idempotent-Replayed", "true");
+    sl_http_add_header(c->req, "Idempotent-Replayed", "true");
     return claim;
 }

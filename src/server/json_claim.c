@@ -11,36 +11,18 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-
 #include "duration.h"
 #include "server.h"
 
-/* Bytes gathered on the stack and handed to the evbuffer in large pieces. */
+/* The output: raw() appends to the buffer (its space is kept between
+ * answers, so this allocates nothing in a steady state). */
 typedef struct out {
-    struct evbuffer *buf;
-    size_t n;
-    char space[4096];
+    sl_buf *buf;
 } out;
-
-static void flush(out *o)
-{
-    if (o->n)
-        evbuffer_add(o->buf, o->space, o->n);
-    o->n = 0;
-}
 
 static void raw(out *o, const char *s, size_t len)
 {
-    if (len > sizeof(o->space)) {
-        flush(o);
-        evbuffer_add(o->buf, s, len);
-        return;
-    }
-    if (o->n + len > sizeof(o->space))
-        flush(o);
-    memcpy(o->space + o->n, s, len);
-    o->n += len;
+    sl_buf_add(o->buf, s, len);
 }
 
 #define LIT(o, s) raw((o), (s), sizeof(s) - 1)
@@ -172,11 +154,9 @@ static void tags(out *o, const sl_claim *claim, size_t ntags)
     raw(o, "}", 1);
 }
 
-void sl_json_claim_write(sl_server *srv, const sl_claim *claim, struct evbuffer *buf)
+void sl_json_claim_write(sl_server *srv, const sl_claim *claim, sl_buf *buf)
 {
-    out o;
-    o.buf = buf;
-    o.n = 0;
+    out o = {buf};
     sl_claim_view v;
     sl_claim_get(claim, &v);
     char reason[512];
@@ -220,5 +200,4 @@ void sl_json_claim_write(sl_server *srv, const sl_claim *claim, struct evbuffer 
     key(&o, "by");
     str_or_null(&o, v.by);
     LIT(&o, "}\n");
-    flush(&o);
 }

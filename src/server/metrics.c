@@ -74,25 +74,25 @@ void sl_metrics_events(sl_metrics *m, const sl_event *events, size_t n)
     }
 }
 
-static void render_histogram(struct evbuffer *out, const char *name, const char *help,
+static void render_histogram(sl_buf *out, const char *name, const char *help,
                              const sl_histogram *h)
 {
-    evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    sl_buf_addf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
     for (size_t i = 0; i < SL_HIST_BUCKETS; i++) {
         cum += h->counts[i];
-        evbuffer_add_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
+        sl_buf_addf(out, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
                             (unsigned long long)cum);
     }
     cum += h->counts[SL_HIST_BUCKETS];
-    evbuffer_add_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+    sl_buf_addf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
                         (unsigned long long)cum, name, h->sum, name,
                         (unsigned long long)h->count);
 }
 
 /* Lock names use only [A-Za-z0-9._-/:=*], none of which needs escaping in a
  * Prometheus label value. */
-static void render_locks(struct evbuffer *out, const sl_engine *eng)
+static void render_locks(sl_buf *out, const sl_engine *eng)
 {
     static const char *const series[4][2] = {
         {"sluice_lock_limit", "Slots of the lock."},
@@ -101,30 +101,30 @@ static void render_locks(struct evbuffer *out, const sl_engine *eng)
         {"sluice_lock_pending", "Claims waiting for the lock."},
     };
     for (int s = 0; s < 4; s++) {
-        evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", series[s][0], series[s][1],
+        sl_buf_addf(out, "# HELP %s %s\n# TYPE %s gauge\n", series[s][0], series[s][1],
                             series[s][0]);
         for (const sl_lock *l = sl_lock_next(eng, NULL); l; l = sl_lock_next(eng, l)) {
             sl_lock_view v;
             sl_lock_get(l, &v);
             uint64_t val = s == 0 ? v.limit : s == 1 ? v.used : s == 2 ? v.nholders : v.npending;
-            evbuffer_add_printf(out, "%s{lock=\"%s\"} %llu\n", series[s][0], v.key,
+            sl_buf_addf(out, "%s{lock=\"%s\"} %llu\n", series[s][0], v.key,
                                 (unsigned long long)val);
         }
     }
 }
 
-void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, struct evbuffer *out)
+void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, sl_buf *out)
 {
     sl_engine_stats st;
     sl_engine_stats_get(eng, &st);
-    evbuffer_add_printf(out,
+    sl_buf_addf(out,
                         "# HELP sluice_claims Claims the server holds, by state group.\n"
                         "# TYPE sluice_claims gauge\n"
                         "sluice_claims{state=\"pending\"} %zu\n"
                         "sluice_claims{state=\"held\"} %zu\n"
                         "sluice_claims{state=\"ended\"} %zu\n",
                         st.pending, st.held, st.ended);
-    evbuffer_add_printf(out,
+    sl_buf_addf(out,
                         "# HELP sluice_claims_created_total Claims created.\n"
                         "# TYPE sluice_claims_created_total counter\n"
                         "sluice_claims_created_total %llu\n"
@@ -136,23 +136,23 @@ void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, struct evbuffe
                         (unsigned long long)m->claims_created,
                         (unsigned long long)m->claims_acquired);
     for (int s = SL_RELEASED; s <= SL_CANCELED; s++)
-        evbuffer_add_printf(out, "sluice_claims_ended_total{outcome=\"%s\"} %llu\n",
+        sl_buf_addf(out, "sluice_claims_ended_total{outcome=\"%s\"} %llu\n",
                             sl_state_name((sl_state)s), (unsigned long long)m->claims_ended[s]);
     render_histogram(out, "sluice_claim_wait_seconds", "Time from a claim's arrival to its grant.",
                      &m->wait);
     render_histogram(out, "sluice_store_commit_seconds", "Time of one store transaction.",
                      &m->commit);
-    evbuffer_add_printf(out,
+    sl_buf_addf(out,
                         "# HELP sluice_store_commits_total Store transactions, by result.\n"
                         "# TYPE sluice_store_commits_total counter\n"
                         "sluice_store_commits_total{result=\"ok\"} %llu\n"
                         "sluice_store_commits_total{result=\"error\"} %llu\n",
                         (unsigned long long)m->commits, (unsigned long long)m->commit_failures);
-    evbuffer_add_printf(out, "# HELP sluice_http_requests_total HTTP requests, by route and "
+    sl_buf_addf(out, "# HELP sluice_http_requests_total HTTP requests, by route and "
                              "status.\n# TYPE sluice_http_requests_total counter\n");
     for (int r = 0; r < SL_ROUTE_COUNT; r++)
         for (size_t i = 0; i < SL_STATUS_SLOTS && m->http[r][i].status; i++)
-            evbuffer_add_printf(out, "sluice_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
+            sl_buf_addf(out, "sluice_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
                                 route_labels[r], m->http[r][i].status,
                                 (unsigned long long)m->http[r][i].count);
     render_locks(out, eng);

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <event2/buffer.h>
 
+#include "buf.h"
 #include "engine.h"
 
 #define SL_HIST_BUCKETS 14
@@ -66,6 +66,6 @@ void sl_metrics_http(sl_metrics *m, sl_route_id route, int status);
 /* Counts what a batch's events say happened. */
 void sl_metrics_events(sl_metrics *m, const sl_event *events, size_t n);
 /* Appends the Prometheus text of everything, the engine's locks included. */
-void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, struct evbuffer *out);
+void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, sl_buf *out);
 
 #endif

@@ -12,10 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
-
 #include "server.h"
 
 struct sl_reply {
@@ -23,71 +19,62 @@ struct sl_reply {
     uint64_t gen;             /* sent once this generation is committed */
     sl_after_commit_fn after; /* instead of an answer */
     void *after_arg;
-    bool chunk;               /* the body and end of a started reply */
-    struct evhttp_request *req;
+    sl_http_req *req;         /* the layer keeps it until it is answered */
+    bool chunk;               /* the body and end of a started answer (a wait's) */
     sl_route_id route;
     int status;
-    struct evbuffer *body;
+    sl_buf body;
     const char *ctype;
 };
 
-static const char *status_text(int status)
+/* Answers given at once are written here and copied by the HTTP layer:
+ * no allocation per answer once it has grown. */
+static sl_buf scratch;
+
+sl_buf *sl_reply_scratch(void)
 {
-    switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-    }
+    sl_buf_clear(&scratch);
+    return &scratch;
 }
 
-static int dump_cb(const char *buf, size_t size, void *data)
+void sl_reply_free_scratch(void)
 {
-    return evbuffer_add(data, buf, size);
+    sl_buf_free(&scratch);
 }
 
 /* Most bodies fit here: one dump into it and one copy into the buffer,
- * rather than an evbuffer_add per token (measured: a third of the cost of
- * answering a claim). The loop is single-threaded. */
+ * rather than an append per token. The loop is single-threaded. */
 static char dump_space[16384];
 
-void sl_json_to_buffer(json_t *body, struct evbuffer *out)
+static int dump_cb(const char *buf, size_t size, void *data)
+{
+    sl_buf_add(data, buf, size);
+    return 0;
+}
+
+void sl_json_to_buffer(json_t *body, sl_buf *out)
 {
     size_t n = json_dumpb(body, dump_space, sizeof(dump_space) - 1, JSON_COMPACT);
     if (n > 0 && n < sizeof(dump_space) - 1) {
         dump_space[n] = '\n';
-        evbuffer_add(out, dump_space, n + 1);
+        sl_buf_add(out, dump_space, n + 1);
         return;
     }
     json_dump_callback(body, dump_cb, out, JSON_COMPACT);
-    evbuffer_add(out, "\n", 1);
+    sl_buf_add(out, "\n", 1);
 }
 
-void sl_reply_add_header(struct evhttp_request *req, const char *name, const char *value)
+static void send_bytes(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
+                       const char *ctype, const void *body, size_t len)
 {
-    evhttp_add_header(evhttp_request_get_output_headers(req), name, value);
-}
-
-static void send_now(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
-                     const char *ctype, struct evbuffer *body)
-{
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    if (ctype && !evhttp_find_header(h, "Content-Type"))
-        evhttp_add_header(h, "Content-Type", ctype);
     sl_metrics_http(&srv->metrics, route, status);
-    struct bufferevent *bev = sl_conn_bev(req);
-    evhttp_send_reply(req, status, status_text(status), status == 204 ? NULL : body);
-    sl_conn_write_now(bev);
+    sl_http_reply(req, status, ctype, body, len);
+}
+
+static void send_now(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
+                     const char *ctype, const sl_buf *body)
+{
+    send_bytes(srv, req, route, status, ctype, sl_buf_data(body), sl_buf_size(body));
 }
 
 /* The generation whose commit an answer given now must wait for, or 0
@@ -99,8 +86,11 @@ static uint64_t hold_gen(const sl_server *srv)
     return srv->batch_gen;
 }
 
-static void enqueue(sl_server *srv, sl_reply *r, uint64_t gen)
+static sl_reply *reply_new(sl_server *srv, uint64_t gen)
 {
+    sl_reply *r = calloc(1, sizeof(*r));
+    if (!r)
+        abort();
     r->gen = gen;
     if (srv->replies_tail)
         srv->replies_tail->next = r;
@@ -108,53 +98,48 @@ static void enqueue(sl_server *srv, sl_reply *r, uint64_t gen)
         srv->replies_head = r;
     srv->replies_tail = r;
     sl_server_touch(srv);
+    return r;
 }
 
-static void queue_or_send(sl_server *srv, struct evhttp_request *req, sl_route_id route,
-                          int status, const char *ctype, struct evbuffer *body)
+static void queue_bytes(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
+                        const char *ctype, const void *body, size_t len)
 {
     uint64_t gen = hold_gen(srv);
     if (!gen) {
-        send_now(srv, req, route, status, ctype, body);
-        evbuffer_free(body);
+        send_bytes(srv, req, route, status, ctype, body, len);
         return;
     }
-    sl_reply *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    sl_reply *r = reply_new(srv, gen);
     r->req = req;
     r->route = route;
     r->status = status;
-    r->body = body;
     r->ctype = ctype;
-    enqueue(srv, r, gen);
+    sl_buf_add(&r->body, body, len);
 }
 
-static void send_chunk_end(struct evhttp_request *req, struct evbuffer *body)
+static void queue_or_send(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
+                          const char *ctype, const sl_buf *body)
 {
-    struct bufferevent *bev = sl_conn_bev(req);
-    evhttp_send_reply_chunk(req, body);
-    evhttp_send_reply_end(req);
-    sl_conn_write_now(bev);
+    queue_bytes(srv, req, route, status, ctype, sl_buf_data(body), sl_buf_size(body));
 }
 
-void sl_reply_chunk_end(sl_server *srv, struct evhttp_request *req, struct evbuffer *body)
+static void send_chunk_end(sl_http_req *req, const void *body, size_t len)
+{
+    sl_http_stream_chunk(req, body, len);
+    sl_http_stream_end(req);
+}
+
+void sl_reply_chunk_end(sl_server *srv, sl_http_req *req, const sl_buf *body)
 {
     uint64_t gen = hold_gen(srv);
     if (!gen) {
-        send_chunk_end(req, body);
-        evbuffer_free(body);
+        send_chunk_end(req, sl_buf_data(body), sl_buf_size(body));
         return;
     }
-    /* evhttp keeps a started request until its end is sent, even when the
-     * client has gone, so req stays valid while held. */
-    sl_reply *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    sl_reply *r = reply_new(srv, gen);
     r->req = req;
-    r->body = body;
     r->chunk = true;
-    enqueue(srv, r, gen);
+    sl_buf_add(&r->body, sl_buf_data(body), sl_buf_size(body));
 }
 
 void sl_reply_after_commit(sl_server *srv, sl_after_commit_fn fn, void *arg)
@@ -164,19 +149,14 @@ void sl_reply_after_commit(sl_server *srv, sl_after_commit_fn fn, void *arg)
         fn(arg, true);
         return;
     }
-    sl_reply *r = calloc(1, sizeof(*r));
-    if (!r)
-        abort();
+    sl_reply *r = reply_new(srv, gen);
     r->after = fn;
     r->after_arg = arg;
-    enqueue(srv, r, gen);
 }
 
-static struct evbuffer *json_buffer(json_t *body)
+static const sl_buf *json_buffer(json_t *body)
 {
-    struct evbuffer *buf = evbuffer_new();
-    if (!buf)
-        abort();
+    sl_buf *buf = sl_reply_scratch();
     if (body) {
         sl_json_to_buffer(body, buf);
         json_decref(body);
@@ -191,32 +171,20 @@ void sl_reply_json(sl_ctx *c, int status, json_t *body)
 
 void sl_reply_claim(sl_ctx *c, int status, const sl_claim *claim)
 {
-    struct evbuffer *buf = evbuffer_new();
-    if (!buf)
-        abort();
+    sl_buf *buf = sl_reply_scratch();
     sl_json_claim_write(c->srv, claim, buf);
     queue_or_send(c->srv, c->req, c->route, status, "application/json", buf);
 }
 
-void sl_reply_send_buffer(sl_server *srv, struct evhttp_request *req, sl_route_id route,
-                          int status, struct evbuffer *body)
+void sl_reply_send_buffer(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
+                          const sl_buf *body)
 {
     queue_or_send(srv, req, route, status, "application/json", body);
 }
 
-void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
-                   json_t *body)
+void sl_reply_text(sl_ctx *c, int status, const char *ctype, const void *body, size_t len)
 {
-    queue_or_send(srv, req, route, status, "application/json", json_buffer(body));
-}
-
-void sl_reply_text(sl_ctx *c, int status, const char *ctype, struct evbuffer *body)
-{
-    struct evbuffer *own = evbuffer_new();
-    if (!own)
-        abort();
-    evbuffer_add_buffer(own, body);
-    queue_or_send(c->srv, c->req, c->route, status, ctype, own);
+    queue_bytes(c->srv, c->req, c->route, status, ctype, body, len);
 }
 
 void sl_reply_empty(sl_ctx *c, int status)
@@ -233,9 +201,7 @@ void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ..
     va_end(ap);
     json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
     /* Errors change nothing, so they need not wait for a commit. */
-    struct evbuffer *buf = json_buffer(body);
-    send_now(c->srv, c->req, c->route, status, "application/json", buf);
-    evbuffer_free(buf);
+    send_now(c->srv, c->req, c->route, status, "application/json", json_buffer(body));
 }
 
 /* The engine's SL_EFORBIDDEN, in the words of tokens and prefixes. */
@@ -284,34 +250,27 @@ void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
         sl_reply_error(c, status, code, "%s", err->what);
 }
 
-static struct evbuffer *unavailable(void)
-{
-    return json_buffer(json_pack(
-        "{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
-        "the store could not commit this turn's changes; their outcome is not "
-        "confirmed. Read the state again once /healthz answers 200"));
-}
-
 static void deliver(sl_server *srv, sl_reply *r, bool committed)
 {
     if (r->after) {
         r->after(r->after_arg, committed);
-        return;
-    }
-    if (r->chunk) {
-        /* The status line went out already: the body says what happened. */
-        struct evbuffer *err = committed ? NULL : unavailable();
-        send_chunk_end(r->req, err ? err : r->body);
-        if (err)
-            evbuffer_free(err);
     } else if (committed) {
-        send_now(srv, r->req, r->route, r->status, r->ctype, r->body);
+        if (r->chunk)
+            send_chunk_end(r->req, sl_buf_data(&r->body), sl_buf_size(&r->body));
+        else
+            send_now(srv, r->req, r->route, r->status, r->ctype, &r->body);
     } else {
-        struct evbuffer *err = unavailable();
-        send_now(srv, r->req, r->route, 503, "application/json", err);
-        evbuffer_free(err);
+        json_t *err = json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+                                "the store could not commit this turn's changes; their outcome "
+                                "is not confirmed. Read the state again once /healthz answers "
+                                "200");
+        const sl_buf *b = json_buffer(err);
+        if (r->chunk) /* the status line went out already: the body says what happened */
+            send_chunk_end(r->req, sl_buf_data(b), sl_buf_size(b));
+        else
+            send_now(srv, r->req, r->route, 503, "application/json", b);
     }
-    evbuffer_free(r->body);
+    sl_buf_free(&r->body);
 }
 
 void sl_reply_flush(sl_server *srv, uint64_t upto, bool committed)

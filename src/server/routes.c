@@ -1,13 +1,8 @@
-/* routes.c - from an HTTP request to a handler: connection limit, method and
- * path, auth, the request's time, and the helpers handlers share for query
+/* routes.c - from an HTTP request to a handler: method and path, auth, the request's time, and the helpers handlers share for query
  * parameters and JSON bodies. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "duration.h"
 #include "json_depth.h"
@@ -15,7 +10,7 @@
 
 const char *sl_query_get(const sl_ctx *c, const char *key)
 {
-    return evhttp_find_header(c->query, key);
+    return sl_query_find(c->query, key);
 }
 
 int sl_query_duration(sl_ctx *c, const char *key, int64_t *ms)
@@ -52,25 +47,25 @@ static void word_list(const char *const *names, char *buf, size_t cap)
 
 bool sl_query_only(sl_ctx *c, const char *const *known)
 {
-    /* libevent's keyvalq is a TAILQ; its header has no TAILQ_FOREACH. */
-    for (struct evkeyval *kv = c->query->tqh_first; kv; kv = kv->next.tqe_next) {
+    const sl_query *q = c->query;
+    for (size_t k = 0; k < q->n; k++) {
         bool ok = false;
         for (size_t i = 0; known && known[i] && !ok; i++)
-            ok = strcmp(kv->key, known[i]) == 0;
+            ok = strcmp(q->key[k], known[i]) == 0;
         char takes[160];
         word_list(known, takes, sizeof(takes));
         if (!ok) {
             /* As with unknown body fields: a misspelt "?wiat=20s" must not
              * silently become a request without its wait. */
             sl_reply_error(c, 400, "bad_request",
-                           "unknown query parameter \"%.64s\"; %s takes %s%s", kv->key, c->path,
+                           "unknown query parameter \"%.64s\"; %s takes %s%s", q->key[k], c->path,
                            takes[0] ? "only " : "no query parameters", takes);
             return false;
         }
-        for (struct evkeyval *o = kv->next.tqe_next; o; o = o->next.tqe_next) {
-            if (strcmp(o->key, kv->key) == 0) {
+        for (size_t o = k + 1; o < q->n; o++) {
+            if (strcmp(q->key[o], q->key[k]) == 0) {
                 sl_reply_error(c, 400, "bad_request",
-                               "query parameter %s is given twice; give it once", kv->key);
+                               "query parameter %s is given twice; give it once", q->key[k]);
                 return false;
             }
         }
@@ -97,9 +92,9 @@ int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
 
 json_t *sl_body_json(sl_ctx *c)
 {
-    struct evbuffer *in = evhttp_request_get_input_buffer(c->req);
-    size_t n = evbuffer_get_length(in);
-    if (n > c->srv->conf->max_body) {
+    size_t n = 0;
+    const char *p = sl_http_req_body(c->req, &n);
+    if (n > c->srv->conf->max_body) { /* the HTTP layer refuses these first */
         sl_reply_error(c, 413, "too_large",
                        "the body is %zu bytes; at most %zu are accepted", n,
                        c->srv->conf->max_body);
@@ -109,7 +104,6 @@ json_t *sl_body_json(sl_ctx *c)
         sl_reply_error(c, 400, "bad_request", "a JSON object body is required");
         return NULL;
     }
-    const char *p = (const char *)evbuffer_pullup(in, -1);
     if (sl_json_depth(p, n) > SL_JSON_DEPTH_MAX) {
         sl_reply_error(c, 400, "bad_request", "the JSON is nested deeper than %d levels",
                        SL_JSON_DEPTH_MAX);
@@ -128,30 +122,6 @@ json_t *sl_body_json(sl_ctx *c)
         return NULL;
     }
     return body;
-}
-
-/* Decodes %XX in a path (docs/api.md: %2F is accepted for '/'); -1 when malformed
- * or when it decodes to a NUL. */
-static int decode_path(const char *in, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; in[i]; i++) {
-        char ch = in[i];
-        if (ch == '%') {
-            if (!isxdigit((unsigned char)in[i + 1]) || !isxdigit((unsigned char)in[i + 2]))
-                return -1;
-            char hex[3] = {in[i + 1], in[i + 2], 0};
-            ch = (char)strtol(hex, NULL, 16);
-            if (ch == 0)
-                return -1;
-            i += 2;
-        }
-        if (o + 1 >= cap)
-            return -1;
-        out[o++] = ch;
-    }
-    out[o] = '\0';
-    return 0;
 }
 
 static const char *prefixed(const char *path, const char *prefix)
@@ -189,39 +159,18 @@ static void dispatch(sl_ctx *c)
                        p);
 }
 
-static bool too_many_connections(sl_server *srv, struct evhttp_request *req)
+void sl_routes_handle(void *ud, sl_http_req *req)
 {
-    if (sl_conn_admit(srv, req))
-        return false;
-    struct evbuffer *b = evbuffer_new();
-    evbuffer_add_printf(b, "{\"error\":{\"code\":\"unavailable\",\"message\":\"the server has "
-                           "%zu connections open, its limit; retry later\"}}\n",
-                        srv->conf->max_connections);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-    sl_metrics_http(&srv->metrics, SL_ROUTE_OTHER, 503);
-    evhttp_send_reply(req, 503, "Service Unavailable", b);
-    evbuffer_free(b);
-    return true;
-}
-
-void sl_routes_handle(struct evhttp_request *req, void *arg)
-{
-    sl_server *srv = arg;
-    if (too_many_connections(srv, req))
-        return;
-    sl_ctx c = {.srv = srv, .req = req, .method = evhttp_request_get_command(req)};
-    struct evkeyvalq query;
-    query.tqh_first = NULL;
-    query.tqh_last = &query.tqh_first;
-    c.query = &query;
+    sl_server *srv = ud;
+    sl_ctx c = {.srv = srv, .req = req, .method = sl_http_req_method(req)};
+    sl_query query;
     char path[2048];
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *raw = uri ? evhttp_uri_get_path(uri) : NULL;
-    const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (!raw || decode_path(raw, path, sizeof(path)) != 0 ||
-        (q && evhttp_parse_query_str(q, &query) != 0)) {
-        sl_reply_error(&c, 400, "bad_request", "the request URL is malformed or too long");
-        evhttp_clear_headers(&query);
+    const char *why = NULL;
+    c.query = &query;
+    c.path = "the request";
+    if (sl_target_parse(sl_http_req_target(req), path, sizeof(path), &query, &why) != 0) {
+        query.n = 0;
+        sl_reply_error(&c, 400, "bad_request", "%s", why);
         return;
     }
     c.path = path;
@@ -240,5 +189,4 @@ void sl_routes_handle(struct evhttp_request *req, void *arg)
     } else if (sl_auth_check(&c) == 0) {
         dispatch(&c);
     }
-    evhttp_clear_headers(&query);
 }

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
 
 #include "claim_body.h"
 #include "claim_id.h"
@@ -17,7 +16,7 @@ static void answer_created(sl_ctx *c, sl_claim *claim, int64_t wait_ms)
     sl_claim_get(claim, &v);
     char loc[SL_ID_MAX + 16];
     snprintf(loc, sizeof(loc), "/v1/claims/%s", v.id);
-    sl_reply_add_header(c->req, "Location", loc);
+    sl_http_add_header(c->req, "Location", loc);
     int64_t wait = wait_ms < c->srv->conf->max_wait_ms ? wait_ms : c->srv->conf->max_wait_ms;
     if (wait > 0 && v.state == SL_PENDING)
         sl_wait_claim(c, SL_WAIT_CREATE, claim, SL_PENDING, wait, 201);
@@ -137,8 +136,8 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
 static void claim_cancel(sl_ctx *c, const char *id)
 {
     c->route = SL_ROUTE_CLAIM_CANCEL;
-    if (c->method != EVHTTP_REQ_POST) {
-        sl_reply_add_header(c->req, "Allow", "POST");
+    if (c->method != SL_HTTP_POST) {
+        sl_http_add_header(c->req, "Allow", "POST");
         sl_reply_error(c, 405, "method_not_allowed", "%s takes POST", c->path);
         return;
     }
@@ -190,7 +189,7 @@ static void one_claim(sl_ctx *c, const char *id, const char *action)
         sl_reply_error(c, 404, "not_found", "no such endpoint: %s", c->path);
         return;
     }
-    bool get = !action && c->method == EVHTTP_REQ_GET; /* takes wait and seen */
+    bool get = !action && c->method == SL_HTTP_GET; /* takes wait and seen */
     if (!get && !sl_query_only(c, NULL))
         return;
     sl_claim *claim = find_claim(c, id);
@@ -198,15 +197,15 @@ static void one_claim(sl_ctx *c, const char *id, const char *action)
         return;
     if (get)
         claim_get(c, claim);
-    else if (!action && c->method == EVHTTP_REQ_DELETE)
+    else if (!action && c->method == SL_HTTP_DELETE)
         claim_delete(c, claim);
-    else if (action && action[0] == 'r' && c->method == EVHTTP_REQ_POST)
+    else if (action && action[0] == 'r' && c->method == SL_HTTP_POST)
         claim_renew(c, claim);
-    else if (action && action[0] == 'w' && c->method == EVHTTP_REQ_GET)
+    else if (action && action[0] == 'w' && c->method == SL_HTTP_GET)
         sl_reply_json(c, 200, sl_json_why(c->srv, claim));
     else {
         const char *allow = !action ? "GET, DELETE" : action[0] == 'r' ? "POST" : "GET";
-        sl_reply_add_header(c->req, "Allow", allow);
+        sl_http_add_header(c->req, "Allow", allow);
         sl_reply_error(c, 405, "method_not_allowed", "%s takes %s", c->path, allow);
     }
 }
@@ -215,12 +214,12 @@ void sl_route_claims(sl_ctx *c, const char *rest)
 {
     if (*rest == '\0') {
         c->route = SL_ROUTE_CLAIMS;
-        if (c->method == EVHTTP_REQ_POST)
+        if (c->method == SL_HTTP_POST)
             claim_post(c);
-        else if (c->method == EVHTTP_REQ_GET)
+        else if (c->method == SL_HTTP_GET)
             sl_route_claims_list(c);
         else {
-            sl_reply_add_header(c->req, "Allow", "GET, POST");
+            sl_http_add_header(c->req, "Allow", "GET, POST");
             sl_reply_error(c, 405, "method_not_allowed", "/v1/claims takes GET and POST");
         }
         return;

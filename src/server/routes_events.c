@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -95,8 +94,8 @@ void sl_route_events(sl_ctx *c, const char *rest)
         sl_reply_error(c, 404, "not_found", "no such endpoint: %s", c->path);
         return;
     }
-    if (c->method != EVHTTP_REQ_GET) {
-        sl_reply_add_header(c->req, "Allow", "GET");
+    if (c->method != SL_HTTP_GET) {
+        sl_http_add_header(c->req, "Allow", "GET");
         sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
         return;
     }
@@ -113,8 +112,7 @@ void sl_route_events(sl_ctx *c, const char *rest)
     uint64_t since = 0;
     if (!sl_query_only(c, known) || sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0)
         return;
-    const char *last = evhttp_find_header(evhttp_request_get_input_headers(c->req),
-                                          "Last-Event-ID");
+    const char *last = sl_http_req_header(c->req, "Last-Event-ID");
     if (last) {
         char *end = NULL;
         unsigned long long v = strtoull(last, &end, 10);

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -328,8 +327,8 @@ void sl_route_queue(sl_ctx *c)
 {
     static const char *const known[] = {"lock", "limit", "after", NULL};
     c->route = SL_ROUTE_QUEUE;
-    if (c->method != EVHTTP_REQ_GET) {
-        sl_reply_add_header(c->req, "Allow", "GET");
+    if (c->method != SL_HTTP_GET) {
+        sl_http_add_header(c->req, "Allow", "GET");
         sl_reply_error(c, 405, "method_not_allowed", "/v1/queue takes GET");
         return;
     }

@@ -215,7 +215,7 @@ static void sem_delete(sl_ctx *c, const char *name)
 
 static void method_not_allowed(sl_ctx *c, const char *allow)
 {
-    sl_reply_add_header(c->req, "Allow", allow);
+    sl_http_add_header(c->req, "Allow", allow);
     sl_reply_error(c, 405, "method_not_allowed", "%s takes %s", c->path, allow);
 }
 
@@ -230,7 +230,7 @@ void sl_route_semaphores(sl_ctx *c, const char *rest)
     }
     if (*rest == '\0') {
         c->route = SL_ROUTE_SEMAPHORES;
-        if (c->method == EVHTTP_REQ_GET)
+        if (c->method == SL_HTTP_GET)
             sem_list(c);
         else
             method_not_allowed(c, "GET");
@@ -238,13 +238,13 @@ void sl_route_semaphores(sl_ctx *c, const char *rest)
     }
     c->route = SL_ROUTE_SEMAPHORE;
     switch (c->method) {
-    case EVHTTP_REQ_GET:
+    case SL_HTTP_GET:
         lock_get(c, SL_KIND_SEMAPHORE, rest);
         break;
-    case EVHTTP_REQ_PUT:
+    case SL_HTTP_PUT:
         sem_put(c, rest);
         break;
-    case EVHTTP_REQ_DELETE:
+    case SL_HTTP_DELETE:
         sem_delete(c, rest);
         break;
     default:
@@ -257,7 +257,7 @@ void sl_route_mutexes(sl_ctx *c, const char *rest)
     c->route = *rest ? SL_ROUTE_MUTEX : SL_ROUTE_MUTEXES;
     if (!sl_query_only(c, NULL))
         return;
-    if (c->method != EVHTTP_REQ_GET) {
+    if (c->method != SL_HTTP_GET) {
         method_not_allowed(c, "GET");
         return;
     }

@@ -2,8 +2,6 @@
  * outside /v1/) is ui.c. */
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -12,9 +10,9 @@ static bool get_only(sl_ctx *c)
 {
     if (!sl_query_only(c, NULL))
         return false;
-    if (c->method == EVHTTP_REQ_GET || c->method == EVHTTP_REQ_HEAD)
+    if (c->method == SL_HTTP_GET || c->method == SL_HTTP_HEAD)
         return true;
-    sl_reply_add_header(c->req, "Allow", "GET");
+    sl_http_add_header(c->req, "Allow", "GET");
     sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
     return false;
 }
@@ -49,8 +47,8 @@ void sl_route_metrics(sl_ctx *c)
                        "the metrics span every lock: reading them needs an admin token");
         return;
     }
-    struct evbuffer *b = evbuffer_new();
+    sl_buf *b = sl_reply_scratch();
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
-    sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", b);
-    evbuffer_free(b);
+    sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", sl_buf_data(b),
+                  sl_buf_size(b));
 }

@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -102,6 +101,14 @@ static int parse_listen(const char *listen, char *host, size_t cap, unsigned *po
     return 0;
 }
 
+/* The HTTP layer's own answers (malformed requests, over the limits, over
+ * the connection cap) count in the metrics like the routes' answers. */
+static void own_answer(void *ud, int status)
+{
+    sl_server *srv = ud;
+    sl_metrics_http(&srv->metrics, SL_ROUTE_OTHER, status);
+}
+
 static int open_http(sl_server *srv)
 {
     char host[256];
@@ -111,27 +118,20 @@ static int open_http(sl_server *srv)
                srv->conf->listen);
         return -1;
     }
-    srv->http = evhttp_new(srv->base);
-    if (!srv->http)
-        return -1;
-    /* evhttp answers bodies past its own bound with a bare 413; ours is
-     * checked in routes.c so that bodies up to 16x the limit get a JSON 413. */
-    evhttp_set_max_body_size(srv->http, (ev_ssize_t)srv->conf->max_body * 16);
-    evhttp_set_max_headers_size(srv->http, (ev_ssize_t)srv->conf->max_headers);
-    evhttp_set_default_content_type(srv->http, "application/json");
-    /* PATCH and OPTIONS are let through so that the routes answer them with
-     * a JSON 405 naming the methods they take (evhttp would send an HTML
-     * 501); methods evhttp does not know still get its 501. */
-    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
-                                              EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
-    struct timeval idle = {srv->conf->idle_timeout_ms / 1000,
-                           (srv->conf->idle_timeout_ms % 1000) * 1000};
-    evhttp_set_timeout_tv(srv->http, &idle);
-    evhttp_set_gencb(srv->http, sl_routes_handle, srv);
-    if (!evhttp_bind_socket_with_handle(srv->http, host, (ev_uint16_t)port)) {
+    sl_http_opts o = {
+        .max_headers = srv->conf->max_headers,
+        .max_body = srv->conf->max_body,
+        .max_connections = srv->conf->max_connections,
+        .idle_ms = srv->conf->idle_timeout_ms,
+        .handler = sl_routes_handle,
+        .own_answer = own_answer,
+        .ud = srv,
+    };
+    char err[256];
+    if (sl_http_new(srv->base, &o, &srv->http) != 0 ||
+        sl_http_listen(srv->http, host, port, err, sizeof(err)) != 0) {
         sl_log(SL_LOG_ERROR, "cannot listen on %s: %s (is another server using the port?)",
-               srv->conf->listen, strerror(errno));
+               srv->conf->listen, srv->http ? err : "out of memory");
         return -1;
     }
     return 0;
@@ -340,9 +340,10 @@ void sl_server_free(sl_server *srv)
     sl_reply_flush(srv, 0, false); /* then: held answers may be waits not yet started */
     sl_waits_free_all(srv);
     sl_streams_free_all(srv);
-    sl_conns_free_all(srv); /* first: evhttp_free must not call back into freed state */
+    sl_reply_flush(srv, 0, false); /* answers the waits and streams gave at their end */
     if (srv->http)
-        evhttp_free(srv->http);
+        sl_http_free(srv->http);
+    sl_reply_free_scratch();
     struct event *evs[] = {srv->commit_ev, srv->timer_ev, srv->retry_ev,
                            srv->prune_ev,  srv->sigint_ev, srv->sigterm_ev};
     for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)

@@ -12,12 +12,14 @@
 #include <stdint.h>
 
 #include <event2/event.h>
-#include <event2/http.h>
 #include <jansson.h>
 
+#include "buf.h"
 #include "conf.h"
 #include "engine.h"
+#include "http.h"
 #include "metrics.h"
+#include "query.h"
 #include "store.h"
 
 #define SL_VERSION "0.1.0"
@@ -44,7 +46,7 @@ typedef struct sl_auth {
 typedef struct sl_server {
     sl_conf *conf;
     struct event_base *base;
-    struct evhttp *http;
+    sl_http *http;
     sl_engine *eng;
     sl_store *store;
     struct event *commit_ev;  /* after this turn: commit, then answer */
@@ -75,8 +77,6 @@ typedef struct sl_server {
     sl_wait *event_waits;     /* GET /v1/events?wait= parked */
     sl_stream *streams;       /* GET /v1/events/stream open */
     size_t nstreams;
-    void *conns;              /* tsearch tree of open connections */
-    size_t nconns;
     sl_metrics metrics;
 } sl_server;
 
@@ -127,14 +127,18 @@ void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ..
     __attribute__((format(printf, 4, 5)));
 void sl_reply_engine_error(sl_ctx *c, const sl_error *err);
 void sl_reply_empty(sl_ctx *c, int status);
-/* A non-JSON answer (metrics, the dashboard); takes the buffer's contents. */
-void sl_reply_text(sl_ctx *c, int status, const char *ctype, struct evbuffer *body);
-/* The same for answers given later (waits): no context any more. */
-void sl_reply_send(sl_server *srv, struct evhttp_request *req, sl_route_id route, int status,
-                   json_t *body);
-/* The same with a JSON body already written (taken). */
-void sl_reply_send_buffer(sl_server *srv, struct evhttp_request *req, sl_route_id route,
-                          int status, struct evbuffer *body);
+/* A non-JSON answer (metrics, the dashboard); the body is copied. */
+void sl_reply_text(sl_ctx *c, int status, const char *ctype, const void *body, size_t len);
+/* A JSON answer given later (waits): no context any more. The body was
+ * written into body (sl_reply_scratch, or the caller's buffer, left
+ * unchanged). */
+void sl_reply_send_buffer(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
+                          const sl_buf *body);
+/* An empty buffer to write an answer into; valid until the next call (the
+ * loop is single-threaded, and answers are copied when they are sent or
+ * held). */
+sl_buf *sl_reply_scratch(void);
+void sl_reply_free_scratch(void);
 /* Runs fn(arg, committed) once this turn's changes are committed (at once
  * when nothing is pending): for answers that start later, such as waits
  * whose headers must not go out before the claim they name is durable. */
@@ -143,24 +147,24 @@ void sl_reply_after_commit(sl_server *srv, sl_after_commit_fn fn, void *arg);
 /* After a commit: sends the held answers of generations up to upto, in
  * order. After a failure (committed false): fails them all with 503. */
 void sl_reply_flush(sl_server *srv, uint64_t upto, bool committed);
-/* The body of a reply already started (a wait's), and its end: now, or
- * once what it shows is committed. Takes the buffer. */
-void sl_reply_chunk_end(sl_server *srv, struct evhttp_request *req, struct evbuffer *body);
-void sl_reply_add_header(struct evhttp_request *req, const char *name, const char *value);
-/* Serialises JSON into a buffer (compact, exact integers). */
-void sl_json_to_buffer(json_t *body, struct evbuffer *out);
+/* The body of an answer already started (a wait's), and its end: now, or
+ * once what it shows is committed. The body is copied. */
+void sl_reply_chunk_end(sl_server *srv, sl_http_req *req, const sl_buf *body);
+/* Serialises JSON into a buffer (compact, exact integers, a newline). */
+void sl_json_to_buffer(json_t *body, sl_buf *out);
 
 /* ---- routes.c ------------------------------------------------------------ */
-void sl_routes_handle(struct evhttp_request *req, void *arg);
+/* The HTTP layer's handler (sl_http_opts.handler). */
+void sl_routes_handle(void *ud, sl_http_req *req);
 
 /* Everything a handler gets. */
 struct sl_ctx {
     sl_server *srv;
-    struct evhttp_request *req;
+    sl_http_req *req;
     sl_route_id route;
-    enum evhttp_cmd_type method;
-    const char *path;          /* decoded, without the query */
-    struct evkeyvalq *query;   /* parsed query string */
+    sl_http_method method;
+    const char *path;      /* decoded, without the query */
+    const sl_query *query; /* decoded parameters */
     sl_auth auth;
     int64_t now;
 };
@@ -222,7 +226,7 @@ sl_claim *sl_idem_replay(sl_ctx *c, const sl_idem_req *idem, bool *conflict);
 json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
 /* json_claim.c: the same claim as compact JSON and a newline, written into
  * buf without building jansson values (the answers to claim requests). */
-void sl_json_claim_write(sl_server *srv, const sl_claim *claim, struct evbuffer *buf);
+void sl_json_claim_write(sl_server *srv, const sl_claim *claim, sl_buf *buf);
 json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full);
 json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg);
 json_t *sl_json_why(sl_server *srv, const sl_claim *claim);
@@ -241,8 +245,8 @@ typedef enum {
 } sl_wait_kind;
 
 /* Parks a request until the claim leaves `seen` (for SL_WAIT_CREATE: is
- * held or ends) or the wait runs out; answers with status then. Headers go
- * out at once so that a client that hangs up is noticed. */
+ * held or ends) or the wait runs out; answers with status then. The status
+ * and headers go out once the wait starts, the body when it ends. */
 void sl_wait_claim(sl_ctx *c, sl_wait_kind kind, sl_claim *claim, sl_state seen,
                    int64_t wait_ms, int status);
 void sl_wait_events(sl_ctx *c, uint64_t since, const char *claim_id, size_t limit,
@@ -262,19 +266,5 @@ json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, siz
 void sl_stream_open(sl_ctx *c, uint64_t since);
 void sl_streams_push(sl_server *srv);
 void sl_streams_free_all(sl_server *srv);
-
-/* ---- conns.c: connection accounting and gone clients --------------------- */
-/* Registers the request's connection; false (and a 503 sent) when over the
- * connection limit. */
-bool sl_conn_admit(sl_server *srv, struct evhttp_request *req);
-typedef void (*sl_conn_gone_fn)(void *arg);
-/* Calls fn(arg) if the request's client goes away; clear with NULL fn. */
-void sl_conn_on_gone(sl_server *srv, struct evhttp_request *req, sl_conn_gone_fn fn, void *arg);
-void sl_conns_free_all(sl_server *srv);
-/* The request's connection's bufferevent (NULL when it has none), taken
- * before an answer is handed to evhttp, which may free the request; and
- * writing what evhttp queued on it now rather than on the next turn. */
-struct bufferevent *sl_conn_bev(struct evhttp_request *req);
-void sl_conn_write_now(struct bufferevent *bev);
 
 #endif

@@ -6,13 +6,8 @@
  * only when the previous one has left the socket; then it is fed after each
  * commit. A reader that falls SL_STREAM_BACKLOG_MAX bytes behind is cut off
  * (it reconnects with Last-Event-ID and loses nothing), and a comment line
- * every SL_STREAM_HEARTBEAT_MS keeps proxies from closing an idle stream and
- * lets the server notice a client that has gone. */
+ * every SL_STREAM_HEARTBEAT_MS keeps proxies from closing an idle stream. */
 #include <stdlib.h>
-
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/http.h>
 
 #include "server.h"
 
@@ -20,15 +15,16 @@
 
 struct sl_stream {
     sl_server *srv;
-    struct evhttp_request *req;
+    sl_http_req *req;
     uint64_t last; /* the last seq sent */
     struct event *heartbeat;
     sl_stream *prev, *next;
     bool started, gone, catching_up;
+    bool pumping; /* inside pump: a gone client is cut there */
 };
 
 typedef struct fill_ctx {
-    struct evbuffer *buf;
+    sl_buf *buf;
     uint64_t last;
     size_t count;
 } fill_ctx;
@@ -37,9 +33,9 @@ static int add_event(void *ud, const sl_store_event *ev)
 {
     fill_ctx *f = ud;
     json_t *o = sl_json_event(ev);
-    char *text = json_dumps(o, JSON_COMPACT);
-    evbuffer_add_printf(f->buf, "id: %llu\ndata: %s\n\n", (unsigned long long)ev->seq, text);
-    free(text);
+    sl_buf_addf(f->buf, "id: %llu\ndata: ", (unsigned long long)ev->seq);
+    sl_json_to_buffer(o, f->buf); /* one line, its newline included */
+    sl_buf_add(f->buf, "\n", 1);
     json_decref(o);
     f->last = ev->seq;
     f->count++;
@@ -61,62 +57,76 @@ static void unlink_stream(sl_stream *s)
 static void finish(sl_stream *s)
 {
     unlink_stream(s);
-    if (!s->gone)
-        sl_conn_on_gone(s->srv, s->req, NULL, NULL);
+    sl_http_req_on_gone(s->req, NULL, NULL);
+    sl_http_on_drained(s->req, NULL, NULL);
     event_free(s->heartbeat);
     free(s);
 }
 
+/* Ends the stream's answer (or, before it started, answers 503). */
 static void cut(sl_stream *s)
 {
-    struct evhttp_request *req = s->req;
+    sl_http_req *req = s->req;
+    bool started = s->started;
     finish(s);
-    evhttp_send_reply_end(req);
-}
-
-static size_t unsent(sl_stream *s)
-{
-    struct evhttp_connection *evcon = evhttp_request_get_connection(s->req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+    if (started) {
+        sl_http_stream_end(req);
+        return;
+    }
+    static const char body[] = "{\"error\":{\"code\":\"unavailable\",\"message\":\"the store "
+                               "could not commit; retry once /healthz answers 200\"}}\n";
+    sl_http_reply(req, 503, "application/json", body, sizeof(body) - 1);
 }
 
 static void pump(sl_stream *s);
 
-static void page_sent(struct evhttp_connection *evcon, void *arg)
+static void page_sent(void *arg)
 {
-    (void)evcon;
     sl_stream *s = arg;
     s->catching_up = false;
     pump(s);
 }
 
-/* Sends what the log has after s->last, one page; if the page was full,
- * the next one follows when this one has been written out. */
+/* One page of what the log has after s->last; 1 when it was full (more
+ * may follow), 0 when not, -1 when the stream must end. */
+static int send_page(sl_stream *s)
+{
+    size_t unsent = sl_http_unsent(s->req);
+    if (unsent > SL_STREAM_BACKLOG_MAX) {
+        sl_log(SL_LOG_WARN, "an event stream fell %zu bytes behind; cut off", unsent);
+        return -1;
+    }
+    fill_ctx f = {sl_reply_scratch(), s->last, 0};
+    uint64_t next = 0;
+    if (sl_store_events(s->srv->store, s->last, NULL, STREAM_PAGE, add_event, &f, &next) != 0)
+        return -1;
+    s->last = f.last;
+    if (f.count > 0)
+        sl_http_stream_chunk(s->req, sl_buf_data(f.buf), sl_buf_size(f.buf));
+    return f.count == STREAM_PAGE;
+}
+
+/* Sends what the log has after s->last, a page at a time while the socket
+ * takes them; a page it has not taken yet is followed by the next once it
+ * has. Writing may find the client gone: gone_cb then leaves the cut to
+ * this loop (s->pumping), which still holds s. */
 static void pump(sl_stream *s)
 {
-    if (s->catching_up)
+    if (s->catching_up || s->pumping)
         return;
-    if (unsent(s) > SL_STREAM_BACKLOG_MAX) {
-        sl_log(SL_LOG_WARN, "an event stream fell %zu bytes behind; cut off", unsent(s));
+    s->pumping = true;
+    int more = 1;
+    while (more == 1 && !s->gone) {
+        more = send_page(s);
+        if (more == 1 && sl_http_unsent(s->req) > 0) {
+            s->catching_up = true;
+            sl_http_on_drained(s->req, page_sent, s);
+            break;
+        }
+    }
+    s->pumping = false;
+    if (more < 0 || s->gone)
         cut(s);
-        return;
-    }
-    fill_ctx f = {evbuffer_new(), s->last, 0};
-    uint64_t next = 0;
-    if (sl_store_events(s->srv->store, s->last, NULL, STREAM_PAGE, add_event, &f, &next) != 0) {
-        evbuffer_free(f.buf);
-        cut(s);
-        return;
-    }
-    s->last = f.last;
-    if (f.count == STREAM_PAGE) {
-        s->catching_up = true;
-        evhttp_send_reply_chunk_with_cb(s->req, f.buf, page_sent, s);
-    } else if (f.count > 0) {
-        evhttp_send_reply_chunk(s->req, f.buf);
-    }
-    evbuffer_free(f.buf);
 }
 
 static void heartbeat_cb(evutil_socket_t fd, short what, void *arg)
@@ -124,17 +134,14 @@ static void heartbeat_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     sl_stream *s = arg;
-    struct evbuffer *b = evbuffer_new();
-    evbuffer_add(b, ": keep-alive\n\n", 14);
-    evhttp_send_reply_chunk(s->req, b);
-    evbuffer_free(b);
+    sl_http_stream_chunk(s->req, ": keep-alive\n\n", 14); /* may end s (gone_cb) */
 }
 
 static void gone_cb(void *arg)
 {
     sl_stream *s = arg;
     s->gone = true;
-    if (s->started)
+    if (s->started && !s->pumping)
         cut(s);
 }
 
@@ -142,15 +149,13 @@ static void start(void *arg, bool committed)
 {
     sl_stream *s = arg;
     if (s->gone || !committed) {
-        cut(s);
+        cut(s); /* a 503, dropped when the client has gone */
         return;
     }
-    struct evkeyvalq *h = evhttp_request_get_output_headers(s->req);
-    evhttp_add_header(h, "Content-Type", "text/event-stream");
-    evhttp_add_header(h, "Cache-Control", "no-store");
-    evhttp_add_header(h, "X-Accel-Buffering", "no");
+    sl_http_add_header(s->req, "Cache-Control", "no-store");
+    sl_http_add_header(s->req, "X-Accel-Buffering", "no");
     sl_metrics_http(&s->srv->metrics, SL_ROUTE_EVENTS_STREAM, 200);
-    evhttp_send_reply_start(s->req, 200, "OK");
+    sl_http_stream_start(s->req, 200, "text/event-stream");
     s->started = true;
     struct timeval hb = {SL_STREAM_HEARTBEAT_MS / 1000, 0};
     event_add(s->heartbeat, &hb);
@@ -179,7 +184,7 @@ void sl_stream_open(sl_ctx *c, uint64_t since)
         srv->streams->prev = s;
     srv->streams = s;
     srv->nstreams++;
-    sl_conn_on_gone(srv, c->req, gone_cb, s);
+    sl_http_req_on_gone(c->req, gone_cb, s);
     sl_reply_after_commit(srv, start, s);
 }
 
@@ -198,9 +203,6 @@ void sl_streams_free_all(sl_server *srv)
 {
     while (srv->streams) {
         sl_stream *s = srv->streams;
-        if (s->started)
-            cut(s);
-        else
-            finish(s);
+        cut(s);
     }
 }

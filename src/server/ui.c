@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
 
 #include "server.h"
 #include "ui_assets.h"
@@ -55,21 +53,15 @@ void sl_route_ui(sl_ctx *c)
                        c->path);
         return;
     }
-    if (c->method != EVHTTP_REQ_GET && c->method != EVHTTP_REQ_HEAD) {
-        sl_reply_add_header(c->req, "Allow", "GET, HEAD");
+    if (c->method != SL_HTTP_GET && c->method != SL_HTTP_HEAD) {
+        sl_http_add_header(c->req, "Allow", "GET, HEAD");
         sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
         return;
     }
     /* The files change with the binary: let the browser revalidate each
      * time rather than keep an old app.js next to a new server. */
-    sl_reply_add_header(c->req, "Cache-Control", "no-cache");
-    sl_reply_add_header(c->req, "X-Content-Type-Options", "nosniff");
-    sl_reply_add_header(c->req, "Content-Security-Policy", UI_CSP);
-    struct evbuffer *b = evbuffer_new();
-    if (!b)
-        abort();
-    if (c->method == EVHTTP_REQ_GET)
-        evbuffer_add_reference(b, a->data, a->len, NULL, NULL);
-    sl_reply_text(c, 200, a->ctype, b);
-    evbuffer_free(b);
+    sl_http_add_header(c->req, "Cache-Control", "no-cache");
+    sl_http_add_header(c->req, "X-Content-Type-Options", "nosniff");
+    sl_http_add_header(c->req, "Content-Security-Policy", UI_CSP);
+    sl_reply_text(c, 200, a->ctype, a->data, a->len); /* HEAD: the layer sends no body */
 }

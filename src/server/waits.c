@@ -1,30 +1,26 @@
 /* waits.c - long polls: POST /v1/claims?wait, GET /v1/claims/{id}?wait and
  * GET /v1/events?wait, answered the moment the state changes.
  *
- * A wait sends its status line and headers first (once the change that made
- * it is committed), then the body when it is woken, as one chunk. Sending the
- * headers early is what makes libevent read the socket again, so a client
- * that hangs up is noticed at once: a pending claim whose creator
- * vanished is withdrawn, a grant that would reach nobody is released.
+ * A wait starts once the change that made it is committed: its status line
+ * and headers go out then (a client learns at once that its request is
+ * durable and parked, and a POST's Location names the claim), the body
+ * when it is woken or its time runs out. The HTTP layer reads on while a
+ * request is parked, so a client that hangs up is seen at once: a pending
+ * claim whose creator vanished is withdrawn, a grant that would reach
+ * nobody is released.
  *
  * Waits on a claim hang off the claim (sl_claim_udata), so waking them after
  * a commit costs nothing per unrelated claim. Answering a wait never changes
  * the engine's batch (sl_claim_watch records nothing), since it happens
  * while a committed batch is being read. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/http.h>
 
 #include "server.h"
 
 struct sl_wait {
     sl_server *srv;
-    struct evhttp_request *req;
+    sl_http_req *req;
     sl_wait_kind kind;
     sl_route_id route;
     int status;
@@ -36,7 +32,7 @@ struct sl_wait {
     struct event *timer;
     struct timeval wait_tv;
     sl_wait *prev, *next;
-    bool started;   /* headers sent */
+    bool armed;     /* started: committed, headers sent, its timer running */
     bool unwatched; /* the claim's watch has ended */
     bool gone;         /* the client hung up before the answer */
     json_t *final;     /* the claim as it was when purged before the wait started */
@@ -93,14 +89,13 @@ static void unwatch(sl_wait *w)
     w->unwatched = true;
 }
 
-/* Forgets the wait. Called before its last bytes are handed to evhttp,
- * which may free the request as soon as they are. */
+/* Forgets the wait; its request is answered next. */
 static void finish(sl_wait *w)
 {
     unlink_wait(w);
     unwatch(w);
     if (!w->gone)
-        sl_conn_on_gone(w->srv, w->req, NULL, NULL);
+        sl_http_req_on_gone(w->req, NULL, NULL);
     event_free(w->timer);
     json_decref(w->final);
     free(w);
@@ -113,56 +108,41 @@ static json_t *events_page(sl_wait *w, size_t *count)
     return page ? page : json_pack("{s:[],s:I}", "events", "next", (json_int_t)w->since);
 }
 
-/* Writes the answer (a JSON body, taken): the body of a started reply, or
- * a whole reply. */
-static void send_body(sl_server *srv, struct evhttp_request *req, bool started,
-                      sl_route_id route, int status, struct evbuffer *body)
-{
-    if (!started)
-        sl_reply_send_buffer(srv, req, route, status, body);
-    else
-        sl_reply_chunk_end(srv, req, body); /* held while it shows uncommitted state */
-}
-
-static struct evbuffer *new_buffer(void)
-{
-    struct evbuffer *buf = evbuffer_new();
-    if (!buf)
-        abort();
-    return buf;
-}
-
-static void answer_buffer(sl_wait *w, struct evbuffer *body)
+/* Answers with the body written into buf (the wait is forgotten first):
+ * held until what it shows is committed. A started wait sends the body
+ * after its headers (status is theirs then). */
+static void answer_buffer(sl_wait *w, int status, const sl_buf *body)
 {
     sl_server *srv = w->srv;
-    struct evhttp_request *req = w->req;
-    bool started = w->started;
+    sl_http_req *req = w->req;
     sl_route_id route = w->route;
-    int status = w->status;
+    bool armed = w->armed;
     finish(w);
-    send_body(srv, req, started, route, status, body);
+    if (armed)
+        sl_reply_chunk_end(srv, req, body);
+    else
+        sl_reply_send_buffer(srv, req, route, status, body);
 }
 
-static void answer_with(sl_wait *w, json_t *body)
+static void answer_with(sl_wait *w, int status, json_t *body)
 {
-    struct evbuffer *buf = new_buffer();
+    sl_buf *buf = sl_reply_scratch();
     sl_json_to_buffer(body, buf);
     json_decref(body);
-    answer_buffer(w, buf);
+    answer_buffer(w, status, buf);
 }
 
-/* Whether the client closed its end although evhttp has not seen it yet
- * (the close and the change that wakes the wait were read in one turn). */
-static bool client_hung_up(struct evhttp_request *req)
+/* A request whose client has gone is still answered once; the layer drops
+ * the answer. */
+static void drop_answer(sl_wait *w)
 {
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-    if (fd < 0)
-        return false;
-    char byte;
-    ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    sl_http_req *req = w->req;
+    bool armed = w->armed;
+    finish(w);
+    if (armed)
+        sl_http_stream_end(req);
+    else
+        sl_http_reply(req, 503, NULL, NULL, 0);
 }
 
 /* A creator that hung up would never learn of its grant, which nobody could
@@ -175,7 +155,7 @@ static bool release_if_creator_gone(sl_wait *w)
         return false;
     sl_claim_view v;
     sl_claim_get(w->claim, &v);
-    if (sl_state_ended(v.state) || !client_hung_up(w->req))
+    if (sl_state_ended(v.state) || !sl_http_req_hung_up(w->req))
         return false;
     w->release_next = true;
     evtimer_del(w->timer);
@@ -195,16 +175,16 @@ static void answer(sl_wait *w)
     if (w->final) {
         json_t *final = w->final;
         w->final = NULL;
-        answer_with(w, final);
+        answer_with(w, w->status, final);
         return;
     }
     if (w->kind == SL_WAIT_EVENTS) {
-        answer_with(w, events_page(w, &count));
+        answer_with(w, w->status, events_page(w, &count));
         return;
     }
-    struct evbuffer *buf = new_buffer();
+    sl_buf *buf = sl_reply_scratch();
     sl_json_claim_write(w->srv, w->claim, buf);
-    answer_buffer(w, buf);
+    answer_buffer(w, w->status, buf);
 }
 
 static bool satisfied(sl_wait *w)
@@ -236,8 +216,8 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The client hung up. If it created the claim it never learnt the id, so
- * nobody else could release it: withdraw or release it now. evhttp has let
- * go of the request; ending the reply frees it. */
+ * nobody else could release it: withdraw or release it now. A wait not
+ * started yet finds out when it starts. */
 static void gone_cb(void *arg)
 {
     sl_wait *w = arg;
@@ -246,43 +226,35 @@ static void gone_cb(void *arg)
         sl_claim_release(w->srv->eng, w->claim, SL_REASON_CLIENT_GONE, sl_server_now(w->srv));
         sl_server_touch(w->srv);
     }
-    if (w->started) {
-        struct evhttp_request *req = w->req;
-        finish(w);
-        evhttp_send_reply_end(req);
-    }
+    if (w->armed)
+        drop_answer(w);
 }
 
-/* Once the change that made the wait is committed: send the headers, or
- * the whole answer when the state already moved (or 503 if the commit
- * failed), and start the clock. */
+/* Once the change that made the wait is committed: answer at once when the
+ * state already moved (or 503 if the commit failed), else send the headers
+ * and start the clock. */
 static void start(void *arg, bool committed)
 {
     sl_wait *w = arg;
     if (w->gone) {
-        struct evhttp_request *req = w->req;
-        finish(w);
-        evhttp_send_reply_end(req);
+        drop_answer(w);
         return;
     }
     if (!committed) {
-        answer_with(w, json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
-                                 "the store could not commit; retry once /healthz answers 200"));
+        answer_with(w, 503,
+                    json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+                              "the store could not commit; retry once /healthz answers 200"));
         return;
     }
     if (satisfied(w)) {
         answer(w);
         return;
     }
-    struct evkeyvalq *h = evhttp_request_get_output_headers(w->req);
-    evhttp_add_header(h, "Content-Type", "application/json");
-    evhttp_add_header(h, "Cache-Control", "no-store");
+    sl_http_add_header(w->req, "Cache-Control", "no-store");
     sl_metrics_http(&w->srv->metrics, w->route, w->status);
-    struct bufferevent *bev = sl_conn_bev(w->req);
-    evhttp_send_reply_start(w->req, w->status, w->status == 201 ? "Created" : "OK");
-    sl_conn_write_now(bev);
-    w->started = true;
+    w->armed = true;
     evtimer_add(w->timer, &w->wait_tv);
+    sl_http_stream_start(w->req, w->status, "application/json"); /* may find it gone */
 }
 
 static sl_wait *wait_new(sl_ctx *c, sl_wait_kind kind, int status, int64_t wait_ms)
@@ -298,7 +270,7 @@ static sl_wait *wait_new(sl_ctx *c, sl_wait_kind kind, int status, int64_t wait_
     w->timer = evtimer_new(c->srv->base, timeout_cb, w);
     w->wait_tv.tv_sec = (time_t)(wait_ms / 1000);
     w->wait_tv.tv_usec = (suseconds_t)((wait_ms % 1000) * 1000);
-    sl_conn_on_gone(c->srv, c->req, gone_cb, w);
+    sl_http_req_on_gone(c->req, gone_cb, w);
     return w;
 }
 
@@ -331,7 +303,7 @@ void sl_waits_claim_changed(sl_server *srv, sl_claim *claim)
     sl_wait *w = sl_claim_udata(claim);
     while (w) {
         sl_wait *next = w->next;
-        if (w->started && satisfied(w))
+        if (w->armed && satisfied(w))
             answer(w);
         w = next;
     }
@@ -345,7 +317,7 @@ void sl_waits_claim_purged(sl_server *srv, const sl_claim *claim)
     sl_wait *w = sl_claim_udata(claim);
     while (w) {
         sl_wait *next = w->next;
-        if (w->started) {
+        if (w->armed) {
             answer(w);
         } else {
             unwatch(w);
@@ -365,11 +337,11 @@ void sl_waits_events_changed(sl_server *srv)
     sl_wait *w = srv->event_waits;
     while (w) {
         sl_wait *next = w->next;
-        if (w->started) {
+        if (w->armed) {
             size_t count = 0;
             json_t *page = events_page(w, &count);
             if (count > 0)
-                answer_with(w, page);
+                answer_with(w, w->status, page);
             else
                 json_decref(page);
         }
@@ -377,22 +349,19 @@ void sl_waits_events_changed(sl_server *srv)
     }
 }
 
-static void drop(sl_wait *w)
-{
-    struct evhttp_request *req = w->req;
-    bool started = w->started;
-    finish(w);
-    if (started)
-        evhttp_send_reply_end(req);
-}
-
-/* At shutdown: end every wait's reply (unstarted ones are freed with
- * their connection). */
+/* At shutdown: every wait answers 503, so that its client retries against
+ * the server's next run rather than reading a reset. */
 void sl_waits_free_all(sl_server *srv)
 {
+    json_t *bye = json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+                            "the server is shutting down; retry in a moment");
+    sl_buf body = {0};
+    sl_json_to_buffer(bye, &body);
+    json_decref(bye);
     while (srv->event_waits)
-        drop(srv->event_waits);
+        answer_buffer(srv->event_waits, 503, &body);
     for (const sl_claim *c = sl_claim_next(srv->eng, NULL); c; c = sl_claim_next(srv->eng, c))
         while (sl_claim_udata(c))
-            drop(sl_claim_udata(c));
+            answer_buffer(sl_claim_udata(c), 503, &body);
+    sl_buf_free(&body);
 }

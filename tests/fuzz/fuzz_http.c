@@ -28,8 +28,8 @@
 #include "fuzz.h"
 #include "server.h"
 
-/* Bigger than the default body limit times 16 (what evhttp reads before
- * refusing), so that the refusal is reached too. */
+/* Bigger than the default body limit plus what the HTTP layer reads and
+ * drops after refusing one (SL_HTTP_DRAIN_MAX), so that both are reached. */
 #define INPUT_MAX (1200u * 1024)
 #define CLOSE_DEADLINE_S 10
 
@@ -175,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    "of the client's half-close (%zu bytes answered)\n",
                    CLOSE_DEADLINE_S, c.received);
     fuzz_check(c.closed);
-    /* Whatever came back is HTTP (evhttp's bare refusals included). */
+    /* Whatever came back is HTTP (the layer's own refusals included). */
     if (c.received >= 5)
         fuzz_check(memcmp(c.head, "HTTP/", 5) == 0);
     event_free(c.ev);
