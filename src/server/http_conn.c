@@ -495,6 +495,7 @@ static int on_message_begin(llhttp_t *p)
     r->target = 0;
     r->target_len = 0;
     r->nhdr = 0;
+    r->trailers = false;
     r->in_value = false;
     r->head_bytes = 0;
     r->body = 0;
@@ -539,6 +540,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     sl_http_conn *c = conn_of(p);
     sl_http_req *r = &c->req;
+    /* A trailer after chunks is counted against the limit and dropped:
+     * nothing in it may pass for a header (RFC 9110 6.5.1), and the
+     * body's bytes must stay the last of the request's data. */
+    if (r->trailers)
+        return head_grew(c, len + 4);
     if (r->nhdr == 0 || r->in_value) {
         if (r->nhdr == SL_HTTP_HEADERS_MAX)
             return refuse_with(r, 431, "the request has more than 100 header fields");
@@ -558,6 +564,8 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 static int on_header_field_complete(llhttp_t *p)
 {
     sl_http_req *r = &conn_of(p)->req;
+    if (r->trailers)
+        return 0;
     data_add(r, "", 1);
     r->in_value = true;
     if (r->nhdr > 0)
@@ -569,6 +577,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     sl_http_conn *c = conn_of(p);
     sl_http_req *r = &c->req;
+    if (r->trailers)
+        return head_grew(c, len);
     if (r->nhdr == 0 || len == 0) /* llhttp may call with an empty span */
         return 0;
     http_hdr *h = &r->hdr[r->nhdr - 1];
@@ -582,6 +592,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 static int on_header_value_complete(llhttp_t *p)
 {
     sl_http_req *r = &conn_of(p)->req;
+    if (r->trailers)
+        return 0;
     if (r->nhdr > 0 && r->hdr[r->nhdr - 1].value_len > 0)
         data_add(r, "", 1);
     /* The next field starts a new header. */
@@ -610,6 +622,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     sl_http_conn *c = conn_of(p);
     sl_http_req *r = &c->req;
+    r->trailers = true;
     r->method = method_of(p->method);
     r->http10 = p->http_major == 1 && p->http_minor == 0;
     if ((p->flags & F_TRANSFER_ENCODING) || sl_http_req_header(r, "Transfer-Encoding")) {

@@ -23,6 +23,7 @@ struct sl_http_req {
     http_hdr hdr[SL_HTTP_HEADERS_MAX];
     size_t nhdr;
     bool in_value;      /* the parser is inside a header value */
+    bool trailers;      /* past the headers: fields now are a chunked body's trailer */
     size_t head_bytes;  /* the request line and headers so far */
     size_t body, body_len;
     sl_http_method method;
