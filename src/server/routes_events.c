@@ -23,7 +23,19 @@ json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, siz
 {
     page_ctx p = {json_array(), 0};
     uint64_t next = since;
-    if (sl_store_events(srv->store, since, claim_id, limit, add_event, &p, &next) != 0) {
+    /* A claim's events lie between its arrival and its end: the read of
+     * the log starts and stops there (a purged claim's: the whole log). */
+    int64_t from_ms = INT64_MIN, to_ms = INT64_MAX;
+    const sl_claim *claim = claim_id ? sl_claim_find(srv->eng, claim_id) : NULL;
+    if (claim) {
+        sl_claim_view v;
+        sl_claim_get(claim, &v);
+        from_ms = v.arrived_ms;
+        if (v.ended_ms >= 0)
+            to_ms = v.ended_ms;
+    }
+    if (sl_store_claim_events(srv->store, since, claim_id, from_ms, to_ms, limit, add_event, &p,
+                              &next) != 0) {
         sl_log(SL_LOG_ERROR, "reading the event log failed: %s", sl_store_error(srv->store));
         json_decref(p.events);
         *count = 0;

@@ -236,6 +236,9 @@ static int open_store(sl_server *srv)
         sl_log(SL_LOG_ERROR, "cannot open the store %s: %s", srv->conf->store, err);
         return -1;
     }
+    /* Engine time goes on from the last event saved, if the clock went
+     * back while the server was down (the event log is read by time). */
+    srv->last_now = sl_store_last_time(srv->store);
     int64_t now = sl_server_now(srv);
     sl_store_load_stats st;
     memset(&st, 0, sizeof(st));

@@ -59,15 +59,17 @@ static void notify(sl_writer *w)
         ;
 }
 
-/* Checkpoints run here, after the answers of the commit that made them due
- * are on their way, and never on the loop (sqlite.c's WAL hook). */
+/* Checkpoints (the store's log applied to its state, the WAL copied into
+ * the database) run here, after the answers of the commit that made them
+ * due are on their way, and never on the loop (sqlite.c's WAL hook). */
 static void checkpoint(sl_writer *w)
 {
     w->ckpt_wanted = false;
     w->checkpointing = true;
     pthread_mutex_unlock(&w->mu);
     if (sl_store_checkpoint(w->srv->store) != 0)
-        sl_log(SL_LOG_WARN, "a WAL checkpoint failed; the next one will try again");
+        sl_log(SL_LOG_WARN, "%s; the next checkpoint tries again",
+               sl_store_checkpoint_error(w->srv->store));
     pthread_mutex_lock(&w->mu);
     w->checkpointing = false;
 }

@@ -74,20 +74,25 @@ static const char *const stmt_sql[SQ_COUNT] = {
                          " strategy = excluded.strategy, lease_ms = excluded.lease_ms,"
                          " source = excluded.source, overtake_ms = excluded.overtake_ms",
     [SQ_CONFIG_DELETE] = "DELETE FROM configs WHERE name = ?1",
-    [SQ_EVENT_INSERT] = "INSERT INTO events (seq, time, type, claim, holder, locks, reason)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [SQ_META_UPDATE] = "UPDATE meta SET next_seq = ?1, next_arrival = ?2, next_grant = ?3,"
                        " token_floor = ?4 WHERE id = 1",
-    [SQ_EVENTS_ALL] = "SELECT seq, time, type, claim, holder, locks, reason FROM events"
-                      " WHERE seq > ?1 ORDER BY seq LIMIT ?2",
-    [SQ_EVENTS_CLAIM] = "SELECT seq, time, type, claim, holder, locks, reason FROM events"
-                        " WHERE claim = ?3 AND seq > ?1 ORDER BY seq LIMIT ?2",
-    [SQ_LAST_SEQ] = "SELECT max(seq) FROM events",
+    [SQ_APPLY_READ] = "SELECT id, rec FROM log WHERE id > ?1 ORDER BY id LIMIT ?2",
+    [SQ_APPLIED_SET] = "UPDATE meta SET applied = ?1 WHERE id = 1",
+    [SQ_LOG_INSERT] = "INSERT INTO log (id, seq_hi, time_hi, events, rec)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5)",
+    /* Reading the log by seq or time: seq_hi and time_hi never go down
+     * along the ids, so a binary search of probes by id finds where to
+     * start, with no index but the rowid (sqlite_events.c). */
+    [SQ_LOG_PROBE] = "SELECT id, seq_hi, time_hi FROM log WHERE id >= ?1 ORDER BY id LIMIT 1",
+    [SQ_LOG_FROM] = "SELECT id, time_hi, rec FROM log WHERE id >= ?1 ORDER BY id",
+    [SQ_LOG_LAST] = "SELECT id, seq_hi, time_hi FROM log ORDER BY id DESC LIMIT 1",
+    [SQ_LOG_FIRST] = "SELECT id FROM log ORDER BY id LIMIT 1",
     [SQ_CONFIG_SOURCE] = "SELECT source FROM configs WHERE name = ?1",
-    /* Events are appended in time order, so the old ones are a prefix of
+    /* Records are appended in time order, so the old ones are a prefix of
      * the log: this walks from the oldest and stops at the first it keeps. */
-    [SQ_PRUNE_FIRST_KEPT] = "SELECT seq FROM events WHERE time >= ?1 ORDER BY seq LIMIT 1",
-    [SQ_PRUNE] = "DELETE FROM events WHERE seq < ?1",
+    [SQ_PRUNE_FIRST_KEPT] = "SELECT id FROM log WHERE time_hi >= ?1 ORDER BY id LIMIT 1",
+    [SQ_PRUNE_COUNT] = "SELECT coalesce(sum(events), 0) FROM log WHERE id < ?1",
+    [SQ_PRUNE] = "DELETE FROM log WHERE id < ?1",
 };
 
 static const sl_store_ops sqlite_ops;
@@ -222,6 +227,10 @@ static int pragma(sqlite3 *db, const char *sql, char *out, size_t cap)
 static void sqlite_close(sl_store *st)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
+    /* A clean stop leaves the state tables whole, so that the next start
+     * has nothing to apply; if this fails, that start applies it. */
+    if (!sq->memory && sq->wstmt[SQ_APPLY_READ])
+        (void)sl__sqlite_apply(sq, 0);
     if (sq->wdb != sq->db) {
         for (int i = 0; i < SQ_COUNT; i++)
             sqlite3_finalize(sq->wstmt[i]);
@@ -234,6 +243,9 @@ static void sqlite_close(sl_store *st)
      * locks on it, so this one goes only once SQLite is done. */
     if (sq->lock_fd >= 0)
         close(sq->lock_fd);
+    sl_rec_buf_free(&sq->rec);
+    sl_store_batch_free(sq->apply_batch);
+    sl_store_batch_free(sq->read_batch);
     sl__sq_buf_free(&sq->locks_json);
     sl__sq_buf_free(&sq->tags_json);
     free(sq->path);
@@ -331,6 +343,32 @@ static int open_writer(sl_sqlite *sq, const sl_store_opts *opts, bool memory, in
     return 0;
 }
 
+/* Where the log ends and how far the state tables have been brought. */
+static int read_log_ends(sl_sqlite *sq)
+{
+    sqlite3_stmt *s = sq->stmt[SQ_LOG_LAST];
+    int rc = sqlite3_step(s);
+    sq->next_id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) + 1 : 1;
+    sq->last_time = rc == SQLITE_ROW ? sqlite3_column_int64(s, 2) : 0;
+    sq->opened_time = sq->last_time;
+    sl__sqlite_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    sqlite3_stmt *a = NULL;
+    rc = sqlite3_prepare_v2(sq->db, "SELECT applied FROM meta WHERE id = 1", -1, &a, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(a)) == SQLITE_ROW)
+        sq->applied = sqlite3_column_int64(a, 0);
+    sqlite3_finalize(a);
+    if (rc == SQLITE_DONE) /* no counters row: a damaged store, which load names */
+        sq->applied = sq->next_id - 1;
+    else if (rc != SQLITE_ROW)
+        return -1;
+    if (sq->applied >= sq->next_id) /* a log pruned to nothing: nothing to apply */
+        sq->next_id = sq->applied + 1;
+    sq->applied_at_ms = sl__sqlite_now_ms();
+    return 0;
+}
+
 int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out, char *err,
                     size_t errlen)
 {
@@ -342,6 +380,7 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     sq->base.ops = &sqlite_ops;
     sq->base.source = SL_SOURCE_API;
     sq->lock_fd = -1;
+    sq->memory = memory;
     size_t plen = strlen(path);
     sq->path = xcalloc(1, plen + 1);
     memcpy(sq->path, path, plen);
@@ -374,6 +413,8 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     rc = open_writer(sq, opts, memory, flags, err, errlen);
     if (rc)
         return rc;
+    if (read_log_ends(sq) != 0)
+        return open_fail(sq, err, errlen, "cannot read its log");
     *out = &sq->base;
     return 0;
 }
@@ -405,9 +446,12 @@ static int sqlite_config_source(sl_store *st, const char *name, bool *found, sl_
     return 0;
 }
 
+/* A checkpoint here is both: the log applied to the state tables
+ * (sqlite_apply.c) and the WAL copied into the database. */
 static bool sqlite_checkpoint_due(const sl_store *st)
 {
-    return ((const sl_sqlite *)st)->wal_frames >= SQ_CHECKPOINT_FRAMES;
+    const sl_sqlite *sq = (const sl_sqlite *)st;
+    return sq->wal_frames >= SQ_CHECKPOINT_FRAMES || sl__sqlite_apply_due(sq);
 }
 
 /* PASSIVE: copies what no reader still needs and never waits for one; the
@@ -415,10 +459,36 @@ static bool sqlite_checkpoint_due(const sl_store *st)
 static int sqlite_checkpoint(sl_store *st)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
+    sq->apply_err[0] = '\0';
+    if (sl__sqlite_apply_due(sq) && sl__sqlite_apply(sq, SQ_APPLY_MAX) != 0)
+        return SL_STORE_EIO;
+    if (sq->wal_frames < SQ_CHECKPOINT_FRAMES)
+        return 0;
     int log = 0, done = 0;
     int rc = sqlite3_wal_checkpoint_v2(sq->wdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
     sq->wal_frames = 0;
-    return rc == SQLITE_OK || rc == SQLITE_BUSY ? 0 : SL_STORE_EIO;
+    if (rc == SQLITE_OK || rc == SQLITE_BUSY)
+        return 0;
+    snprintf(sq->apply_err, sizeof(sq->apply_err), "the store %s: cannot checkpoint its WAL: %s",
+             sq->path, sqlite3_errmsg(sq->wdb));
+    return SL_STORE_EIO;
+}
+
+static int64_t sqlite_last_time(const sl_store *st)
+{
+    return ((const sl_sqlite *)st)->opened_time;
+}
+
+static int sqlite_apply_all(sl_store *st)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    int rc = sl__sqlite_apply(sq, 0);
+    return rc ? sl__store_fail(st, rc, "%s", sq->apply_err) : 0;
+}
+
+static const char *sqlite_checkpoint_error(const sl_store *st)
+{
+    return ((const sl_sqlite *)st)->apply_err;
 }
 
 static bool sqlite_commit_overlaps(const sl_store *st)
@@ -438,4 +508,7 @@ static const sl_store_ops sqlite_ops = {
     .config_source = sqlite_config_source,
     .events = sl__sqlite_events,
     .last_seq = sl__sqlite_last_seq,
+    .apply = sqlite_apply_all,
+    .last_time = sqlite_last_time,
+    .checkpoint_error = sqlite_checkpoint_error,
 };

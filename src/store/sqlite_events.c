@@ -1,8 +1,11 @@
 /* sqlite_events.c - reading and pruning the event log of the SQLite store.
  *
- * events.seq is the table's rowid: "seq > N" starts with an index seek, the
- * claim filter uses events_claim (whose entries are ordered by claim, then
- * rowid), and the newest seq is one lookup. */
+ * The event log is the log of batches itself: each row's record holds its
+ * batch's events (record.h), and the row says the highest seq given out so
+ * far (seq_hi) and the newest event time (time_hi), both never going down
+ * along the ids. A read finds its first row by binary search on seq (and
+ * on time for one claim's events), with probes by rowid, and decodes rows
+ * from there. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,48 +16,158 @@
 #define EV_TYPE_MAX 32
 #define EV_LOCKS_MAX (SL_CLAIM_LOCKS_MAX * (6 * SL_LOCK_KEY_MAX + 3) + 2)
 
-static bool text_ok(sqlite3_stmt *s, int i, size_t max, bool nullable, const char **out)
+typedef struct probe {
+    int64_t id;
+    uint64_t seq_hi;
+    int64_t time_hi;
+} probe;
+
+/* The first row at or after id; 1 when found, 0 when none, -1 on error. */
+static int probe_at(sl_sqlite *sq, sq_stmt which, int64_t id, probe *out)
 {
-    int t = sqlite3_column_type(s, i);
-    *out = NULL;
-    if (t == SQLITE_NULL)
-        return nullable;
-    if (t != SQLITE_TEXT)
-        return false;
-    const char *p = (const char *)sqlite3_column_text(s, i);
-    size_t n = (size_t)sqlite3_column_bytes(s, i);
-    if (!p || n > max || strlen(p) != n)
-        return false;
-    *out = p;
-    return true;
+    sqlite3_stmt *s = sq->stmt[which];
+    if (which == SQ_LOG_PROBE)
+        sqlite3_bind_int64(s, 1, id);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        out->id = sqlite3_column_int64(s, 0);
+        out->seq_hi = (uint64_t)sqlite3_column_int64(s, 1);
+        out->time_hi = sqlite3_column_int64(s, 2);
+    }
+    sl__sqlite_reset(s);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* One row as the API's event; false when a column is damaged. */
-static bool row_event(sqlite3_stmt *s, sl_store_event *ev)
+/* Whether the row at or after id is already where the read starts. */
+static bool past(const probe *p, uint64_t since, int64_t from_ms)
+{
+    return p->seq_hi > since && p->time_hi >= from_ms;
+}
+
+/* The first row that may hold an event with seq > since and time >=
+ * from_ms; 0 in *start when none does. */
+static int find_start(sl_sqlite *sq, uint64_t since, int64_t from_ms, int64_t *start)
+{
+    probe last, p;
+    *start = 0;
+    int rc = probe_at(sq, SQ_LOG_LAST, 0, &last);
+    if (rc <= 0 || !past(&last, since, from_ms))
+        return rc < 0 ? -1 : 0;
+    sqlite3_stmt *f = sq->stmt[SQ_LOG_FIRST];
+    int64_t lo = sqlite3_step(f) == SQLITE_ROW ? sqlite3_column_int64(f, 0) : 1;
+    sl__sqlite_reset(f);
+    int64_t hi = last.id;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((rc = probe_at(sq, SQ_LOG_PROBE, mid, &p)) < 0)
+            return -1;
+        if (rc == 1 && past(&p, since, from_ms))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *start = lo;
+    return 0;
+}
+
+static bool param_text(const sl_store_batch *b, const sb_param *p, size_t max, bool nullable,
+                       const char **out)
+{
+    *out = NULL;
+    if (p->type == SB_NULL)
+        return nullable;
+    if (p->type != SB_TEXT || p->len > max)
+        return false;
+    *out = b->text + p->off;
+    return strlen(*out) == p->len;
+}
+
+/* One event operation of a record as the API's event; false when damaged. */
+static bool op_event(const sl_store_batch *b, const sb_op *op, sl_store_event *ev)
 {
     memset(ev, 0, sizeof(*ev));
-    if (sqlite3_column_type(s, 0) != SQLITE_INTEGER || sqlite3_column_type(s, 1) != SQLITE_INTEGER)
+    const sb_param *p = &b->params[op->first];
+    if (op->nparams < 7 || p[0].type != SB_INT || p[1].type != SB_INT)
         return false;
-    ev->seq = (uint64_t)sqlite3_column_int64(s, 0);
-    ev->time_ms = sqlite3_column_int64(s, 1);
-    return text_ok(s, 2, EV_TYPE_MAX, false, &ev->type) &&
-           text_ok(s, 3, SL_ID_MAX, true, &ev->claim) &&
-           text_ok(s, 4, SL_HOLDER_MAX, true, &ev->holder) &&
-           text_ok(s, 5, EV_LOCKS_MAX, false, &ev->locks) &&
-           text_ok(s, 6, SQ_REASON_MAX, false, &ev->reason);
+    ev->seq = (uint64_t)p[0].i;
+    ev->time_ms = p[1].i;
+    return param_text(b, &p[2], EV_TYPE_MAX, false, &ev->type) &&
+           param_text(b, &p[3], SL_ID_MAX, true, &ev->claim) &&
+           param_text(b, &p[4], SL_HOLDER_MAX, true, &ev->holder) &&
+           param_text(b, &p[5], EV_LOCKS_MAX, false, &ev->locks) &&
+           param_text(b, &p[6], SQ_REASON_MAX, false, &ev->reason);
+}
+
+typedef struct scan {
+    uint64_t since;
+    const char *claim;
+    int64_t to_ms;
+    size_t limit, passed;
+    bool stopped, done; /* fn stopped; or nothing more can match */
+    uint64_t last;      /* the last seq passed to fn */
+    sl_store_event_fn fn;
+    void *ud;
+} scan;
+
+static int damaged(sl_sqlite *sq, int64_t id, const char *why)
+{
+    return sl__store_fail(&sq->base, SL_STORE_EDATA, "the store %s: log record %lld is damaged: %s",
+                          sq->path, (long long)id, why);
+}
+
+static int scan_record(sl_sqlite *sq, int64_t id, const void *rec, size_t n, scan *sc)
+{
+    sl_store_batch *b = sq->read_batch;
+    if (sl_rec_decode(rec, n, b) != 0)
+        return damaged(sq, id, sl_store_batch_error(b));
+    for (size_t i = 0; i < b->nops && !sc->stopped && sc->passed < sc->limit; i++) {
+        if (b->ops[i].stmt != SL_REC_EVENT)
+            continue;
+        sl_store_event ev;
+        if (!op_event(b, &b->ops[i], &ev))
+            return damaged(sq, id, "an event is missing a field, or has one of the wrong type "
+                                   "or too long");
+        if (ev.seq <= sc->since || (sc->claim && (!ev.claim || strcmp(ev.claim, sc->claim))))
+            continue;
+        sc->last = ev.seq;
+        sc->passed++;
+        sc->stopped = sc->fn(sc->ud, &ev) != 0;
+    }
+    return 0;
+}
+
+static int scan_from(sl_sqlite *sq, int64_t start, scan *sc)
+{
+    sqlite3_stmt *s = sq->stmt[SQ_LOG_FROM];
+    sqlite3_bind_int64(s, 1, start);
+    int rc = 0, step = SQLITE_DONE;
+    int64_t prev_time = INT64_MIN;
+    while (rc == 0 && !sc->stopped && sc->passed < sc->limit &&
+           (step = sqlite3_step(s)) == SQLITE_ROW) {
+        /* A record's events are no older than the previous record's
+         * newest: past the claim's end, nothing more of it can come. */
+        if (prev_time > sc->to_ms) {
+            sc->done = true;
+            break;
+        }
+        int64_t id = sqlite3_column_int64(s, 0);
+        prev_time = sqlite3_column_int64(s, 1);
+        rc = scan_record(sq, id, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2),
+                         sc);
+    }
+    if (rc == 0 && !sc->stopped && !sc->done && sc->passed < sc->limit && step != SQLITE_DONE)
+        rc = sl__sqlite_fail(sq, "cannot read the events");
+    sl__sqlite_reset(s);
+    return rc;
 }
 
 static int last_seq(sl_sqlite *sq, uint64_t *out)
 {
-    sqlite3_stmt *s = sq->stmt[SQ_LAST_SEQ];
-    int rc = sqlite3_step(s);
-    if (rc != SQLITE_ROW) {
-        rc = sl__sqlite_fail(sq, "cannot read the newest event");
-        sl__sqlite_reset(s);
-        return rc;
-    }
-    *out = (uint64_t)sqlite3_column_int64(s, 0); /* NULL (no events) reads 0 */
-    sl__sqlite_reset(s);
+    probe last;
+    int rc = probe_at(sq, SQ_LOG_LAST, 0, &last);
+    if (rc < 0)
+        return sl__sqlite_fail(sq, "cannot read the newest event");
+    *out = rc == 1 ? last.seq_hi : 0;
     return 0;
 }
 
@@ -64,49 +177,30 @@ int sl__sqlite_last_seq(sl_store *st, uint64_t *out)
     return last_seq((sl_sqlite *)st, out);
 }
 
-int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
-                      sl_store_event_fn fn, void *ud, uint64_t *next)
+int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
+                      int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
     *next = since;
     /* Sequences are stored as signed 64-bit: nothing lies past INT64_MAX. */
     if (limit == 0 || since >= (uint64_t)INT64_MAX)
         return 0;
-    sqlite3_stmt *s = sq->stmt[claim ? SQ_EVENTS_CLAIM : SQ_EVENTS_ALL];
-    sqlite3_bind_int64(s, 1, (int64_t)since);
-    sqlite3_bind_int64(s, 2, limit > (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit);
-    if (claim)
-        sqlite3_bind_text(s, 3, claim, -1, SQLITE_STATIC);
-    size_t passed = 0;
-    bool stopped = false;
-    uint64_t last = since;
-    int rc = SQLITE_DONE;
-    while (!stopped && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        sl_store_event ev;
-        if (!row_event(s, &ev)) {
-            rc = sl__store_fail(st, SL_STORE_EDATA,
-                                "the store %s: saved event %lld is damaged (a column is "
-                                "missing, of the wrong type or too long)",
-                                sq->path, (long long)sqlite3_column_int64(s, 0));
-            sl__sqlite_reset(s);
-            return rc;
-        }
-        last = ev.seq;
-        passed++;
-        stopped = fn(ud, &ev) != 0;
-    }
-    if (!stopped && rc != SQLITE_DONE) {
-        rc = sl__sqlite_fail(sq, "cannot read the events");
-        sl__sqlite_reset(s);
+    if (!sq->read_batch && !(sq->read_batch = sl_store_batch_new()))
+        return sl__store_fail(st, SL_STORE_EIO, "out of memory for a log record");
+    int64_t start = 0;
+    if (find_start(sq, since, claim ? from_ms : INT64_MIN, &start) != 0)
+        return sl__sqlite_fail(sq, "cannot find where to read the events");
+    scan sc = {.since = since, .claim = claim, .to_ms = claim ? to_ms : INT64_MAX,
+               .limit = limit, .last = since, .fn = fn, .ud = ud};
+    int rc = start ? scan_from(sq, start, &sc) : 0;
+    if (rc)
         return rc;
-    }
-    sl__sqlite_reset(s);
-    if (stopped || passed == limit) {
-        *next = last;
+    if (sc.stopped || sc.passed == limit) {
+        *next = sc.last;
         return 0;
     }
-    /* The end of the log was reached: everything up to its newest event has
-     * been examined, even events of other claims. */
+    /* The end of the log was reached (or nothing more of the claim can
+     * come): everything up to its newest event counts as examined. */
     uint64_t newest = 0;
     rc = last_seq(sq, &newest);
     if (rc)
@@ -115,45 +209,44 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, size_t li
     return 0;
 }
 
-/* Inside the write connection's transaction (sqlite_write.c's commit). */
+/* ---- pruning, inside the write connection's transaction --------------------- */
+
+static int prune_fail(sl_sqlite *sq, sl_store_batch *b, sqlite3_stmt *s, const char *doing)
+{
+    sl__batch_fail(b, SL_STORE_EIO, "the store %s: %s: %s", sq->path, doing,
+                   sqlite3_errmsg(sq->wdb));
+    sl__sqlite_reset(s);
+    return SL_STORE_EIO;
+}
+
+/* Deletes the records whose events are all older than before_ms, but never
+ * the newest record (it holds the sequence) nor one not yet applied to the
+ * state tables. */
 int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b)
 {
     *deleted = 0;
-    sqlite3_stmt *s = sq->wstmt[SQ_LAST_SEQ];
-    if (sqlite3_step(s) != SQLITE_ROW) {
-        sl__batch_fail(b, SL_STORE_EIO, "the store %s: cannot read the newest event: %s",
-                       sq->path, sqlite3_errmsg(sq->wdb));
-        sl__sqlite_reset(s);
-        return SL_STORE_EIO;
-    }
-    uint64_t newest = (uint64_t)sqlite3_column_int64(s, 0);
-    sl__sqlite_reset(s);
-    if (newest == 0)
-        return 0;
-    s = sq->wstmt[SQ_PRUNE_FIRST_KEPT];
+    int64_t keep = b->nops ? sq->next_id : sq->next_id - 1; /* the newest (its own, if any) */
+    if (sq->applied + 1 < keep)
+        keep = sq->applied + 1;
+    sqlite3_stmt *s = sq->wstmt[SQ_PRUNE_FIRST_KEPT];
     sqlite3_bind_int64(s, 1, before_ms);
     int rc = sqlite3_step(s);
-    uint64_t keep = newest; /* the newest event is always kept */
-    if (rc == SQLITE_ROW) {
-        uint64_t first = (uint64_t)sqlite3_column_int64(s, 0);
-        if (first < keep)
-            keep = first;
-    } else if (rc != SQLITE_DONE) {
-        sl__batch_fail(b, SL_STORE_EIO, "the store %s: cannot find the events to prune: %s",
-                       sq->path, sqlite3_errmsg(sq->wdb));
-        sl__sqlite_reset(s);
-        return SL_STORE_EIO;
-    }
+    if (rc == SQLITE_ROW && sqlite3_column_int64(s, 0) < keep)
+        keep = sqlite3_column_int64(s, 0);
+    else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return prune_fail(sq, b, s, "cannot find the events to prune");
+    sl__sqlite_reset(s);
+    s = sq->wstmt[SQ_PRUNE_COUNT];
+    sqlite3_bind_int64(s, 1, keep);
+    if (sqlite3_step(s) != SQLITE_ROW)
+        return prune_fail(sq, b, s, "cannot count the events to prune");
+    uint64_t n = (uint64_t)sqlite3_column_int64(s, 0);
     sl__sqlite_reset(s);
     s = sq->wstmt[SQ_PRUNE];
-    sqlite3_bind_int64(s, 1, (int64_t)keep);
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        sl__batch_fail(b, SL_STORE_EIO, "the store %s: cannot prune the events: %s", sq->path,
-                       sqlite3_errmsg(sq->wdb));
-        sl__sqlite_reset(s);
-        return SL_STORE_EIO;
-    }
-    *deleted = (uint64_t)sqlite3_changes64(sq->wdb);
+    sqlite3_bind_int64(s, 1, keep);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        return prune_fail(sq, b, s, "cannot prune the events");
     sl__sqlite_reset(s);
+    *deleted = n;
     return 0;
 }

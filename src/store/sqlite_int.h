@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 
+#include "record.h"
 #include "store_int.h"
 
 /* Statements prepared once at open and kept (every one a batch or a read
@@ -17,19 +18,25 @@ typedef enum {
     SQ_BEGIN,
     SQ_COMMIT,
     SQ_ROLLBACK,
+    /* the state tables, brought forward from the log (sqlite_apply.c) */
     SQ_CLAIM_UPSERT,
     SQ_CLAIM_DELETE,
     SQ_LOCK_UPSERT,
     SQ_LOCK_DELETE,
     SQ_CONFIG_UPSERT,
     SQ_CONFIG_DELETE,
-    SQ_EVENT_INSERT,
     SQ_META_UPDATE,
-    SQ_EVENTS_ALL,
-    SQ_EVENTS_CLAIM,
-    SQ_LAST_SEQ,
+    SQ_APPLY_READ,
+    SQ_APPLIED_SET,
+    /* the log: one row per batch */
+    SQ_LOG_INSERT,
+    SQ_LOG_PROBE,
+    SQ_LOG_FROM,
+    SQ_LOG_LAST,
+    SQ_LOG_FIRST,
     SQ_CONFIG_SOURCE,
     SQ_PRUNE_FIRST_KEPT,
+    SQ_PRUNE_COUNT,
     SQ_PRUNE,
     SQ_COUNT
 } sq_stmt;
@@ -80,6 +87,17 @@ typedef struct sl_sqlite {
     sqlite3 *wdb;
     sqlite3_stmt *wstmt[SQ_COUNT];
     int wal_frames; /* the WAL's length after the last commit (its hook) */
+    /* The log (writer's side: the thread that commits, or load and close
+     * when none runs): the id the next record gets, the time_hi of the
+     * last one (time_hi never goes down), the last record applied to the
+     * state tables and when (CLOCK_MONOTONIC, ms). */
+    int64_t next_id, last_time, applied, applied_at_ms;
+    int64_t opened_time; /* last_time when opened: read from any thread */
+    sl_rec_buf rec;               /* the record being committed */
+    char apply_err[SL_STORE_ERR_MAX]; /* why the last apply failed */
+    sl_store_batch *apply_batch;  /* a record read back to apply it */
+    sl_store_batch *read_batch;   /* a record read back for its events (the loop's) */
+    bool memory;
     int lock_fd;    /* the file, flock()ed for the store's life; -1 in memory */
     sq_buf locks_json, tags_json; /* reused by every write */
 } sl_sqlite;
@@ -102,11 +120,29 @@ int sl__sqlite_fail(sl_sqlite *sq, const char *doing);
 /* Resets and clears the bindings of a cached statement. */
 void sl__sqlite_reset(sqlite3_stmt *s);
 
+/* sqlite_apply.c: brings the state tables forward by the records after
+ * sq->applied, at most max of them, in one transaction on the write
+ * connection (max 0: all). SL_STORE_EIO or SL_STORE_EDATA with the reason
+ * in sq->apply_err when it cannot; nothing is applied then. */
+int sl__sqlite_apply(sl_sqlite *sq, size_t max);
+/* Records committed and not yet applied; whether to apply them now. */
+int64_t sl__sqlite_pending(const sl_sqlite *sq);
+bool sl__sqlite_apply_due(const sl_sqlite *sq);
+int64_t sl__sqlite_now_ms(void); /* CLOCK_MONOTONIC */
+/* How many records one background apply takes at most, and when one is
+ * due: that many waiting, or any waiting for that long. */
+#define SQ_APPLY_MAX 4096
+#define SQ_APPLY_DUE 1024
+#define SQ_APPLY_AFTER_MS 1000
+/* Registers sl_event_record(seq, time, type, claim, holder, locks, reason),
+ * the record of one event, which migration 3 uses. */
+int sl__sqlite_functions(sqlite3 *db);
+
 int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
 int sl__sqlite_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
 int sl__sqlite_commit(sl_store *st, sl_store_batch *b);
-int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
-                      sl_store_event_fn fn, void *ud, uint64_t *next);
+int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
+                      int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);
 int sl__sqlite_last_seq(sl_store *st, uint64_t *out);
 /* Deletes old events in the write connection's open transaction. */
 int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);

@@ -616,10 +616,15 @@ int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_sta
     if (!stats)
         stats = &local;
     memset(stats, 0, sizeof(*stats));
+    /* What the last run committed and did not apply (a crash, a failed
+     * apply at its stop) goes into the tables first. */
+    int rc = sl__sqlite_apply(sq, 0);
+    if (rc)
+        return sl__store_fail(st, rc, "%s", sq->apply_err);
     /* A read transaction: the four reads see one snapshot. */
     if (sqlite3_exec(sq->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return sl__sqlite_fail(sq, "cannot start reading");
-    int rc = load_counters(sq, eng);
+    rc = load_counters(sq, eng);
     if (rc == 0)
         rc = load_configs(sq, eng, stats);
     if (rc == 0)

@@ -119,7 +119,28 @@ static const char schema_v2[] =
     "ALTER TABLE claims ADD COLUMN idem_fp INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE configs ADD COLUMN overtake_ms INTEGER NOT NULL DEFAULT 60000;";
 
-const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2};
+/* Version 3: a batch is one row of the log (sqlite_write.c's record), and
+ * the state tables are brought forward from it in the background
+ * (sqlite_apply.c); meta.applied is the last record they hold. The event
+ * log is read from the records: the events saved so far become one record
+ * each (sl_event_record, sqlite_apply.c), with the same seq, and the
+ * events table goes. time_hi never goes down along the ids. */
+static const char schema_v3[] =
+    "CREATE TABLE log ("
+    "  id INTEGER PRIMARY KEY,"
+    "  seq_hi INTEGER NOT NULL,"
+    "  time_hi INTEGER NOT NULL,"
+    "  events INTEGER NOT NULL,"
+    "  rec BLOB NOT NULL);"
+    "INSERT INTO log (id, seq_hi, time_hi, events, rec)"
+    "  SELECT seq, seq, max(time) OVER (ORDER BY seq), 1,"
+    "         sl_event_record(seq, time, type, claim, holder, locks, reason)"
+    "  FROM events ORDER BY seq;"
+    "DROP TABLE events;"
+    "ALTER TABLE meta ADD COLUMN applied INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE meta SET applied = (SELECT coalesce(max(id), 0) FROM log);";
+
+const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2, schema_v3};
 const int sl__sqlite_nmigrations =
     (int)(sizeof(sl__sqlite_migrations) / sizeof(sl__sqlite_migrations[0]));
 
@@ -210,6 +231,8 @@ fail:
 int sl__sqlite_migrate(sqlite3 *db, const char *const *scripts, int n, int *version, char *err,
                        size_t errlen)
 {
+    if (sl__sqlite_functions(db) != SQLITE_OK)
+        return fail_db(db, err, errlen, "cannot register the store's SQL functions");
     for (;;) {
         /* IMMEDIATE: two processes opening one new file cannot both
          * migrate it; the second sees the first's version. */

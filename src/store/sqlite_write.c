@@ -1,13 +1,18 @@
-/* sqlite_write.c - one engine batch, one SQLite transaction, in two steps.
+/* sqlite_write.c - one engine batch, one row of the log, in two steps.
  *
- * Capture (on the engine's thread) turns the batch into the statements to
- * run and their parameters, copied (store_int.h's sl_store_batch); commit
- * (on any one thread) runs them on the write connection in one transaction.
+ * Capture (on the engine's thread) turns the batch into the operations to
+ * apply and their parameters, copied (store_int.h's sl_store_batch); commit
+ * (on any one thread) writes them as one record (record.h) into one new
+ * row of the log table: a single append, whatever the batch holds. The
+ * state tables (claims, locks, configs, meta) are brought forward from the
+ * log later and in bulk (sqlite_apply.c), and the event log is read from
+ * the records themselves (sqlite_events.c).
+ *
  * Deletions come before upserts: a purged claim's id may already belong to
  * a new claim of the same batch, and an evicted lock's key may have been
  * made again and granted, so the new row must be the one left. A changed
  * claim that is no longer the one its id finds was purged in this batch
- * and is not written. Any failure rolls the whole batch back. */
+ * and is not written. */
 #include <string.h>
 
 #include "sqlite_int.h"
@@ -33,7 +38,7 @@ static int capture_claim(sl_sqlite *sq, sl_engine *eng, const sl_claim *c, sl_st
         return too_big(sq, b, "locks", v.id);
     if (sq->tags_json.over)
         return too_big(sq, b, "tags", v.id);
-    sl__batch_op(b, SQ_CLAIM_UPSERT);
+    sl__batch_op(b, SL_REC_CLAIM_UPSERT);
     sl__batch_int(b, (int64_t)v.arrival);
     sl__batch_str(b, v.id);
     sl__batch_str(b, v.holder);
@@ -61,7 +66,7 @@ static int capture_claim(sl_sqlite *sq, sl_engine *eng, const sl_claim *c, sl_st
     return 0;
 }
 
-static void capture_key(sl_store_batch *b, sq_stmt which, const char *key)
+static void capture_key(sl_store_batch *b, sl_rec_op which, const char *key)
 {
     sl__batch_op(b, which);
     sl__batch_str(b, key);
@@ -71,7 +76,7 @@ static void capture_lock(sl_store_batch *b, const sl_lock *l)
 {
     sl_lock_view lv;
     sl_lock_get(l, &lv);
-    sl__batch_op(b, SQ_LOCK_UPSERT);
+    sl__batch_op(b, SL_REC_LOCK_UPSERT);
     sl__batch_str(b, lv.key);
     sl__batch_int(b, (int64_t)lv.token);
 }
@@ -80,12 +85,12 @@ static void capture_config(sl_sqlite *sq, sl_engine *eng, const char *name, sl_s
 {
     const sl_config *cfg = sl_config_find(eng, name);
     if (!cfg) {
-        capture_key(b, SQ_CONFIG_DELETE, name);
+        capture_key(b, SL_REC_CONFIG_DELETE, name);
         return;
     }
     sl_config_view cv;
     sl_config_get(cfg, &cv);
-    sl__batch_op(b, SQ_CONFIG_UPSERT);
+    sl__batch_op(b, SL_REC_CONFIG_UPSERT);
     sl__batch_str(b, cv.name);
     sl__batch_int(b, cv.limit);
     sl__batch_int(b, cv.strategy);
@@ -105,7 +110,7 @@ static int capture_event(sl_sqlite *sq, sl_engine *eng, const sl_event *ev, sl_s
         return too_big(sq, b, "lock keys", v.id ? v.id : "(none)");
     char reason[SQ_REASON_MAX];
     sl_store_event_reason(eng, ev, reason, sizeof(reason));
-    sl__batch_op(b, SQ_EVENT_INSERT);
+    sl__batch_op(b, SL_REC_EVENT);
     sl__batch_int(b, (int64_t)ev->seq);
     sl__batch_int(b, ev->time_ms);
     sl__batch_str(b, sl_event_type_name(ev->type));
@@ -113,16 +118,20 @@ static int capture_event(sl_sqlite *sq, sl_engine *eng, const sl_event *ev, sl_s
     sl__batch_str(b, v.holder);
     sl__batch_text(b, sq->locks_json.p, sq->locks_json.n);
     sl__batch_str(b, reason);
+    b->nevents++;
+    if (ev->time_ms > b->time_hi)
+        b->time_hi = ev->time_ms;
     return 0;
 }
 
 static void capture_counters(const sl_changes *ch, sl_store_batch *b)
 {
-    sl__batch_op(b, SQ_META_UPDATE);
+    sl__batch_op(b, SL_REC_COUNTERS);
     sl__batch_int(b, (int64_t)ch->next_seq);
     sl__batch_int(b, (int64_t)ch->next_arrival);
     sl__batch_int(b, (int64_t)ch->next_grant);
     sl__batch_int(b, (int64_t)ch->token_floor);
+    b->seq_hi = ch->next_seq - 1;
 }
 
 int sl__sqlite_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b)
@@ -133,11 +142,11 @@ int sl__sqlite_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_st
         !ch->nevents)
         return 0; /* counters move only with something in the batch */
     for (size_t i = 0; i < ch->npurged; i++)
-        capture_key(b, SQ_CLAIM_DELETE, ch->purged[i]);
+        capture_key(b, SL_REC_CLAIM_DELETE, ch->purged[i]);
     for (size_t i = 0; rc == 0 && i < ch->nclaims; i++)
         rc = capture_claim(sq, eng, ch->claims[i], b);
     for (size_t i = 0; rc == 0 && i < ch->nevicted; i++)
-        capture_key(b, SQ_LOCK_DELETE, ch->evicted[i]);
+        capture_key(b, SL_REC_LOCK_DELETE, ch->evicted[i]);
     for (size_t i = 0; rc == 0 && i < ch->nlocks; i++)
         capture_lock(b, ch->locks[i]);
     for (size_t i = 0; rc == 0 && i < ch->nconfigs; i++)
@@ -157,43 +166,6 @@ static int wfail(sl_sqlite *sq, sl_store_batch *b, const char *doing)
                           sqlite3_errmsg(sq->wdb));
 }
 
-static const char *doing(uint32_t stmt)
-{
-    switch (stmt) {
-    case SQ_CLAIM_UPSERT: return "cannot save a claim";
-    case SQ_CLAIM_DELETE: return "cannot delete a purged claim";
-    case SQ_LOCK_UPSERT: return "cannot save a lock's token";
-    case SQ_LOCK_DELETE: return "cannot delete an evicted lock";
-    case SQ_CONFIG_UPSERT: return "cannot save a configuration";
-    case SQ_CONFIG_DELETE: return "cannot delete a configuration";
-    case SQ_EVENT_INSERT: return "cannot save an event";
-    case SQ_META_UPDATE: return "cannot save the counters";
-    default: return "cannot write a batch";
-    }
-}
-
-static int run_op(sl_sqlite *sq, sl_store_batch *b, const sb_op *op)
-{
-    sqlite3_stmt *s = sq->wstmt[op->stmt];
-    for (uint32_t i = 0; i < op->nparams; i++) {
-        const sb_param *p = &b->params[op->first + i];
-        if (p->type == SB_INT)
-            sqlite3_bind_int64(s, (int)i + 1, p->i);
-        else if (p->type == SB_TEXT)
-            sqlite3_bind_text(s, (int)i + 1, b->text + p->off, (int)p->len, SQLITE_STATIC);
-        else
-            sqlite3_bind_null(s, (int)i + 1);
-    }
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : wfail(sq, b, doing(op->stmt));
-    sl__sqlite_reset(s);
-    if (rc == 0 && op->stmt == SQ_META_UPDATE && sqlite3_changes(sq->wdb) != 1)
-        rc = sl__batch_fail(b, SL_STORE_EIO,
-                            "the store %s: its counters row is missing: restore the file "
-                            "from a backup",
-                            sq->path);
-    return rc;
-}
-
 static int run_plain(sl_sqlite *sq, sq_stmt which, sl_store_batch *b, const char *what)
 {
     sqlite3_stmt *s = sq->wstmt[which];
@@ -202,24 +174,44 @@ static int run_plain(sl_sqlite *sq, sq_stmt which, sl_store_batch *b, const char
     return rc;
 }
 
+/* The batch as the next row of the log. time_hi never goes down (an event
+ * log read by time relies on it), even if the clock did between runs. */
+static int append(sl_sqlite *sq, sl_store_batch *b, int64_t time_hi)
+{
+    sl_rec_encode(b, &sq->rec);
+    sqlite3_stmt *s = sq->wstmt[SQ_LOG_INSERT];
+    sqlite3_bind_int64(s, 1, sq->next_id);
+    sqlite3_bind_int64(s, 2, (int64_t)b->seq_hi);
+    sqlite3_bind_int64(s, 3, time_hi);
+    sqlite3_bind_int64(s, 4, b->nevents);
+    sqlite3_bind_blob(s, 5, sq->rec.p, (int)sq->rec.n, SQLITE_STATIC);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : wfail(sq, b, "cannot append a batch to the log");
+    sl__sqlite_reset(s);
+    return rc;
+}
+
 int sl__sqlite_commit(sl_store *st, sl_store_batch *b)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
     if (sl_store_batch_empty(b))
         return 0;
-    int rc = run_plain(sq, SQ_BEGIN, b, "cannot start a transaction");
-    if (rc)
-        return rc;
-    for (size_t i = 0; rc == 0 && i < b->nops; i++)
-        rc = run_op(sq, b, &b->ops[i]);
+    int64_t time_hi = b->time_hi > sq->last_time ? b->time_hi : sq->last_time;
+    /* One append is a transaction by itself; a prune joins it in one. */
+    int rc = b->prune ? run_plain(sq, SQ_BEGIN, b, "cannot start a transaction") : 0;
+    if (rc == 0 && b->nops)
+        rc = append(sq, b, time_hi);
     if (rc == 0 && b->prune)
         rc = sl__sqlite_prune_in(sq, b->prune_before, &b->pruned, b);
-    if (rc == 0)
+    if (rc == 0 && b->prune)
         rc = run_plain(sq, SQ_COMMIT, b, "cannot commit a batch");
     if (rc && !sqlite3_get_autocommit(sq->wdb)) {
         /* The message is kept; SQLite may already have rolled back. */
         sqlite3_step(sq->wstmt[SQ_ROLLBACK]);
         sqlite3_reset(sq->wstmt[SQ_ROLLBACK]);
+    }
+    if (rc == 0 && b->nops) {
+        sq->next_id++;
+        sq->last_time = time_hi;
     }
     return rc;
 }

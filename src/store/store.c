@@ -136,6 +136,9 @@ void sl_store_batch_free(sl_store_batch *b)
 void sl__batch_clear(sl_store_batch *b)
 {
     b->nops = b->nparams = b->ntext = 0;
+    b->seq_hi = 0;
+    b->time_hi = 0;
+    b->nevents = 0;
     b->prune = false;
     b->pruned = 0;
     b->err[0] = '\0';
@@ -246,6 +249,11 @@ int sl_store_checkpoint(sl_store *st)
     return st->ops->checkpoint(st);
 }
 
+const char *sl_store_checkpoint_error(const sl_store *st)
+{
+    return st->ops->checkpoint_error(st);
+}
+
 /* Capture and commit in one go, with the store's own batch. */
 int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch)
 {
@@ -266,7 +274,26 @@ int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limi
                     sl_store_event_fn fn, void *ud, uint64_t *next)
 {
     st->err[0] = '\0';
-    return st->ops->events(st, since, claim, limit, fn, ud, next);
+    return st->ops->events(st, since, claim, INT64_MIN, INT64_MAX, limit, fn, ud, next);
+}
+
+int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
+                          int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
+                          uint64_t *next)
+{
+    st->err[0] = '\0';
+    return st->ops->events(st, since, claim, from_ms, to_ms, limit, fn, ud, next);
+}
+
+int64_t sl_store_last_time(const sl_store *st)
+{
+    return st->ops->last_time(st);
+}
+
+int sl_store_apply(sl_store *st)
+{
+    st->err[0] = '\0';
+    return st->ops->apply(st);
 }
 
 int sl_store_last_seq(sl_store *st, uint64_t *out)

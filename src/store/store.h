@@ -77,17 +77,22 @@ int sl_store_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats
 typedef enum { SL_SOURCE_API, SL_SOURCE_FILE } sl_config_source;
 void sl_store_set_source(sl_store *st, sl_config_source src);
 /* The saved source of a configuration; SL_STORE_OK and *found false when
- * the store has none by that name. */
+ * the store has none by that name. It reads the state as last applied from
+ * the log: exact right after sl_store_load (or sl_store_apply), which is
+ * where a server starting asks. */
 int sl_store_config_source(sl_store *st, const char *name, bool *found, sl_config_source *out);
 
-/* Writes one batch in one transaction: every changed claim (upsert), purged
- * claims (delete), moved tokens, evicted locks (delete), configurations set
- * (upsert, with the current source) or deleted, the events, and the
- * counters. Deletions go first: a purged id may belong to a new claim of
- * the same batch, an evicted key to a lock made again. Does not clear the
+/* Writes one batch: every changed claim, purged claims, moved tokens,
+ * evicted locks, configurations set (with the current source) or deleted,
+ * the events and the counters, as one record appended to the store's log
+ * (record.h), in one transaction. Deletions go first: a purged id may
+ * belong to a new claim of the same batch, an evicted key to a lock made
+ * again. The state (claims, locks, configurations, counters) is brought
+ * forward from the log later, in bulk (sl_store_checkpoint), and whatever
+ * was not is applied at the next sl_store_load. Does not clear the
  * engine's batch: the caller does, after this returns 0. On error
- * (SL_STORE_EIO) nothing of the batch is written, and the same batch may be
- * written again. An empty batch writes nothing. */
+ * (SL_STORE_EIO) nothing of the batch is written, and the same batch may
+ * be written again. An empty batch writes nothing. */
 int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch);
 
 /* ---- batches written while the engine goes on -----------------------------
@@ -125,12 +130,17 @@ int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_stor
  * same b may be committed again. b is not changed except for its error. */
 int sl_store_commit(sl_store *st, sl_store_batch *b);
 bool sl_store_commit_overlaps(const sl_store *st);
-/* The write-ahead log has grown enough to be checkpointed (copied into the
- * database), which the store does not do by itself during commits: ask
- * after a commit, in the thread that committed, and run the checkpoint
- * where commits run, never during one. sl_store_write checkpoints itself. */
+/* Work a commit leaves for later is due: the log's records applied to the
+ * state (every SQLite checkpoint of its own: 1024 records waiting, or any
+ * for a second), the write-ahead log copied into the database. The store
+ * does neither by itself during commits: ask after a commit, in the thread
+ * that committed, and run the checkpoint where commits run, never during
+ * one. sl_store_write checkpoints itself. */
 bool sl_store_checkpoint_due(const sl_store *st);
 int sl_store_checkpoint(sl_store *st);
+/* Why the last sl_store_checkpoint failed: read it in the thread that ran
+ * it (the store's own message belongs to the loop's thread). */
+const char *sl_store_checkpoint_error(const sl_store *st);
 
 /* One event as stored, the fields of docs/api.md's event. Strings are valid
  * during the callback only. */
@@ -155,6 +165,19 @@ typedef int (*sl_store_event_fn)(void *ud, const sl_store_event *ev);
  * sl_store_events itself. SL_STORE_EDATA for a damaged row. */
 int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
                     sl_store_event_fn fn, void *ud, uint64_t *next);
+/* The same for one claim whose events all lie between from_ms and to_ms
+ * (its arrival and its end, or INT64_MAX while it lives): the read starts
+ * at the first batch that may hold one and stops after the last. */
+int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
+                          int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
+                          uint64_t *next);
+/* Applies every record of the log not yet in the state (a clean stop does
+ * it too). For tests and tools that read the state's tables. */
+int sl_store_apply(sl_store *st);
+/* The newest event time in the log when the store was opened (0 when
+ * none): a server's clock floor, so that event times never go down across
+ * a restart either (sl_store_claim_events relies on it). */
+int64_t sl_store_last_time(const sl_store *st);
 /* The highest seq stored (0 when none). */
 int sl_store_last_seq(sl_store *st, uint64_t *out);
 /* Deletes the events older than before_ms, keeping at least the newest one

@@ -24,14 +24,17 @@ typedef struct sl_store_ops {
     bool (*checkpoint_due)(const sl_store *st);
     int (*checkpoint)(sl_store *st);
     int (*config_source)(sl_store *st, const char *name, bool *found, sl_config_source *out);
-    int (*events)(sl_store *st, uint64_t since, const char *claim, size_t limit,
-                  sl_store_event_fn fn, void *ud, uint64_t *next);
+    int (*events)(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
+                  int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);
     int (*last_seq)(sl_store *st, uint64_t *out);
+    int (*apply)(sl_store *st);
+    int64_t (*last_time)(const sl_store *st);
+    const char *(*checkpoint_error)(const sl_store *st);
 } sl_store_ops;
 
-/* A captured batch: statements to run, in order, with their parameters.
- * Statement numbers are the backend's own; text lives in one arena and is
- * named by offset, so that the arena may grow. */
+/* A captured batch: operations (record.h's sl_rec_op) in order, with their
+ * parameters; text lives in one arena and is named by offset, so that the
+ * arena may grow. It is written to the log as one record (record.h). */
 typedef enum { SB_NULL, SB_INT, SB_TEXT } sb_type;
 
 typedef struct sb_param {
@@ -53,6 +56,11 @@ struct sl_store_batch {
     size_t nparams, capparams;
     char *text;
     size_t ntext, captext;
+    /* The log row's columns: the highest event seq given out so far, the
+     * newest event time in the batch (0: none), how many events. */
+    uint64_t seq_hi;
+    int64_t time_hi;
+    uint32_t nevents;
     bool prune;
     int64_t prune_before;
     uint64_t pruned;

@@ -132,7 +132,7 @@ class TestCancelStoreFailure(ServerTestCase):
         c = srv.claim("c-sf", [("m", "cx/sf")])
         db = sqlite3.connect(srv.store, timeout=10)
         try:
-            db.execute("CREATE TRIGGER cx_block BEFORE INSERT ON events "
+            db.execute("CREATE TRIGGER cx_block BEFORE INSERT ON log "
                        "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
             db.commit()
             # A change to make the store fail, then the cancel is refused at once.

@@ -20,7 +20,7 @@ RECOVERY_DEADLINE_S = 15
 
 class TestStoreFailure(ServerTestCase):
     def block(self, db):
-        db.execute("CREATE TRIGGER sf_block BEFORE INSERT ON events "
+        db.execute("CREATE TRIGGER sf_block BEFORE INSERT ON log "
                    "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
         db.commit()
 

@@ -62,6 +62,34 @@ sl_store *ts_open(const char *dir, sl_durability d)
     return st;
 }
 
+bool ts_apply_commits = true;
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return; /* no WAL: nothing to copy */
+    FILE *out = fopen(to, "wb");
+    assert_non_null(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+}
+
+void ts_copy_store(const char *from_dir, const char *to_dir)
+{
+    char from[4096], to[4096];
+    snprintf(from, sizeof(from), "%s", ts_path(from_dir));
+    snprintf(to, sizeof(to), "%s", ts_path(to_dir));
+    copy_file(from, to);
+    strcat(from, "-wal");
+    strcat(to, "-wal");
+    copy_file(from, to);
+}
+
 void ts_commit(sl_store *st, sl_engine *eng)
 {
     sl_changes ch;
@@ -70,6 +98,10 @@ void ts_commit(sl_store *st, sl_engine *eng)
     if (rc)
         fail_msg("sl_store_write: %d %s", rc, sl_store_error(st));
     sl_engine_changes_clear(eng);
+    /* The state tables as of this batch, for the tests that read them. */
+    rc = ts_apply_commits ? sl_store_apply(st) : 0;
+    if (rc)
+        fail_msg("sl_store_apply: %d %s", rc, sl_store_error(st));
 }
 
 sl_engine *ts_load(sl_store *st, sl_engine_opts *opts, int64_t now, sl_store_load_stats *stats)

@@ -21,8 +21,15 @@ const char *ts_url(const char *dir);
 
 /* Opens the store in dir; fails the test on error. */
 sl_store *ts_open(const char *dir, sl_durability d);
-/* Writes the engine's batch and clears it; fails the test on error. */
+/* Writes the engine's batch (one record of the log), clears it, and applies
+ * the log to the state tables (which a server does in the background); fails
+ * the test on error. */
 void ts_commit(sl_store *st, sl_engine *eng);
+/* false: ts_commit leaves the log unapplied, as a crash would. */
+extern bool ts_apply_commits;
+/* Copies a store's file and its WAL as they are now (an open store that
+ * does not write meanwhile): what a kill -9 would leave. */
+void ts_copy_store(const char *from_dir, const char *to_dir);
 /* A new engine (t_engine_opts with opts, or the defaults when NULL) loaded
  * from the store at now; fails the test on error. */
 sl_engine *ts_load(sl_store *st, sl_engine_opts *opts, int64_t now, sl_store_load_stats *stats);

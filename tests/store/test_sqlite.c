@@ -60,17 +60,18 @@ static void create_then_reopen(void **state)
     (void)state;
     char *dir = ts_tmpdir();
     sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
-    assert_int_equal(sl_store_current_schema(), 2);
-    assert_int_equal(sl_store_schema_version(st), 2);
+    assert_int_equal(sl_store_current_schema(), 3);
+    assert_int_equal(sl_store_schema_version(st), 3);
     assert_string_equal(sl_store_error(st), "");
 
     sqlite3 *db = ts_db(dir);
     assert_string_equal(ts_text(db, "PRAGMA journal_mode"), "wal");
-    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 2);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 3);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM schema_version"), 1);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                                "name IN ('meta', 'configs', 'locks', 'claims', 'events')"),
+                                "name IN ('meta', 'configs', 'locks', 'claims', 'log')"),
                      5);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'events'"), 0);
     assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 1);
     sqlite3_close(db);
 
@@ -80,7 +81,7 @@ static void create_then_reopen(void **state)
     ts_commit(st, eng);
     sl_store_close(st);
     st = ts_open(dir, SL_DURABILITY_FULL);
-    assert_int_equal(sl_store_schema_version(st), 2);
+    assert_int_equal(sl_store_schema_version(st), 3);
     sl_engine *back = ts_load(st, NULL, 2, NULL);
     ts_same(eng, back);
     sl_engine_free(eng);
@@ -98,7 +99,7 @@ static void memory_store(void **state)
     sl_store *st = NULL;
     char err[512];
     assert_int_equal(sl_store_open(&o, &st, err, sizeof(err)), 0);
-    assert_int_equal(sl_store_schema_version(st), 2);
+    assert_int_equal(sl_store_schema_version(st), 3);
     sl_engine *eng = t_engine();
     t_claim(eng, 1, "id=a m:x");
     ts_commit(st, eng);
@@ -164,15 +165,15 @@ static void newer_schema_refused(void **state)
     char *dir = ts_tmpdir();
     sl_store_close(ts_open(dir, SL_DURABILITY_NORMAL));
     sqlite3 *db = ts_db(dir);
-    ts_exec(db, "UPDATE schema_version SET version = 3");
+    ts_exec(db, "UPDATE schema_version SET version = 4");
     char err[1024];
     sl_store *st = (sl_store *)1;
     assert_int_equal(try_open(ts_url(dir), &st, err, sizeof(err)), SL_STORE_EVERSION);
     assert_null(st);
-    assert_non_null(strstr(err, "schema version 3"));
-    assert_non_null(strstr(err, "up to 2"));
+    assert_non_null(strstr(err, "schema version 4"));
+    assert_non_null(strstr(err, "up to 3"));
     assert_non_null(strstr(err, "newer sluice"));
-    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 3);
+    assert_int_equal(ts_int(db, "SELECT version FROM schema_version"), 4);
 
     /* A damaged version table is refused too, not "migrated". */
     ts_exec(db, "DELETE FROM schema_version");
@@ -267,6 +268,8 @@ static void version_1_file_migrates(void **state)
 static sl_config_source source_of(sl_store *st, const char *name, bool *found)
 {
     sl_config_source src = (sl_config_source)99;
+    /* Sources are read from the state as applied from the log. */
+    assert_int_equal(sl_store_apply(st), 0);
     assert_int_equal(sl_store_config_source(st, name, found, &src), 0);
     return src;
 }
@@ -455,6 +458,64 @@ static const char *reasons(sl_engine *eng)
     return out;
 }
 
+/* Many records: a read finds its first one by binary search on seq (and on
+ * time for one claim's events) and reads on from there. Every since, and
+ * every claim with its own window, gives what a scan from the start gives. */
+static void events_over_many_records(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    char spec[64], id[16];
+    const int n = 300;
+    for (int i = 0; i < n; i++) {
+        snprintf(spec, sizeof(spec), "id=c%d m:k%d", i, i % 7);
+        t_claim(eng, 10 * i, spec); /* queued + acquired (or waiting) */
+        ts_commit(st, eng);
+        if (i % 3 == 0) { /* some batches hold a release too */
+            snprintf(id, sizeof(id), "c%d", i);
+            t_release(eng, 10 * i + 5, id);
+        }
+    }
+    ts_commit(st, eng);
+    uint64_t last = 0;
+    assert_int_equal(sl_store_last_seq(st, &last), 0);
+    for (uint64_t since = 0; since <= last; since++) {
+        seen s;
+        memset(&s, 0, sizeof(s));
+        uint64_t next = 0;
+        assert_int_equal(sl_store_events(st, since, NULL, 3, collect, &s, &next), 0);
+        if (since == last) {
+            assert_int_equal(s.n, 0);
+            continue;
+        }
+        assert_int_equal(s.seqs[0], since + 1);
+    }
+    for (int i = 0; i < n; i += 17) {
+        snprintf(id, sizeof(id), "c%d", i);
+        sl_claim_view v = t_view(eng, id);
+        int64_t to = v.ended_ms >= 0 ? v.ended_ms : INT64_MAX;
+        char whole[512], windowed[512];
+        snprintf(whole, sizeof(whole), "%s", query(st, 0, id, 100, 0));
+        seen s;
+        memset(&s, 0, sizeof(s));
+        uint64_t next = 0;
+        assert_int_equal(
+            sl_store_claim_events(st, 0, id, v.arrived_ms, to, 100, collect, &s, &next), 0);
+        size_t k = 0;
+        for (size_t j = 0; j < s.n; j++)
+            k += (size_t)snprintf(windowed + k, sizeof(windowed) - k, "%llu ",
+                                  (unsigned long long)s.seqs[j]);
+        snprintf(windowed + k, sizeof(windowed) - k, "| %llu", (unsigned long long)next);
+        assert_string_equal(windowed, whole);
+        assert_true(s.n >= 2);
+    }
+    t_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
 static void event_reasons(void **state)
 {
     (void)state;
@@ -544,9 +605,12 @@ static void prune_keeps_newest(void **state)
     uint64_t deleted = 99;
     assert_int_equal(sl_store_prune_events(st, 1000, &deleted), 0); /* empty log */
     assert_int_equal(deleted, 0);
+    /* One batch, one record: pruning goes by records. */
     t_claim(eng, 100, "id=a m:x"); /* 1 2 at 100 */
+    ts_commit(st, eng);
     t_claim(eng, 200, "id=b m:x"); /* 3 4 at 200 */
-    t_release(eng, 300, "a");      /* 5 6 at 300 */
+    ts_commit(st, eng);
+    t_release(eng, 300, "a"); /* 5 6 at 300 */
     ts_commit(st, eng);
 
     assert_int_equal(sl_store_prune_events(st, 100, &deleted), 0);
@@ -554,22 +618,70 @@ static void prune_keeps_newest(void **state)
     assert_int_equal(sl_store_prune_events(st, 201, &deleted), 0);
     assert_int_equal(deleted, 4);
     assert_string_equal(query(st, 0, NULL, 10, 0), "5 6 | 6");
-    /* Everything is old: the newest stays, so the sequence is never lost. */
-    assert_int_equal(sl_store_prune_events(st, INT64_MAX, &deleted), 0);
-    assert_int_equal(deleted, 1);
-    assert_string_equal(query(st, 0, NULL, 10, 0), "6 | 6");
+    /* Everything is old: the newest record stays, so the sequence is never
+     * lost. */
     assert_int_equal(sl_store_prune_events(st, INT64_MAX, &deleted), 0);
     assert_int_equal(deleted, 0);
+    assert_string_equal(query(st, 0, NULL, 10, 0), "5 6 | 6");
     uint64_t last = 0;
     assert_int_equal(sl_store_last_seq(st, &last), 0);
     assert_int_equal(last, 6);
 
     t_release(eng, 400, "b");
     ts_commit(st, eng);
-    assert_string_equal(query(st, 0, NULL, 10, 0), "6 7 | 7");
+    assert_string_equal(query(st, 0, NULL, 10, 0), "5 6 7 | 7");
     sl_store_close(st);
     ts_rmdir(dir);
     t_free(eng);
+}
+
+/* A file at version 2 keeps its event log: each event becomes a record of
+ * its own with the same seq and fields, time_hi never goes down (an event
+ * time that went back, as a clock stepping back between runs leaves it,
+ * included), the state is as applied, and a new batch goes on from it. */
+static void version_2_events_migrate(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(ts_path(dir), &db), SQLITE_OK);
+    const char *v2[] = {sl__sqlite_migrations[0], sl__sqlite_migrations[1]};
+    char err[512];
+    int version = 0;
+    assert_int_equal(sl__sqlite_migrate(db, v2, 2, &version, err, sizeof(err)), 0);
+    ts_exec(db, "INSERT INTO events VALUES (3, 100, 'claim.queued', 'x', 'h', '[\"mtx/m\"]', ''),"
+                " (4, 100, 'claim.acquired', 'x', 'h', '[\"mtx/m\"]', 'granted'),"
+                " (5, 90, 'semaphore.updated', NULL, NULL, '[\"sem/s\"]', 'limit 1'),"
+                " (6, 120, 'claim.released', 'x', 'h', '[\"mtx/m\"]', 'released by its holder')");
+    ts_exec(db, "UPDATE meta SET next_seq = 7");
+    sqlite3_close(db);
+
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    assert_int_equal(sl_store_schema_version(st), 3);
+    db = ts_db(dir);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM log"), 4);
+    assert_int_equal(ts_int(db, "SELECT applied FROM meta"), 6);
+    assert_int_equal(ts_int(db, "SELECT time_hi FROM log WHERE id = 5"), 100);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'events'"), 0);
+    sqlite3_close(db);
+    seen s;
+    memset(&s, 0, sizeof(s));
+    uint64_t next = 0;
+    assert_int_equal(sl_store_events(st, 0, NULL, 100, collect, &s, &next), 0);
+    assert_int_equal(s.n, 4);
+    assert_int_equal(next, 6);
+    assert_string_equal(s.rows[0], "3 100 claim.queued x h [\"mtx/m\"] ");
+    assert_string_equal(s.rows[2], "5 90 semaphore.updated - - [\"sem/s\"] limit 1");
+    assert_string_equal(s.rows[3], "6 120 claim.released x h [\"mtx/m\"] released by its holder");
+    assert_string_equal(query(st, 4, "x", 10, 0), "6 | 6");
+    sl_engine *eng = t_engine();
+    assert_int_equal(sl_store_load(st, eng, 200, NULL), 0);
+    t_claim(eng, 200, "id=y m:n");
+    ts_commit(st, eng);
+    assert_string_equal(query(st, 6, NULL, 10, 0), "7 8 | 8");
+    t_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
 }
 
 /* ---- a failed batch ------------------------------------------------------ */
@@ -586,9 +698,9 @@ static void failed_batch_rolls_back(void **state)
 
     /* The batch: a released (its row updated, the lock's token unchanged),
      * b granted (a new row, tokens moved), a new configuration, and the
-     * events; the trigger fails the release event, late in the batch. */
+     * events. Its append fails: nothing of it is in the log. */
     sqlite3 *db = ts_db(dir);
-    ts_exec(db, "CREATE TRIGGER boom BEFORE INSERT ON events WHEN NEW.type = 'claim.released'"
+    ts_exec(db, "CREATE TRIGGER boom BEFORE INSERT ON log"
                 " BEGIN SELECT RAISE(ABORT, 'boom: the disk is on fire'); END");
     t_release(eng, 3, "a");
     t_claim(eng, 4, "id=b s:db m:two");
@@ -597,26 +709,38 @@ static void failed_batch_rolls_back(void **state)
     sl_engine_changes(eng, &ch);
     assert_int_equal(sl_store_write(st, eng, &ch), SL_STORE_EIO);
     assert_non_null(strstr(sl_store_error(st), "boom: the disk is on fire"));
-    assert_non_null(strstr(sl_store_error(st), "cannot save an event"));
-
-    assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'a'"), SL_HELD);
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM configs"), 1);
-    assert_int_equal(ts_int(db, "SELECT token FROM locks WHERE key = 'sem/db'"), 1);
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM locks WHERE key = 'mtx/two'"), 0);
-    assert_int_equal(ts_int(db, "SELECT max(seq) FROM events"), 3);
-    assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 4);
+    assert_non_null(strstr(sl_store_error(st), "cannot append a batch to the log"));
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM log"), 1);
+    assert_int_equal(ts_int(db, "SELECT max(seq_hi) FROM log"), 3);
 
     /* The batch is still the engine's: once the fault is gone it goes in. */
     ts_exec(db, "DROP TRIGGER boom");
     assert_int_equal(sl_store_write(st, eng, &ch), 0);
     sl_engine_changes_clear(eng);
+    assert_int_equal(ts_int(db, "SELECT max(seq_hi) FROM log"), 7);
+
+    /* Applying it fails late (on b's row, after a's): none of it is in the
+     * state, which stays as of the record before; then it goes in whole. */
+    ts_exec(db, "CREATE TRIGGER boom BEFORE INSERT ON claims WHEN NEW.id = 'b'"
+                " BEGIN SELECT RAISE(ABORT, 'boom: the disk is on fire'); END");
+    assert_int_equal(sl_store_apply(st), SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_error(st), "boom: the disk is on fire"));
+    assert_non_null(strstr(sl_store_error(st), "cannot save a claim"));
+    assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'a'"), SL_HELD);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM configs"), 1);
+    assert_int_equal(ts_int(db, "SELECT token FROM locks WHERE key = 'sem/db'"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM locks WHERE key = 'mtx/two'"), 0);
+    assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 4);
+    assert_int_equal(ts_int(db, "SELECT applied FROM meta"), 1);
+    ts_exec(db, "DROP TRIGGER boom");
+    assert_int_equal(sl_store_apply(st), 0);
     assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'a'"), SL_RELEASED);
     assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'b'"), SL_HELD);
     assert_int_equal(ts_int(db, "SELECT token FROM locks WHERE key = 'sem/db'"), 2);
     assert_int_equal(ts_int(db, "SELECT source FROM configs WHERE name = 'new'"), 0);
-    assert_int_equal(ts_int(db, "SELECT max(seq) FROM events"), 7);
     assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 8);
+    assert_int_equal(ts_int(db, "SELECT applied FROM meta"), 2);
     sqlite3_close(db);
 
     sl_engine *back = ts_load(st, NULL, 6, NULL);
@@ -667,6 +791,8 @@ int main(void)
         cmocka_unit_test(version_1_file_migrates),
         cmocka_unit_test(config_sources),
         cmocka_unit_test(events_rows_and_paging),
+        cmocka_unit_test(events_over_many_records),
+        cmocka_unit_test(version_2_events_migrate),
         cmocka_unit_test(event_reasons),
         cmocka_unit_test(prune_keeps_newest),
         cmocka_unit_test(failed_batch_rolls_back),

@@ -30,7 +30,9 @@ static size_t count_events(sl_store *st)
     uint64_t next = 0, since = 0;
     for (;;) {
         size_t before = n;
-        assert_int_equal(sl_store_events(st, since, NULL, 1000, count_one, &n, &next), 0);
+        int rc = sl_store_events(st, since, NULL, 1000, count_one, &n, &next);
+        if (rc)
+            fail_msg("%s", sl_store_error(st));
         if (n == before || next == since)
             break;
         since = next;
@@ -156,16 +158,22 @@ static void failed_commit_retried(void **state)
     assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
     sl_engine_changes_clear(eng);
     sqlite3 *db = ts_db(dir);
-    ts_exec(db, "CREATE TRIGGER no_events BEFORE INSERT ON events "
-                "BEGIN SELECT RAISE(ABORT, 'events refused'); END");
+    ts_exec(db, "CREATE TRIGGER no_appends BEFORE INSERT ON log "
+                "BEGIN SELECT RAISE(ABORT, 'appends refused'); END");
     assert_int_equal(sl_store_commit(st, b), SL_STORE_EIO);
-    assert_non_null(strstr(sl_store_batch_error(b), "events refused"));
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 0);
-    ts_exec(db, "DROP TRIGGER no_events");
+    assert_non_null(strstr(sl_store_batch_error(b), "appends refused"));
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM log"), 0);
+    ts_exec(db, "DROP TRIGGER no_appends");
     assert_int_equal(sl_store_commit(st, b), 0);
     assert_string_equal(sl_store_batch_error(b), "");
+    /* One record, with the id the failed commit would have had. */
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM log"), 1);
+    assert_int_equal(ts_int(db, "SELECT id FROM log"), 1);
+    assert_int_equal(ts_int(db, "SELECT events FROM log"), 2);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 0); /* not applied yet */
+    assert_int_equal(sl_store_apply(st), 0);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM events"), 2);
+    assert_int_equal(ts_int(db, "SELECT applied FROM meta"), 1);
     sqlite3_close(db);
     sl_store_batch_free(b);
     sl_engine_free(eng);
@@ -181,6 +189,10 @@ static void prune_in_a_batch(void **state)
     sl_engine *eng = t_engine();
     t_claim(eng, 100, "id=a m:x");
     ts_commit(st, eng);
+    /* Records not yet applied to the state are never pruned. */
+    assert_int_equal(sl_store_prune_events(st, 200, &(uint64_t){0}), 0);
+    assert_int_equal(count_events(st), 2);
+    assert_int_equal(sl_store_apply(st), 0);
     t_claim(eng, 300, "id=b m:y");
     sl_store_batch *b = sl_store_batch_new();
     sl_changes ch;
@@ -197,7 +209,8 @@ static void prune_in_a_batch(void **state)
     sl_store_batch_prune(p, 1000);
     assert_false(sl_store_batch_empty(p));
     assert_int_equal(sl_store_commit(st, p), 0);
-    assert_int_equal(sl_store_batch_pruned(p), 1); /* the newest stays */
+    assert_int_equal(sl_store_batch_pruned(p), 0); /* the newest record stays, b's two */
+    assert_int_equal(count_events(st), 2);
     sl_store_batch_free(p);
     sl_store_batch_free(b);
     sl_engine_free(eng);
@@ -205,8 +218,9 @@ static void prune_in_a_batch(void **state)
     ts_rmdir(dir);
 }
 
-/* Commits never checkpoint by themselves: the store says when the WAL is
- * long enough, and a checkpoint, run where commits run, resets that. */
+/* Commits never checkpoint by themselves: the store says when records wait
+ * to be applied (or the WAL is long enough), and a checkpoint, run where
+ * commits run, applies them and resets that. */
 static void checkpoint_when_due(void **state)
 {
     (void)state;
