@@ -39,12 +39,23 @@ void sl_buf_commit(sl_buf *b, size_t n)
     b->len += n;
 }
 
-void sl_buf_add(sl_buf *b, const void *p, size_t n)
+void sl_buf_add_slow(sl_buf *b, const void *p, size_t n)
 {
     if (n == 0)
         return;
     memcpy(sl_buf_space(b, n), p, n);
     b->len += n;
+}
+
+void sl_buf_addu(sl_buf *b, unsigned long long v)
+{
+    char tmp[24];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    sl_buf_add(b, tmp + i, sizeof(tmp) - i);
 }
 
 void sl_buf_adds(sl_buf *b, const char *s)

@@ -33,8 +33,20 @@ static inline size_t sl_buf_size(const sl_buf *b)
 char *sl_buf_space(sl_buf *b, size_t n);
 /* Records that n bytes were written at sl_buf_space's pointer. */
 void sl_buf_commit(sl_buf *b, size_t n);
-void sl_buf_add(sl_buf *b, const void *p, size_t n);
+void sl_buf_add_slow(sl_buf *b, const void *p, size_t n);
+/* Appends n bytes: inline when they fit, as they do on a warm connection. */
+static inline void sl_buf_add(sl_buf *b, const void *p, size_t n)
+{
+    if (b->cap - b->len >= n && n > 0) {
+        __builtin_memcpy(b->p + b->len, p, n);
+        b->len += n;
+        return;
+    }
+    sl_buf_add_slow(b, p, n);
+}
 void sl_buf_adds(sl_buf *b, const char *s);
+/* A number in decimal, without printf. */
+void sl_buf_addu(sl_buf *b, unsigned long long v);
 void sl_buf_addf(sl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Drops n bytes from the front. */
 void sl_buf_consume(sl_buf *b, size_t n);

@@ -263,10 +263,16 @@ const char *sl_http_status_text(int status)
 static void head(sl_http_conn *c, int status, const char *ctype)
 {
     sl_http_req *r = &c->req;
-    sl_buf_addf(&c->out, "HTTP/1.%d %d %s\r\n", r->http10 ? 0 : 1, status,
-                sl_http_status_text(status));
-    if (ctype)
-        sl_buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
+    sl_buf_adds(&c->out, r->http10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+    sl_buf_addu(&c->out, (unsigned)status);
+    sl_buf_add(&c->out, " ", 1);
+    sl_buf_adds(&c->out, sl_http_status_text(status));
+    sl_buf_add(&c->out, "\r\n", 2);
+    if (ctype) {
+        sl_buf_add(&c->out, "Content-Type: ", 14);
+        sl_buf_adds(&c->out, ctype);
+        sl_buf_add(&c->out, "\r\n", 2);
+    }
     sl_buf_add(&c->out, r->out_hdr, r->out_hdr_len);
     sl_buf_adds(&c->out, sl__http_date(c->http));
 }
@@ -300,13 +306,15 @@ static void answered(sl_http_conn *c)
 
 void sl_http_add_header(sl_http_req *r, const char *name, const char *value)
 {
-    size_t need = strlen(name) + strlen(value) + 4;
-    if (r->out_hdr_len + need >= sizeof(r->out_hdr))
+    size_t nl = strlen(name), vl = strlen(value);
+    if (r->out_hdr_len + nl + vl + 4 >= sizeof(r->out_hdr))
         return;
-    int n = snprintf(r->out_hdr + r->out_hdr_len, sizeof(r->out_hdr) - r->out_hdr_len,
-                     "%s: %s\r\n", name, value);
-    if (n > 0)
-        r->out_hdr_len += (size_t)n;
+    char *p = r->out_hdr + r->out_hdr_len;
+    memcpy(p, name, nl);
+    memcpy(p + nl, ": ", 2);
+    memcpy(p + nl + 2, value, vl);
+    memcpy(p + nl + 2 + vl, "\r\n", 2);
+    r->out_hdr_len += nl + vl + 4;
 }
 
 void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len)
@@ -315,8 +323,11 @@ void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *bo
     if (!c->gone) {
         head(c, status, ctype);
         bool bodyless = status == 204 || status == 304 || (status >= 100 && status < 200);
-        if (!bodyless)
-            sl_buf_addf(&c->out, "Content-Length: %zu\r\n", len);
+        if (!bodyless) {
+            sl_buf_add(&c->out, "Content-Length: ", 16);
+            sl_buf_addu(&c->out, len);
+            sl_buf_add(&c->out, "\r\n", 2);
+        }
         if (!r->keep_alive || c->close_after)
             sl_buf_adds(&c->out, "Connection: close\r\n");
         else if (r->http10)
