@@ -27,6 +27,14 @@ struct sl_reply {
     const char *ctype;
 };
 
+/* Delivered replies are kept for the next ones, with their body's space,
+ * so that a loaded server allocates nothing per held answer. Bounded: at
+ * most SPARE_MAX kept, none with a body space over SPARE_BODY_MAX. */
+#define SPARE_MAX 1024
+#define SPARE_BODY_MAX 16384
+static sl_reply *spare;
+static size_t nspare;
+
 /* Answers given at once are written here and copied by the HTTP layer:
  * no allocation per answer once it has grown. */
 static sl_buf scratch;
@@ -40,6 +48,13 @@ sl_buf *sl_reply_scratch(void)
 void sl_reply_free_scratch(void)
 {
     sl_buf_free(&scratch);
+    while (spare) {
+        sl_reply *r = spare;
+        spare = r->next;
+        sl_buf_free(&r->body);
+        free(r);
+    }
+    nspare = 0;
 }
 
 /* Most bodies fit here: one dump into it and one copy into the buffer,
@@ -88,9 +103,17 @@ static uint64_t hold_gen(const sl_server *srv)
 
 static sl_reply *reply_new(sl_server *srv, uint64_t gen)
 {
-    sl_reply *r = calloc(1, sizeof(*r));
-    if (!r)
+    sl_reply *r = spare;
+    if (r) {
+        spare = r->next;
+        nspare--;
+        sl_buf body = r->body;
+        sl_buf_clear(&body);
+        memset(r, 0, sizeof(*r));
+        r->body = body;
+    } else if (!(r = calloc(1, sizeof(*r)))) {
         abort();
+    }
     r->gen = gen;
     if (srv->replies_tail)
         srv->replies_tail->next = r;
@@ -270,7 +293,18 @@ static void deliver(sl_server *srv, sl_reply *r, bool committed)
         else
             send_now(srv, r->req, r->route, 503, "application/json", b);
     }
-    sl_buf_free(&r->body);
+}
+
+static void reply_done(sl_reply *r)
+{
+    if (nspare >= SPARE_MAX || r->body.cap > SPARE_BODY_MAX) {
+        sl_buf_free(&r->body);
+        free(r);
+        return;
+    }
+    r->next = spare;
+    spare = r;
+    nspare++;
 }
 
 void sl_reply_flush(sl_server *srv, uint64_t upto, bool committed)
@@ -284,6 +318,6 @@ void sl_reply_flush(sl_server *srv, uint64_t upto, bool committed)
         if (!srv->replies_head)
             srv->replies_tail = NULL;
         deliver(srv, r, committed);
-        free(r);
+        reply_done(r);
     }
 }

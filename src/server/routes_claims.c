@@ -54,10 +54,12 @@ static void claim_post(sl_ctx *c)
     json_t *body = sl_body_json(c);
     if (!body)
         return;
-    sl_claim_body *b = malloc(sizeof(*b));
-    sl_idem_req *idem = malloc(sizeof(*idem));
-    if (!b || !idem)
-        abort();
+    /* The loop is one thread and a handler never re-enters itself: one
+     * of each serves every request, with no allocation (they are large). */
+    static sl_claim_body b_space;
+    static sl_idem_req idem_space;
+    sl_claim_body *b = &b_space;
+    sl_idem_req *idem = &idem_space;
     char err[512];
     bool conflict = false;
     sl_claim *replayed = NULL;
@@ -69,8 +71,6 @@ static void claim_post(sl_ctx *c)
         answer_created(c, replayed, b->wait_ms);
     else if (!conflict)
         create(c, b, idem);
-    free(idem);
-    free(b);
     json_decref(body);
 }
 
