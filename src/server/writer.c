@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ struct sl_writer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     sl_store_batch *job; /* given to the writer; NULL when it has none */
+    atomic_bool job_waits; /* the same, read by a checkpoint without the lock */
     bool outstanding;    /* (loop only) submitted, result not yet taken */
     bool ckpt_wanted;    /* the WAL is long: checkpoint when no job waits */
     bool checkpointing;  /* the writer is checkpointing: the connection is busy */
@@ -74,6 +76,13 @@ static void checkpoint(sl_writer *w)
     w->checkpointing = false;
 }
 
+/* A checkpoint applying the store's log stops between records when a
+ * commit waits: the commit is the answer someone waits for. */
+static bool commit_waits(void *arg)
+{
+    return atomic_load(&((sl_writer *)arg)->job_waits);
+}
+
 static void *writer_main(void *arg)
 {
     sl_writer *w = arg;
@@ -88,6 +97,7 @@ static void *writer_main(void *arg)
             bool due = sl_store_checkpoint_due(w->srv->store);
             pthread_mutex_lock(&w->mu);
             w->job = NULL;
+            atomic_store(&w->job_waits, false);
             w->ckpt_wanted |= due;
             pthread_cond_broadcast(&w->cv); /* sl_writer_wait */
             notify(w);
@@ -141,6 +151,7 @@ int sl_writer_start(sl_server *srv)
         abort();
     event_add(w->done_ev, NULL);
     w->threaded = sl_store_commit_overlaps(srv->store);
+    sl_store_set_yield(srv->store, commit_waits, w);
     if (w->threaded && pthread_create(&w->thread, NULL, writer_main, w) != 0)
         w->threaded = false; /* commits on the loop: slower, still correct */
     if (w->threaded)
@@ -200,6 +211,7 @@ void sl_writer_submit(sl_server *srv, sl_store_batch *b)
     }
     pthread_mutex_lock(&w->mu);
     w->job = b;
+    atomic_store(&w->job_waits, true);
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
 }
@@ -226,6 +238,7 @@ void sl_writer_stop(sl_server *srv)
     sl_writer *w = srv->writer;
     if (!w)
         return;
+    sl_store_set_yield(srv->store, NULL, NULL); /* w goes */
     if (w->threaded) {
         pthread_mutex_lock(&w->mu);
         w->quit = true;

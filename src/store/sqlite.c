@@ -381,6 +381,7 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     sq->base.source = SL_SOURCE_API;
     sq->lock_fd = -1;
     sq->memory = memory;
+    sq->full = opts->durability == SL_DURABILITY_FULL;
     size_t plen = strlen(path);
     sq->path = xcalloc(1, plen + 1);
     memcpy(sq->path, path, plen);

@@ -112,9 +112,10 @@ static int apply_record(sl_sqlite *sq, int64_t id, const void *p, size_t n)
     return rc;
 }
 
-/* Reads and applies the records after sq->applied, at most max; *last gets
- * the id of the last one applied. Inside the caller's transaction. */
-static int apply_rows(sl_sqlite *sq, size_t max, int64_t *last)
+/* Reads and applies the records after sq->applied, at most max (or fewer
+ * when yield and the store's yield function says a commit waits); *last
+ * gets the id of the last one applied. Inside the caller's transaction. */
+static int apply_rows(sl_sqlite *sq, size_t max, bool yield, int64_t *last)
 {
     sqlite3_stmt *s = sq->wstmt[SQ_APPLY_READ];
     sqlite3_bind_int64(s, 1, sq->applied);
@@ -127,6 +128,10 @@ static int apply_rows(sl_sqlite *sq, size_t max, int64_t *last)
         rc = apply_record(sq, id, p, n);
         if (rc == 0)
             *last = id;
+        if (rc == 0 && yield && sq->base.yield && sq->base.yield(sq->base.yield_arg)) {
+            step = SQLITE_DONE; /* a commit waits: what is applied is committed now */
+            break;
+        }
     }
     if (rc == 0 && step != SQLITE_DONE)
         rc = wfail(sq, "cannot read the log");
@@ -142,17 +147,36 @@ static int step_plain(sl_sqlite *sq, sq_stmt which, const char *what)
     return rc;
 }
 
+static int apply_txn(sl_sqlite *sq, size_t max, bool yield);
+
 int sl__sqlite_apply(sl_sqlite *sq, size_t max)
 {
+    /* max 0 is everything (a start, a stop): nothing to yield to then. */
+    bool yield = max > 0;
     if (sl__sqlite_pending(sq) <= 0)
         return 0;
     if (!sq->apply_batch && !(sq->apply_batch = sl_store_batch_new()))
         return afail(sq, SL_STORE_EIO, "out of memory for a log record");
+    /* With --durability full every commit of the log is synced, and an
+     * apply needs no sync of its own: the records are safe in the log, and
+     * an apply that power loss takes back is done again at the next start.
+     * The next synced commit syncs the WAL it wrote anyway. */
+    if (sq->full)
+        sqlite3_exec(sq->wdb, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     int rc = step_plain(sq, SQ_BEGIN, "cannot start applying the log");
-    if (rc)
-        return rc;
+    if (rc == 0)
+        rc = apply_txn(sq, max, yield);
+    if (sq->full)
+        sqlite3_exec(sq->wdb, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+    return rc;
+}
+
+/* The apply's transaction, begun; committed or rolled back here. */
+static int apply_txn(sl_sqlite *sq, size_t max, bool yield)
+{
+    int rc = 0;
     int64_t last = sq->applied;
-    rc = apply_rows(sq, max, &last);
+    rc = apply_rows(sq, max, yield, &last);
     if (rc == 0 && last != sq->applied) {
         sqlite3_stmt *s = sq->wstmt[SQ_APPLIED_SET];
         sqlite3_bind_int64(s, 1, last);

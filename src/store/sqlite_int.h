@@ -98,6 +98,7 @@ typedef struct sl_sqlite {
     sl_store_batch *apply_batch;  /* a record read back to apply it */
     sl_store_batch *read_batch;   /* a record read back for its events (the loop's) */
     bool memory;
+    bool full;   /* --durability full: the write connection syncs every commit */
     int lock_fd;    /* the file, flock()ed for the store's life; -1 in memory */
     sq_buf locks_json, tags_json; /* reused by every write */
 } sl_sqlite;

@@ -249,6 +249,12 @@ int sl_store_checkpoint(sl_store *st)
     return st->ops->checkpoint(st);
 }
 
+void sl_store_set_yield(sl_store *st, bool (*fn)(void *arg), void *arg)
+{
+    st->yield = fn;
+    st->yield_arg = arg;
+}
+
 const char *sl_store_checkpoint_error(const sl_store *st)
 {
     return st->ops->checkpoint_error(st);

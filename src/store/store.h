@@ -138,6 +138,11 @@ bool sl_store_commit_overlaps(const sl_store *st);
  * one. sl_store_write checkpoints itself. */
 bool sl_store_checkpoint_due(const sl_store *st);
 int sl_store_checkpoint(sl_store *st);
+/* A checkpoint that applies many records asks fn(arg) between them and
+ * stops early, keeping what it applied, when fn says that other work waits
+ * for the connection (a commit). fn runs on the checkpoint's thread and
+ * must be cheap. NULL: never stops early. */
+void sl_store_set_yield(sl_store *st, bool (*fn)(void *arg), void *arg);
 /* Why the last sl_store_checkpoint failed: read it in the thread that ran
  * it (the store's own message belongs to the loop's thread). */
 const char *sl_store_checkpoint_error(const sl_store *st);

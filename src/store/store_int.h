@@ -83,6 +83,8 @@ struct sl_store {
     sl_config_source source; /* given to configurations written from now on */
     int schema;              /* the schema version the store is at */
     sl_store_batch *scratch; /* sl_store_write's batch, made on first use */
+    bool (*yield)(void *arg); /* sl_store_set_yield */
+    void *yield_arg;
     char err[SL_STORE_ERR_MAX];
 };
 
