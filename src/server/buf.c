@@ -8,7 +8,7 @@
 
 char *sl_buf_space(sl_buf *b, size_t n)
 {
-    if (b->cap - b->len >= n)
+    if (b->cap - b->len >= n && b->p) /* a NULL p grows first: never NULL + 0 */
         return b->p + b->len;
     /* Moving the data to the front is cheaper than growing when most of
      * the buffer is consumed already. */

@@ -21,7 +21,7 @@ typedef struct sl_buf {
 /* The unconsumed bytes, and how many. */
 static inline char *sl_buf_data(const sl_buf *b)
 {
-    return b->p + b->off;
+    return b->off ? b->p + b->off : b->p; /* never NULL + 0: undefined in C */
 }
 static inline size_t sl_buf_size(const sl_buf *b)
 {
