@@ -75,11 +75,27 @@ static int wfail(sl_sqlite *sq, const char *what)
                           sqlite3_errmsg(sq->wdb));
 }
 
-static int run_op(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op)
+/* An event of a claim: the claim's events reach this record (claim_log). */
+static int note_claim(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op, int64_t id)
+{
+    if (op->nparams < 4 || b->params[op->first + 3].type != SB_TEXT)
+        return 0; /* a semaphore's event */
+    const sb_param *claim = &b->params[op->first + 3];
+    sqlite3_stmt *s = sq->wstmt[SQ_CLAIM_LOG_UPSERT];
+    sqlite3_bind_text(s, 1, b->text + claim->off, (int)claim->len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, id);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : wfail(sq, "cannot note a claim's events");
+    sl__sqlite_reset(s);
+    return rc;
+}
+
+static int run_op(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op, int64_t id)
 {
     sq_stmt which;
+    if (op->stmt == SL_REC_EVENT)
+        return note_claim(sq, b, op, id);
     if (stmt_of(op->stmt, &which) != 0)
-        return 0; /* an event */
+        return 0;
     sqlite3_stmt *s = sq->wstmt[which];
     for (uint32_t i = 0; i < op->nparams; i++) {
         const sb_param *p = &b->params[op->first + i];
@@ -108,7 +124,7 @@ static int apply_record(sl_sqlite *sq, int64_t id, const void *p, size_t n)
                               sq->path, (long long)id, sl_store_batch_error(b));
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < b->nops; i++)
-        rc = run_op(sq, b, &b->ops[i]);
+        rc = run_op(sq, b, &b->ops[i], id);
     return rc;
 }
 
@@ -177,6 +193,8 @@ static int apply_txn(sl_sqlite *sq, size_t max, bool yield)
     int rc = 0;
     int64_t last = sq->applied;
     rc = apply_rows(sq, max, yield, &last);
+    if (rc == 0)
+        rc = step_plain(sq, SQ_CLAIM_LOG_PRUNE, "cannot forget pruned claims' records");
     if (rc == 0 && last != sq->applied) {
         sqlite3_stmt *s = sq->wstmt[SQ_APPLIED_SET];
         sqlite3_bind_int64(s, 1, last);

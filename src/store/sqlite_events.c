@@ -103,7 +103,7 @@ typedef struct scan {
     const char *claim;
     int64_t to_ms;
     size_t limit, passed;
-    bool stopped, done; /* fn stopped; or nothing more can match */
+    bool stopped; /* fn stopped */
     uint64_t last;      /* the last seq passed to fn */
     sl_store_event_fn fn;
     void *ud;
@@ -136,7 +136,8 @@ static int scan_record(sl_sqlite *sq, int64_t id, const void *rec, size_t n, sca
     return 0;
 }
 
-static int scan_from(sl_sqlite *sq, int64_t start, scan *sc)
+/* Reads the records from start to end (ids, inclusive). */
+static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, scan *sc)
 {
     sqlite3_stmt *s = sq->stmt[SQ_LOG_FROM];
     sqlite3_bind_int64(s, 1, start);
@@ -144,20 +145,54 @@ static int scan_from(sl_sqlite *sq, int64_t start, scan *sc)
     int64_t prev_time = INT64_MIN;
     while (rc == 0 && !sc->stopped && sc->passed < sc->limit &&
            (step = sqlite3_step(s)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(s, 0);
         /* A record's events are no older than the previous record's
          * newest: past the claim's end, nothing more of it can come. */
-        if (prev_time > sc->to_ms) {
-            sc->done = true;
+        if (prev_time > sc->to_ms || id > end) {
+            step = SQLITE_DONE;
             break;
         }
-        int64_t id = sqlite3_column_int64(s, 0);
         prev_time = sqlite3_column_int64(s, 1);
         rc = scan_record(sq, id, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2),
                          sc);
     }
-    if (rc == 0 && !sc->stopped && !sc->done && sc->passed < sc->limit && step != SQLITE_DONE)
+    if (rc == 0 && !sc->stopped && sc->passed < sc->limit && step != SQLITE_DONE)
         rc = sl__sqlite_fail(sq, "cannot read the events");
     sl__sqlite_reset(s);
+    return rc;
+}
+
+/* One int64 pair from a one-row read; 1 when found, 0 when not, -1. */
+static int read_pair(sqlite3_stmt *s, int64_t *a, int64_t *b)
+{
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *a = sqlite3_column_int64(s, 0);
+        *b = sqlite3_column_count(s) > 1 ? sqlite3_column_int64(s, 1) : 0;
+    }
+    sl__sqlite_reset(s);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* A claim the engine no longer has (purged, or never made): the records
+ * claim_log names for it, then those the apply has not reached yet (it
+ * keeps claim_log), from start on. Never the whole log. */
+static int scan_gone_claim(sl_sqlite *sq, int64_t start, scan *sc)
+{
+    int64_t first = 0, last = 0, applied = 0, unused = 0;
+    sqlite3_stmt *f = sq->stmt[SQ_CLAIM_LOG_FIND];
+    sqlite3_bind_text(f, 1, sc->claim, -1, SQLITE_STATIC);
+    int found = read_pair(f, &first, &last);
+    if (found < 0 || read_pair(sq->stmt[SQ_APPLIED_GET], &applied, &unused) < 0)
+        return sl__sqlite_fail(sq, "cannot find a claim's records");
+    int rc = 0;
+    if (found && last >= start)
+        rc = scan_range(sq, first > start ? first : start, last, sc);
+    int64_t tail = applied + 1 > start ? applied + 1 : start;
+    if (found && last + 1 > tail)
+        tail = last + 1;
+    if (rc == 0)
+        rc = scan_range(sq, tail, INT64_MAX, sc);
     return rc;
 }
 
@@ -192,7 +227,11 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t f
         return sl__sqlite_fail(sq, "cannot find where to read the events");
     scan sc = {.since = since, .claim = claim, .to_ms = claim ? to_ms : INT64_MAX,
                .limit = limit, .last = since, .fn = fn, .ud = ud};
-    int rc = start ? scan_from(sq, start, &sc) : 0;
+    int rc = 0;
+    if (start && claim && from_ms == INT64_MIN)
+        rc = scan_gone_claim(sq, start, &sc);
+    else if (start)
+        rc = scan_range(sq, start, INT64_MAX, &sc);
     if (rc)
         return rc;
     if (sc.stopped || sc.passed == limit) {

@@ -28,6 +28,10 @@ typedef enum {
     SQ_META_UPDATE,
     SQ_APPLY_READ,
     SQ_APPLIED_SET,
+    SQ_APPLIED_GET,
+    SQ_CLAIM_LOG_UPSERT,
+    SQ_CLAIM_LOG_PRUNE,
+    SQ_CLAIM_LOG_FIND,
     /* the log: one row per batch */
     SQ_LOG_INSERT,
     SQ_LOG_PROBE,
