@@ -79,11 +79,10 @@ static const char *const stmt_sql[SQ_COUNT] = {
     [SQ_APPLY_READ] = "SELECT id, rec FROM log WHERE id > ?1 ORDER BY id LIMIT ?2",
     [SQ_APPLIED_SET] = "UPDATE meta SET applied = ?1 WHERE id = 1",
     [SQ_APPLIED_GET] = "SELECT applied FROM meta WHERE id = 1",
-    [SQ_CLAIM_LOG_UPSERT] = "INSERT INTO claim_log (id, first, last) VALUES (?1, ?2, ?2)"
-                            " ON CONFLICT (id) DO UPDATE SET last = excluded.last",
-    /* Rows whose records are all pruned: the index on last makes it a range. */
-    [SQ_CLAIM_LOG_PRUNE] = "DELETE FROM claim_log WHERE last < (SELECT min(id) FROM log)",
-    [SQ_CLAIM_LOG_FIND] = "SELECT first, last FROM claim_log WHERE id = ?1",
+    [SQ_CLAIM_LOG_UPSERT] = "INSERT OR IGNORE INTO claim_log (id, first) VALUES (?1, ?2)",
+    /* Rows whose records are all pruned: the index on first makes it a range. */
+    [SQ_CLAIM_LOG_PRUNE] = "DELETE FROM claim_log WHERE first < (SELECT min(id) FROM log)",
+    [SQ_CLAIM_LOG_FIND] = "SELECT first FROM claim_log WHERE id = ?1",
     [SQ_LOG_INSERT] = "INSERT INTO log (id, seq_hi, time_hi, events, rec)"
                       " VALUES (?1, ?2, ?3, ?4, ?5)",
     /* Reading the log by seq or time: seq_hi and time_hi never go down

@@ -75,11 +75,17 @@ static int wfail(sl_sqlite *sq, const char *what)
                           sqlite3_errmsg(sq->wdb));
 }
 
-/* An event of a claim: the claim's events reach this record (claim_log). */
+/* A claim's first event (claim.queued, once per claim): its events start
+ * in this record (claim_log). */
 static int note_claim(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op, int64_t id)
 {
+    static const char queued[] = "claim.queued";
     if (op->nparams < 4 || b->params[op->first + 3].type != SB_TEXT)
         return 0; /* a semaphore's event */
+    const sb_param *type = &b->params[op->first + 2];
+    if (type->type != SB_TEXT || type->len != sizeof(queued) - 1 ||
+        memcmp(b->text + type->off, queued, type->len) != 0)
+        return 0;
     const sb_param *claim = &b->params[op->first + 3];
     sqlite3_stmt *s = sq->wstmt[SQ_CLAIM_LOG_UPSERT];
     sqlite3_bind_text(s, 1, b->text + claim->off, (int)claim->len, SQLITE_STATIC);

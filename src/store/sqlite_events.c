@@ -104,10 +104,23 @@ typedef struct scan {
     int64_t to_ms;
     size_t limit, passed;
     bool stopped; /* fn stopped */
+    bool to_end;  /* read the claim up to its end event */
+    bool ended;   /* and it was seen */
     uint64_t last;      /* the last seq passed to fn */
     sl_store_event_fn fn;
     void *ud;
 } scan;
+
+/* The types that end a claim (docs/api.md's events): none follows them. */
+static bool ended(const char *type)
+{
+    static const char *const end[] = {"claim.released", "claim.withdrawn", "claim.expired",
+                                      "claim.timed_out", "claim.superseded", "claim.canceled"};
+    for (size_t i = 0; i < sizeof(end) / sizeof(end[0]); i++)
+        if (strcmp(type, end[i]) == 0)
+            return true;
+    return false;
+}
 
 static int damaged(sl_sqlite *sq, int64_t id, const char *why)
 {
@@ -127,7 +140,11 @@ static int scan_record(sl_sqlite *sq, int64_t id, const void *rec, size_t n, sca
         if (!op_event(b, &b->ops[i], &ev))
             return damaged(sq, id, "an event is missing a field, or has one of the wrong type "
                                    "or too long");
-        if (ev.seq <= sc->since || (sc->claim && (!ev.claim || strcmp(ev.claim, sc->claim))))
+        if (sc->claim && (!ev.claim || strcmp(ev.claim, sc->claim)))
+            continue;
+        if (sc->to_end && ended(ev.type))
+            sc->ended = true; /* nothing of the claim comes after its end */
+        if (ev.seq <= sc->since)
             continue;
         sc->last = ev.seq;
         sc->passed++;
@@ -143,7 +160,7 @@ static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, scan *sc)
     sqlite3_bind_int64(s, 1, start);
     int rc = 0, step = SQLITE_DONE;
     int64_t prev_time = INT64_MIN;
-    while (rc == 0 && !sc->stopped && sc->passed < sc->limit &&
+    while (rc == 0 && !sc->stopped && !sc->ended && sc->passed < sc->limit &&
            (step = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(s, 0);
         /* A record's events are no older than the previous record's
@@ -156,44 +173,38 @@ static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, scan *sc)
         rc = scan_record(sq, id, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2),
                          sc);
     }
-    if (rc == 0 && !sc->stopped && sc->passed < sc->limit && step != SQLITE_DONE)
+    if (rc == 0 && !sc->stopped && !sc->ended && sc->passed < sc->limit && step != SQLITE_DONE)
         rc = sl__sqlite_fail(sq, "cannot read the events");
     sl__sqlite_reset(s);
     return rc;
 }
 
-/* One int64 pair from a one-row read; 1 when found, 0 when not, -1. */
-static int read_pair(sqlite3_stmt *s, int64_t *a, int64_t *b)
+/* One int64 from a one-row read; 1 when found, 0 when not, -1. */
+static int read_one(sqlite3_stmt *s, int64_t *out)
 {
     int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *a = sqlite3_column_int64(s, 0);
-        *b = sqlite3_column_count(s) > 1 ? sqlite3_column_int64(s, 1) : 0;
-    }
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int64(s, 0);
     sl__sqlite_reset(s);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* A claim the engine no longer has (purged, or never made): the records
- * claim_log names for it, then those the apply has not reached yet (it
- * keeps claim_log), from start on. Never the whole log. */
+/* A claim the engine no longer has (purged, or never made): from the
+ * record of its first event (claim_log) to its end, or, when claim_log
+ * has no row for it (never made, or made after the apply's last record),
+ * the records the apply has not reached. Never the whole log. */
 static int scan_gone_claim(sl_sqlite *sq, int64_t start, scan *sc)
 {
-    int64_t first = 0, last = 0, applied = 0, unused = 0;
+    int64_t first = 0, applied = 0;
     sqlite3_stmt *f = sq->stmt[SQ_CLAIM_LOG_FIND];
     sqlite3_bind_text(f, 1, sc->claim, -1, SQLITE_STATIC);
-    int found = read_pair(f, &first, &last);
-    if (found < 0 || read_pair(sq->stmt[SQ_APPLIED_GET], &applied, &unused) < 0)
+    int found = read_one(f, &first);
+    if (found < 0 || read_one(sq->stmt[SQ_APPLIED_GET], &applied) < 0)
         return sl__sqlite_fail(sq, "cannot find a claim's records");
-    int rc = 0;
-    if (found && last >= start)
-        rc = scan_range(sq, first > start ? first : start, last, sc);
-    int64_t tail = applied + 1 > start ? applied + 1 : start;
-    if (found && last + 1 > tail)
-        tail = last + 1;
-    if (rc == 0)
-        rc = scan_range(sq, tail, INT64_MAX, sc);
-    return rc;
+    if (!found)
+        first = applied + 1;
+    sc->to_end = true;
+    return scan_range(sq, first > start ? first : start, INT64_MAX, sc);
 }
 
 static int last_seq(sl_sqlite *sq, uint64_t *out)

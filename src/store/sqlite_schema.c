@@ -125,9 +125,9 @@ static const char schema_v2[] =
  * log is read from the records: the events saved so far become one record
  * each (sl_event_record, sqlite_apply.c), with the same seq, and the
  * events table goes. time_hi never goes down along the ids. claim_log says
- * which records hold a claim's events (the first and the last), kept by
- * the apply: a claim the engine no longer has is read from there rather
- * than by reading the whole log. */
+ * which record holds a claim's first event, written once per claim by the
+ * apply: a claim the engine no longer has is read from there to its end
+ * rather than by reading the whole log. */
 static const char schema_v3[] =
     "CREATE TABLE log ("
     "  id INTEGER PRIMARY KEY,"
@@ -141,11 +141,10 @@ static const char schema_v3[] =
     "  FROM events ORDER BY seq;"
     "CREATE TABLE claim_log ("
     "  id TEXT PRIMARY KEY,"
-    "  first INTEGER NOT NULL,"
-    "  last INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE INDEX claim_log_last ON claim_log (last);"
-    "INSERT INTO claim_log (id, first, last)"
-    "  SELECT claim, min(seq), max(seq) FROM events WHERE claim IS NOT NULL GROUP BY claim;"
+    "  first INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX claim_log_first ON claim_log (first);"
+    "INSERT INTO claim_log (id, first)"
+    "  SELECT claim, min(seq) FROM events WHERE claim IS NOT NULL GROUP BY claim;"
     "DROP TABLE events;"
     "ALTER TABLE meta ADD COLUMN applied INTEGER NOT NULL DEFAULT 0;"
     "UPDATE meta SET applied = (SELECT coalesce(max(id), 0) FROM log);";

@@ -525,7 +525,7 @@ static void events_over_many_records(void **state)
     t_claim(eng, 10 * n, "id=late m:late");
     ts_commit(st, eng);
     assert_true(ts_int(db, "SELECT count(*) FROM claim_log") < n - 90);
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM claim_log WHERE last < "
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM claim_log WHERE first < "
                                 "(SELECT min(id) FROM log)"),
                      0);
     sqlite3_close(db);
