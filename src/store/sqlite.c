@@ -251,8 +251,6 @@ static void sqlite_close(sl_store *st)
     sl_rec_buf_free(&sq->rec);
     sl_store_batch_free(sq->apply_batch);
     sl_store_batch_free(sq->read_batch);
-    sl__sq_buf_free(&sq->locks_json);
-    sl__sq_buf_free(&sq->tags_json);
     free(sq->path);
     free(sq);
 }
@@ -390,6 +388,7 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     size_t plen = strlen(path);
     sq->path = xcalloc(1, plen + 1);
     memcpy(sq->path, path, plen);
+    sq->base.label = sq->path;
     if (!memory && (rc = lock_file(sq, err, errlen)) != 0) {
         free(sq->path);
         free(sq);
@@ -506,7 +505,6 @@ static bool sqlite_commit_overlaps(const sl_store *st)
 static const sl_store_ops sqlite_ops = {
     .close = sqlite_close,
     .load = sl__sqlite_load,
-    .capture = sl__sqlite_capture,
     .commit = sl__sqlite_commit,
     .commit_overlaps = sqlite_commit_overlaps,
     .checkpoint_due = sqlite_checkpoint_due,

@@ -95,7 +95,7 @@ static bool op_event(const sl_store_batch *b, const sb_op *op, sl_store_event *e
            param_text(b, &p[3], SL_ID_MAX, true, &ev->claim) &&
            param_text(b, &p[4], SL_HOLDER_MAX, true, &ev->holder) &&
            param_text(b, &p[5], EV_LOCKS_MAX, false, &ev->locks) &&
-           param_text(b, &p[6], SQ_REASON_MAX, false, &ev->reason);
+           param_text(b, &p[6], SL_ROWS_REASON_MAX, false, &ev->reason);
 }
 
 typedef struct scan {

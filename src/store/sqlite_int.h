@@ -1,7 +1,8 @@
 /* sqlite_int.h - the SQLite backend's private parts, shared by sqlite.c
  * (open, statements, errors), sqlite_schema.c (schema and migrations),
- * sqlite_write.c (batches), sqlite_load.c (rebuilding the engine),
- * sqlite_events.c (the event log) and sqlite_json.c (the JSON columns).
+ * sqlite_write.c (appending batches), sqlite_apply.c (the state brought
+ * forward), sqlite_load.c (rebuilding the engine) and sqlite_events.c (the
+ * event log).
  * Tests include it to reach the migration runner and the JSON readers. */
 #ifndef SL_SQLITE_INT_H
 #define SL_SQLITE_INT_H
@@ -9,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "record.h"
+#include "rows_json.h"
 #include "store_int.h"
 
 /* Statements prepared once at open and kept (every one a batch or a read
@@ -45,40 +47,6 @@ typedef enum {
     SQ_COUNT
 } sq_stmt;
 
-/* JSON text of one claim's locks or tags. Bounded: a claim has at most
- * SL_CLAIM_LOCKS_MAX locks of SL_NAME_MAX-character names and SL_TAGS_MAX
- * tags; with every character escaped as \u00XX that is below 256 KiB. */
-#define SQ_JSON_MAX (256 * 1024)
-
-/* An event's reason in words (store.c's sl_store_event_reason): a reason
- * text, a claim id and a lock key fit with room to spare. */
-#define SQ_REASON_MAX 512
-
-typedef struct sq_buf {
-    char *p;
-    size_t n, cap;
-    bool over; /* something did not fit under SQ_JSON_MAX */
-} sq_buf;
-
-/* sqlite_json.c: the JSON text of a claim's locks ([[kind, name, slots,
- * via, token], ...]; positions are not saved, and not computed), of its tags ([[key, value], ...])
- * and of an event's lock keys (["mtx/a", "sem/b"]); b->over is set when the
- * text would pass SQ_JSON_MAX. */
-void sl__sq_buf_reset(sq_buf *b);
-void sl__sq_buf_free(sq_buf *b);
-void sl__sq_locks_json(const sl_claim *c, size_t n, sq_buf *b);
-void sl__sq_tags_json(const sl_claim *c, size_t n, sq_buf *b);
-void sl__sq_event_locks_json(const sl_event *ev, size_t nlocks, sq_buf *b);
-/* Parse what the writers above wrote: len bytes of text are copied into
- * scratch (at least len + 1 bytes), where the strings are decoded and out's
- * names point. At most max entries; *n gets how many. Returns 0, -1 when
- * the text is not such an array, -2 when it has more than max entries, -3
- * when entry *n is malformed. */
-int sl__sq_parse_locks(const char *text, size_t len, char *scratch, sl_claim_lock_rec *out,
-                       size_t max, size_t *n);
-int sl__sq_parse_tags(const char *text, size_t len, char *scratch, sl_tag *out, size_t max,
-                      size_t *n);
-
 typedef struct sl_sqlite {
     sl_store base;
     sqlite3 *db;
@@ -104,7 +72,6 @@ typedef struct sl_sqlite {
     bool memory;
     bool full;   /* --durability full: the write connection syncs every commit */
     int lock_fd;    /* the file, flock()ed for the store's life; -1 in memory */
-    sq_buf locks_json, tags_json; /* reused by every write */
 } sl_sqlite;
 
 /* The schema this build writes, and the migrations that lead to it:
@@ -144,7 +111,6 @@ int64_t sl__sqlite_now_ms(void); /* CLOCK_MONOTONIC */
 int sl__sqlite_functions(sqlite3 *db);
 
 int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
-int sl__sqlite_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
 int sl__sqlite_commit(sl_store *st, sl_store_batch *b);
 int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
                       int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);

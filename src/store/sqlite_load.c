@@ -22,8 +22,8 @@ typedef struct claim_row {
     sl_claim_lock_rec locks[SL_CLAIM_LOCKS_MAX];
     sl_tag tags[SL_TAGS_MAX];
     char what[160];                /* why the row was refused */
-    char scratch[SQ_JSON_MAX + 1]; /* the decoded strings of locks, then tags */
-    char scratch2[SQ_JSON_MAX + 1];
+    char scratch[SL_ROWS_JSON_MAX + 1]; /* the decoded strings of locks, then tags */
+    char scratch2[SL_ROWS_JSON_MAX + 1];
 } claim_row;
 
 enum {
@@ -220,12 +220,12 @@ static bool row_json(claim_row *r, const char *what, const char *shape, int rc, 
 static bool row_locks(sqlite3_stmt *s, claim_row *r)
 {
     const char *text;
-    if (!col_text(s, C_LOCKS, SQ_JSON_MAX, false, &text)) {
+    if (!col_text(s, C_LOCKS, SL_ROWS_JSON_MAX, false, &text)) {
         snprintf(r->what, sizeof(r->what), "its locks are missing or too long");
         return false;
     }
     size_t n = 0;
-    int rc = sl__sq_parse_locks(text, (size_t)sqlite3_column_bytes(s, C_LOCKS), r->scratch,
+    int rc = sl__rows_parse_locks(text, (size_t)sqlite3_column_bytes(s, C_LOCKS), r->scratch,
                                 r->locks, SL_CLAIM_LOCKS_MAX, &n);
     r->rec.v.nlocks = n;
     return row_json(r, "lock", "[kind, name, slots, via, token]", rc, n);
@@ -234,12 +234,12 @@ static bool row_locks(sqlite3_stmt *s, claim_row *r)
 static bool row_tags(sqlite3_stmt *s, claim_row *r)
 {
     const char *text;
-    if (!col_text(s, C_TAGS, SQ_JSON_MAX, false, &text)) {
+    if (!col_text(s, C_TAGS, SL_ROWS_JSON_MAX, false, &text)) {
         snprintf(r->what, sizeof(r->what), "its tags are missing or too long");
         return false;
     }
     size_t n = 0;
-    int rc = sl__sq_parse_tags(text, (size_t)sqlite3_column_bytes(s, C_TAGS), r->scratch2, r->tags,
+    int rc = sl__rows_parse_tags(text, (size_t)sqlite3_column_bytes(s, C_TAGS), r->scratch2, r->tags,
                                SL_TAGS_MAX, &n);
     r->rec.v.ntags = n;
     return row_json(r, "tag", "[key, value]", rc, n);
@@ -338,7 +338,7 @@ static bool row_fields(sqlite3_stmt *s, claim_row *r)
  * JSON of its locks and tags, and their arrays. */
 #define ROW_TEXT_MAX                                                                            \
     (SL_ID_MAX + SL_HOLDER_MAX + 2 * SL_NAME_MAX + SL_ID_MAX + SL_IDEM_MAX + 6 +                 \
-     2 * (SQ_JSON_MAX + 1) +                                                                     \
+     2 * (SL_ROWS_JSON_MAX + 1) +                                                                     \
      SL_CLAIM_LOCKS_MAX * sizeof(sl_claim_lock_rec) + SL_TAGS_MAX * sizeof(sl_tag) + 64)
 #define BATCH_TEXT (1024 * 1024 + ROW_TEXT_MAX) /* a batch ends when a row might not fit */
 

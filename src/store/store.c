@@ -67,6 +67,8 @@ void sl_store_close(sl_store *st)
     if (!st)
         return;
     sl_store_batch_free(st->scratch);
+    sl__rows_buf_free(&st->locks_json);
+    sl__rows_buf_free(&st->tags_json);
     st->ops->close(st);
 }
 
@@ -198,7 +200,7 @@ void sl__batch_text(sl_store_batch *b, const char *s, size_t len)
     if (!s)
         return; /* SB_NULL */
     if (len >= UINT32_MAX || b->ntext + len + 1 >= UINT32_MAX)
-        abort(); /* rows are bounded far below this (SQ_JSON_MAX) */
+        abort(); /* rows are bounded far below this (SL_ROWS_JSON_MAX) */
     b->text = grow(b->text, &b->captext, b->ntext + len + 1, 1);
     memcpy(b->text + b->ntext, s, len);
     b->text[b->ntext + len] = '\0';
@@ -225,7 +227,7 @@ int sl__batch_fail(sl_store_batch *b, int code, const char *fmt, ...)
 int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b)
 {
     sl__batch_clear(b);
-    return st->ops->capture(st, eng, ch, b);
+    return sl__capture(st, eng, ch, b);
 }
 
 int sl_store_commit(sl_store *st, sl_store_batch *b)

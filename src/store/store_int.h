@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 
+#include "rows_json.h"
 #include "store.h"
 
 /* Longest message kept in a store (messages are cut, never overflowed). */
@@ -18,7 +19,6 @@
 typedef struct sl_store_ops {
     void (*close)(sl_store *st);
     int (*load)(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
-    int (*capture)(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
     int (*commit)(sl_store *st, sl_store_batch *b);
     bool (*commit_overlaps)(const sl_store *st);
     bool (*checkpoint_due)(const sl_store *st);
@@ -83,6 +83,8 @@ struct sl_store {
     sl_config_source source; /* given to configurations written from now on */
     int schema;              /* the schema version the store is at */
     sl_store_batch *scratch; /* sl_store_write's batch, made on first use */
+    const char *label;       /* the store in messages: a path, a URL without secrets */
+    sl_rows_buf locks_json, tags_json; /* capture's, reused by every batch */
     bool (*yield)(void *arg); /* sl_store_set_yield */
     void *yield_arg;
     char err[SL_STORE_ERR_MAX];
@@ -93,6 +95,10 @@ int sl__store_fail(sl_store *st, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void sl__store_vfail(char *buf, size_t cap, const char *fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
+
+/* capture.c: an engine batch into b (the store's capture, whatever the
+ * backend). */
+int sl__capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
 
 /* The SQLite backend; path is the URL's part after "sqlite:". On failure
  * *out is NULL and err holds the message. */

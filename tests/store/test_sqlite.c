@@ -449,7 +449,7 @@ static const char *reasons(sl_engine *eng)
     size_t n = 0;
     out[0] = '\0';
     for (size_t i = 0; i < ch.nevents; i++) {
-        char r[SQ_REASON_MAX];
+        char r[SL_ROWS_REASON_MAX];
         sl_store_event_reason(eng, &ch.events[i], r, sizeof(r));
         n += (size_t)snprintf(out + n, sizeof(out) - n, "%s%s: %s", i ? "; " : "",
                               sl_event_type_name(ch.events[i].type), r);

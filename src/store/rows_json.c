@@ -1,6 +1,6 @@
-/* sqlite_json.c - the JSON text of a claim's locks and tags and of an
- * event's lock keys: written by sqlite_write.c, read back by
- * sqlite_load.c.
+/* rows_json.c - the JSON text of a claim's locks and tags and of an
+ * event's lock keys (rows_json.h): written by capture.c, read back by the
+ * backends' loads (sqlite_load.c).
  *
  * The shapes are fixed and small ([[kind, name, slots, via, token], ...]
  * and [[key, value], ...]), so both directions are written out here rather
@@ -15,25 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sqlite_int.h"
+#include "rows_json.h"
 
 /* ---- writing ------------------------------------------------------------- */
 
-void sl__sq_buf_reset(sq_buf *b)
+void sl__rows_buf_reset(sl_rows_buf *b)
 {
     b->n = 0;
     b->over = false;
 }
 
-void sl__sq_buf_free(sq_buf *b)
+void sl__rows_buf_free(sl_rows_buf *b)
 {
     free(b->p);
     memset(b, 0, sizeof(*b));
 }
 
-static void buf_add(sq_buf *b, const char *s, size_t len)
+static void buf_add(sl_rows_buf *b, const char *s, size_t len)
 {
-    if (b->over || b->n + len + 1 > SQ_JSON_MAX) {
+    if (b->over || b->n + len + 1 > SL_ROWS_JSON_MAX) {
         b->over = true;
         return;
     }
@@ -54,7 +54,7 @@ static void buf_add(sq_buf *b, const char *s, size_t len)
 
 /* Appends s with JSON's escapes (names use a safe alphabet, but the store
  * does not rely on it). */
-static void buf_esc(sq_buf *b, const char *s)
+static void buf_esc(sl_rows_buf *b, const char *s)
 {
     const char *run = s;
     for (; *s; s++) {
@@ -70,23 +70,23 @@ static void buf_esc(sq_buf *b, const char *s)
     buf_add(b, run, (size_t)(s - run));
 }
 
-static void buf_str(sq_buf *b, const char *s)
+static void buf_str(sl_rows_buf *b, const char *s)
 {
     buf_add(b, "\"", 1);
     buf_esc(b, s);
     buf_add(b, "\"", 1);
 }
 
-static void buf_i64(sq_buf *b, int64_t v)
+static void buf_i64(sl_rows_buf *b, int64_t v)
 {
     char digits[24];
     int n = snprintf(digits, sizeof(digits), "%" PRId64, v);
     buf_add(b, digits, (size_t)n);
 }
 
-void sl__sq_locks_json(const sl_claim *c, size_t n, sq_buf *b)
+void sl__rows_locks_json(const sl_claim *c, size_t n, sl_rows_buf *b)
 {
-    sl__sq_buf_reset(b);
+    sl__rows_buf_reset(b);
     buf_add(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
         sl_claim_lock_view lv;
@@ -106,9 +106,9 @@ void sl__sq_locks_json(const sl_claim *c, size_t n, sq_buf *b)
     buf_add(b, "]", 1);
 }
 
-void sl__sq_tags_json(const sl_claim *c, size_t n, sq_buf *b)
+void sl__rows_tags_json(const sl_claim *c, size_t n, sl_rows_buf *b)
 {
-    sl__sq_buf_reset(b);
+    sl__rows_buf_reset(b);
     buf_add(b, "[", 1);
     for (size_t i = 0; i < n; i++) {
         sl_tag t;
@@ -122,9 +122,9 @@ void sl__sq_tags_json(const sl_claim *c, size_t n, sq_buf *b)
     buf_add(b, "]", 1);
 }
 
-void sl__sq_event_locks_json(const sl_event *ev, size_t nlocks, sq_buf *b)
+void sl__rows_event_locks_json(const sl_event *ev, size_t nlocks, sl_rows_buf *b)
 {
-    sl__sq_buf_reset(b);
+    sl__rows_buf_reset(b);
     buf_add(b, "[", 1);
     if (ev->claim) {
         for (size_t i = 0; i < nlocks; i++) {
@@ -267,7 +267,7 @@ static bool close_array(jp *j)
     return j->p == j->end;
 }
 
-int sl__sq_parse_locks(const char *text, size_t len, char *scratch, sl_claim_lock_rec *out,
+int sl__rows_parse_locks(const char *text, size_t len, char *scratch, sl_claim_lock_rec *out,
                        size_t max, size_t *n)
 {
     jp j;
@@ -295,7 +295,7 @@ int sl__sq_parse_locks(const char *text, size_t len, char *scratch, sl_claim_loc
     return lit(&j, ']') && close_array(&j) ? 0 : -1;
 }
 
-int sl__sq_parse_tags(const char *text, size_t len, char *scratch, sl_tag *out, size_t max,
+int sl__rows_parse_tags(const char *text, size_t len, char *scratch, sl_tag *out, size_t max,
                       size_t *n)
 {
     jp j;

@@ -1,4 +1,4 @@
-/* test_sqlite_json.c - the JSON columns (sqlite_json.c): what the writers
+/* test_rows_json.c - the JSON of claims' locks and tags (rows_json.c): what the writers
  * write for real claims, that the readers give it back, and that the
  * readers refuse anything else (bad shapes, bad escapes, numbers out of
  * range, too many entries, names too long) without reading past the text. */
@@ -15,16 +15,16 @@
 #include "sqlite_int.h"
 #include "support.h"
 
-static char scratch[SQ_JSON_MAX + 1];
+static char scratch[SL_ROWS_JSON_MAX + 1];
 
 static int locks(const char *text, sl_claim_lock_rec *out, size_t max, size_t *n)
 {
-    return sl__sq_parse_locks(text, strlen(text), scratch, out, max, n);
+    return sl__rows_parse_locks(text, strlen(text), scratch, out, max, n);
 }
 
 static int tags(const char *text, sl_tag *out, size_t max, size_t *n)
 {
-    return sl__sq_parse_tags(text, strlen(text), scratch, out, max, n);
+    return sl__rows_parse_tags(text, strlen(text), scratch, out, max, n);
 }
 
 static void written_by_the_claim(void **state)
@@ -35,13 +35,13 @@ static void written_by_the_claim(void **state)
     t_sem(eng, 1, "tag/env=*", 1, SL_STRICT);
     t_claim(eng, 1, "id=h m:other");
     t_claim(eng, 2, "id=a m:deploy s:db*2 tag=env=prod tag=team=x group=g");
-    sq_buf b = {0};
-    sl__sq_locks_json(t_find(eng, "a"), 4, &b);
+    sl_rows_buf b = {0};
+    sl__rows_locks_json(t_find(eng, "a"), 4, &b);
     assert_string_equal(b.p, "[[0,\"deploy\",1,0,1],[1,\"db\",2,0,1],"
                              "[1,\"tag/env=prod\",1,1,1],[0,\"group/g\",1,2,1]]");
     sl_claim_lock_rec l[8];
     size_t n = 0;
-    assert_int_equal(sl__sq_parse_locks(b.p, b.n, scratch, l, 8, &n), 0);
+    assert_int_equal(sl__rows_parse_locks(b.p, b.n, scratch, l, 8, &n), 0);
     assert_int_equal(n, 4);
     assert_int_equal(l[1].kind, SL_KIND_SEMAPHORE);
     assert_string_equal(l[1].name, "db");
@@ -50,26 +50,26 @@ static void written_by_the_claim(void **state)
     assert_int_equal(l[3].via, SL_VIA_GROUP);
     assert_int_equal(l[3].token, 1);
 
-    sl__sq_tags_json(t_find(eng, "a"), 2, &b);
+    sl__rows_tags_json(t_find(eng, "a"), 2, &b);
     assert_string_equal(b.p, "[[\"env\",\"prod\"],[\"team\",\"x\"]]");
     sl_tag t[4];
-    assert_int_equal(sl__sq_parse_tags(b.p, b.n, scratch, t, 4, &n), 0);
+    assert_int_equal(sl__rows_parse_tags(b.p, b.n, scratch, t, 4, &n), 0);
     assert_int_equal(n, 2);
     assert_string_equal(t[1].key, "team");
     assert_string_equal(t[1].value, "x");
 
-    sl__sq_tags_json(t_find(eng, "h"), 0, &b);
+    sl__rows_tags_json(t_find(eng, "h"), 0, &b);
     assert_string_equal(b.p, "[]");
     assert_int_equal(tags(b.p, t, 4, &n), 0);
     assert_int_equal(n, 0);
 
     sl_changes ch;
     sl_engine_changes(eng, &ch);
-    sl__sq_event_locks_json(&ch.events[0], 0, &b); /* semaphore.updated db */
+    sl__rows_event_locks_json(&ch.events[0], 0, &b); /* semaphore.updated db */
     assert_string_equal(b.p, "[\"sem/db\"]");
-    sl__sq_event_locks_json(&ch.events[ch.nevents - 1], 4, &b);
+    sl__rows_event_locks_json(&ch.events[ch.nevents - 1], 4, &b);
     assert_string_equal(b.p, "[\"mtx/deploy\",\"sem/db\",\"sem/tag/env=prod\",\"mtx/group/g\"]");
-    sl__sq_buf_free(&b);
+    sl__rows_buf_free(&b);
     t_free(eng);
 }
 
@@ -151,7 +151,7 @@ static void readers_refuse_the_rest(void **state)
     /* The length given is the end: nothing past it is read. */
     const char *whole = "[[0,\"a\",1,0,0]]";
     size_t len = strlen(whole) - 1;
-    assert_int_equal(sl__sq_parse_locks(whole, len, scratch, l, 2, &n), -1);
+    assert_int_equal(sl__rows_parse_locks(whole, len, scratch, l, 2, &n), -1);
 }
 
 int main(void)
