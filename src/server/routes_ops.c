@@ -49,6 +49,11 @@ void sl_route_metrics(sl_ctx *c)
     }
     sl_buf *b = sl_reply_scratch();
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
+    sl_buf_addf(b,
+                "# HELP sluice_store_log_unapplied Batches in the store's log not yet applied to "
+                "its state tables.\n# TYPE sluice_store_log_unapplied gauge\n"
+                "sluice_store_log_unapplied %llu\n",
+                (unsigned long long)sl_store_log_unapplied(c->srv->store));
     sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", sl_buf_data(b),
                   sl_buf_size(b));
 }

@@ -479,6 +479,12 @@ static int sqlite_checkpoint(sl_store *st)
     return SL_STORE_EIO;
 }
 
+static uint64_t sqlite_log_unapplied(const sl_store *st)
+{
+    int64_t n = sl__sqlite_pending((const sl_sqlite *)st);
+    return n > 0 ? (uint64_t)n : 0;
+}
+
 static int64_t sqlite_last_time(const sl_store *st)
 {
     return ((const sl_sqlite *)st)->opened_time;
@@ -514,5 +520,6 @@ static const sl_store_ops sqlite_ops = {
     .last_seq = sl__sqlite_last_seq,
     .apply = sqlite_apply_all,
     .last_time = sqlite_last_time,
+    .log_unapplied = sqlite_log_unapplied,
     .checkpoint_error = sqlite_checkpoint_error,
 };

@@ -63,7 +63,8 @@ typedef struct sl_sqlite {
      * when none runs): the id the next record gets, the time_hi of the
      * last one (time_hi never goes down), the last record applied to the
      * state tables and when (CLOCK_MONOTONIC, ms). */
-    int64_t next_id, last_time, applied, applied_at_ms;
+    _Atomic int64_t next_id, applied; /* atomic: sl_store_log_unapplied reads them anywhere */
+    int64_t last_time, applied_at_ms;
     int64_t opened_time; /* last_time when opened: read from any thread */
     sl_rec_buf rec;               /* the record being committed */
     char apply_err[SL_STORE_ERR_MAX]; /* why the last apply failed */

@@ -293,6 +293,11 @@ int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64
     return st->ops->events(st, since, claim, from_ms, to_ms, limit, fn, ud, next);
 }
 
+uint64_t sl_store_log_unapplied(const sl_store *st)
+{
+    return st->ops->log_unapplied(st);
+}
+
 int64_t sl_store_last_time(const sl_store *st)
 {
     return st->ops->last_time(st);

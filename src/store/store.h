@@ -186,6 +186,9 @@ int sl_store_apply(sl_store *st);
  * none): a server's clock floor, so that event times never go down across
  * a restart either (sl_store_claim_events relies on it). */
 int64_t sl_store_last_time(const sl_store *st);
+/* Batches committed to the log and not yet applied to the state: how far
+ * the background apply lags (a start applies them). Any thread may ask. */
+uint64_t sl_store_log_unapplied(const sl_store *st);
 /* The highest seq stored (0 when none). */
 int sl_store_last_seq(sl_store *st, uint64_t *out);
 /* Deletes the events older than before_ms, keeping at least the newest one

@@ -29,6 +29,7 @@ typedef struct sl_store_ops {
     int (*last_seq)(sl_store *st, uint64_t *out);
     int (*apply)(sl_store *st);
     int64_t (*last_time)(const sl_store *st);
+    uint64_t (*log_unapplied)(const sl_store *st);
     const char *(*checkpoint_error)(const sl_store *st);
 } sl_store_ops;
 

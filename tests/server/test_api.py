@@ -1089,6 +1089,7 @@ class TestOps(ApiCase):
                                r'[1-9]\d*\n')
         self.assertRegex(text, r'sluice_http_requests_total\{route="/v1/claims/\{id\}",'
                                r'status="404"\} [1-9]\d*\n')
+        self.assertRegex(text, r"\nsluice_store_log_unapplied \d+\n")
         for name in ("sluice_claim_wait_seconds_bucket", "sluice_store_commit_seconds_count",
                      "sluice_claims_ended_total"):
             self.assertIn(name, text)
