@@ -9,12 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "log_read.h"
 #include "sqlite_int.h"
-
-/* Longest values read back from the log (longer means the row is damaged):
- * an event type name, and an event's lock keys as JSON. */
-#define EV_TYPE_MAX 32
-#define EV_LOCKS_MAX (SL_CLAIM_LOCKS_MAX * (6 * SL_LOCK_KEY_MAX + 3) + 2)
 
 typedef struct probe {
     int64_t id;
@@ -70,91 +66,8 @@ static int find_start(sl_sqlite *sq, uint64_t since, int64_t from_ms, int64_t *s
     return 0;
 }
 
-static bool param_text(const sl_store_batch *b, const sb_param *p, size_t max, bool nullable,
-                       const char **out)
-{
-    *out = NULL;
-    if (p->type == SB_NULL)
-        return nullable;
-    if (p->type != SB_TEXT || p->len > max)
-        return false;
-    *out = b->text + p->off;
-    return strlen(*out) == p->len;
-}
-
-/* One event operation of a record as the API's event; false when damaged. */
-static bool op_event(const sl_store_batch *b, const sb_op *op, sl_store_event *ev)
-{
-    memset(ev, 0, sizeof(*ev));
-    const sb_param *p = &b->params[op->first];
-    if (op->nparams < 7 || p[0].type != SB_INT || p[1].type != SB_INT)
-        return false;
-    ev->seq = (uint64_t)p[0].i;
-    ev->time_ms = p[1].i;
-    return param_text(b, &p[2], EV_TYPE_MAX, false, &ev->type) &&
-           param_text(b, &p[3], SL_ID_MAX, true, &ev->claim) &&
-           param_text(b, &p[4], SL_HOLDER_MAX, true, &ev->holder) &&
-           param_text(b, &p[5], EV_LOCKS_MAX, false, &ev->locks) &&
-           param_text(b, &p[6], SL_ROWS_REASON_MAX, false, &ev->reason);
-}
-
-typedef struct scan {
-    uint64_t since;
-    const char *claim;
-    int64_t to_ms;
-    size_t limit, passed;
-    bool stopped; /* fn stopped */
-    bool to_end;  /* read the claim up to its end event */
-    bool ended;   /* and it was seen */
-    uint64_t last;      /* the last seq passed to fn */
-    sl_store_event_fn fn;
-    void *ud;
-} scan;
-
-/* The types that end a claim (docs/api.md's events): none follows them. */
-static bool ended(const char *type)
-{
-    static const char *const end[] = {"claim.released", "claim.withdrawn", "claim.expired",
-                                      "claim.timed_out", "claim.superseded", "claim.canceled"};
-    for (size_t i = 0; i < sizeof(end) / sizeof(end[0]); i++)
-        if (strcmp(type, end[i]) == 0)
-            return true;
-    return false;
-}
-
-static int damaged(sl_sqlite *sq, int64_t id, const char *why)
-{
-    return sl__store_fail(&sq->base, SL_STORE_EDATA, "the store %s: log record %lld is damaged: %s",
-                          sq->path, (long long)id, why);
-}
-
-static int scan_record(sl_sqlite *sq, int64_t id, const void *rec, size_t n, scan *sc)
-{
-    sl_store_batch *b = sq->read_batch;
-    if (sl_rec_decode(rec, n, b) != 0)
-        return damaged(sq, id, sl_store_batch_error(b));
-    for (size_t i = 0; i < b->nops && !sc->stopped && sc->passed < sc->limit; i++) {
-        if (b->ops[i].stmt != SL_REC_EVENT)
-            continue;
-        sl_store_event ev;
-        if (!op_event(b, &b->ops[i], &ev))
-            return damaged(sq, id, "an event is missing a field, or has one of the wrong type "
-                                   "or too long");
-        if (sc->claim && (!ev.claim || strcmp(ev.claim, sc->claim)))
-            continue;
-        if (sc->to_end && ended(ev.type))
-            sc->ended = true; /* nothing of the claim comes after its end */
-        if (ev.seq <= sc->since)
-            continue;
-        sc->last = ev.seq;
-        sc->passed++;
-        sc->stopped = sc->fn(sc->ud, &ev) != 0;
-    }
-    return 0;
-}
-
 /* Reads the records from start to end (ids, inclusive). */
-static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, scan *sc)
+static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, sl_log_scan *sc)
 {
     sqlite3_stmt *s = sq->stmt[SQ_LOG_FROM];
     sqlite3_bind_int64(s, 1, start);
@@ -170,8 +83,8 @@ static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, scan *sc)
             break;
         }
         prev_time = sqlite3_column_int64(s, 1);
-        rc = scan_record(sq, id, sqlite3_column_blob(s, 2), (size_t)sqlite3_column_bytes(s, 2),
-                         sc);
+        rc = sl__log_scan_record(&sq->base, sq->read_batch, id, sqlite3_column_blob(s, 2),
+                                 (size_t)sqlite3_column_bytes(s, 2), sc);
     }
     if (rc == 0 && !sc->stopped && !sc->ended && sc->passed < sc->limit && step != SQLITE_DONE)
         rc = sl__sqlite_fail(sq, "cannot read the events");
@@ -193,7 +106,7 @@ static int read_one(sqlite3_stmt *s, int64_t *out)
  * record of its first event (claim_log) to its end, or, when claim_log
  * has no row for it (never made, or made after the apply's last record),
  * the records the apply has not reached. Never the whole log. */
-static int scan_gone_claim(sl_sqlite *sq, int64_t start, scan *sc)
+static int scan_gone_claim(sl_sqlite *sq, int64_t start, sl_log_scan *sc)
 {
     int64_t first = 0, applied = 0;
     sqlite3_stmt *f = sq->stmt[SQ_CLAIM_LOG_FIND];
@@ -236,7 +149,7 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t f
     int64_t start = 0;
     if (find_start(sq, since, claim ? from_ms : INT64_MIN, &start) != 0)
         return sl__sqlite_fail(sq, "cannot find where to read the events");
-    scan sc = {.since = since, .claim = claim, .to_ms = claim ? to_ms : INT64_MAX,
+    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = claim ? to_ms : INT64_MAX,
                .limit = limit, .last = since, .fn = fn, .ud = ud};
     int rc = 0;
     if (start && claim && from_ms == INT64_MIN)

@@ -1,0 +1,83 @@
+/* log_read.c - the events of a log record as the API shows them (log_read.h):
+ * the part of reading the event log that is the same for every backend. */
+#include <string.h>
+
+#include "log_read.h"
+#include "rows_json.h"
+
+/* Longest values read back from the log (longer means the record is
+ * damaged): an event type name, and an event's lock keys as JSON. */
+#define EV_TYPE_MAX 32
+#define EV_LOCKS_MAX (SL_CLAIM_LOCKS_MAX * (6 * SL_LOCK_KEY_MAX + 3) + 2)
+
+static bool param_text(const sl_store_batch *b, const sb_param *p, size_t max, bool nullable,
+                       const char **out)
+{
+    *out = NULL;
+    if (p->type == SB_NULL)
+        return nullable;
+    if (p->type != SB_TEXT || p->len > max)
+        return false;
+    *out = b->text + p->off;
+    return strlen(*out) == p->len;
+}
+
+/* One event operation of a record as the API's event; false when damaged. */
+static bool op_event(const sl_store_batch *b, const sb_op *op, sl_store_event *ev)
+{
+    memset(ev, 0, sizeof(*ev));
+    const sb_param *p = &b->params[op->first];
+    if (op->nparams < 7 || p[0].type != SB_INT || p[1].type != SB_INT)
+        return false;
+    ev->seq = (uint64_t)p[0].i;
+    ev->time_ms = p[1].i;
+    return param_text(b, &p[2], EV_TYPE_MAX, false, &ev->type) &&
+           param_text(b, &p[3], SL_ID_MAX, true, &ev->claim) &&
+           param_text(b, &p[4], SL_HOLDER_MAX, true, &ev->holder) &&
+           param_text(b, &p[5], EV_LOCKS_MAX, false, &ev->locks) &&
+           param_text(b, &p[6], SL_ROWS_REASON_MAX, false, &ev->reason);
+}
+
+
+/* The types that end a claim (docs/api.md's events): none follows them. */
+static bool ended(const char *type)
+{
+    static const char *const end[] = {"claim.released", "claim.withdrawn", "claim.expired",
+                                      "claim.timed_out", "claim.superseded", "claim.canceled"};
+    for (size_t i = 0; i < sizeof(end) / sizeof(end[0]); i++)
+        if (strcmp(type, end[i]) == 0)
+            return true;
+    return false;
+}
+
+static int damaged(sl_store *st, int64_t id, const char *why)
+{
+    return sl__store_fail(st, SL_STORE_EDATA, "the store %s: log record %lld is damaged: %s",
+                          st->label, (long long)id, why);
+}
+
+int sl__log_scan_record(sl_store *st, sl_store_batch *b, int64_t id, const void *rec, size_t n,
+                        sl_log_scan *sc)
+{
+    if (sl_rec_decode(rec, n, b) != 0)
+        return damaged(st, id, sl_store_batch_error(b));
+    for (size_t i = 0; i < b->nops && !sc->stopped && sc->passed < sc->limit; i++) {
+        if (b->ops[i].stmt != SL_REC_EVENT)
+            continue;
+        sl_store_event ev;
+        if (!op_event(b, &b->ops[i], &ev))
+            return damaged(st, id, "an event is missing a field, or has one of the wrong type "
+                                   "or too long");
+        if (sc->claim && (!ev.claim || strcmp(ev.claim, sc->claim)))
+            continue;
+        if (sc->to_end && ended(ev.type))
+            sc->ended = true; /* nothing of the claim comes after its end */
+        if (ev.seq <= sc->since)
+            continue;
+        sc->last = ev.seq;
+        sc->passed++;
+        sc->stopped = sc->fn(sc->ud, &ev) != 0;
+    }
+    return 0;
+}
+

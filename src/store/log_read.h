@@ -1,0 +1,30 @@
+/* log_read.h - reading the event log out of the store's log records
+ * (record.h), for every backend: a backend finds the records to read (by
+ * seq, by time, by claim) and hands each to sl__log_scan_record, which
+ * passes the events the read wants to its callback. */
+#ifndef SL_STORE_LOG_READ_H
+#define SL_STORE_LOG_READ_H
+
+#include "record.h"
+#include "store_int.h"
+
+typedef struct sl_log_scan {
+    uint64_t since;     /* events after this seq */
+    const char *claim;  /* of this claim only, or NULL */
+    int64_t to_ms;      /* a record past this time (the claim's end) ends the read */
+    size_t limit, passed;
+    bool stopped;       /* fn stopped */
+    bool to_end;        /* read the claim up to its end event */
+    bool ended;         /* and it was seen */
+    uint64_t last;      /* the last seq passed to fn */
+    sl_store_event_fn fn;
+    void *ud;
+} sl_log_scan;
+
+/* Decodes record id (n bytes at rec) into scratch and passes its wanted
+ * events to sc->fn, until sc->limit or fn stops. SL_STORE_EDATA with st's
+ * message when the record or an event in it is damaged. */
+int sl__log_scan_record(sl_store *st, sl_store_batch *scratch, int64_t id, const void *rec,
+                        size_t n, sl_log_scan *sc);
+
+#endif
