@@ -203,9 +203,17 @@ static const char *listen_problem(const char *s)
 
 static const char *store_problem(const char *s)
 {
-    static const char prefix[] = "sqlite:";
-    if (strncmp(s, prefix, sizeof(prefix) - 1) != 0 || s[sizeof(prefix) - 1] == '\0')
-        return "is not a store URL; write sqlite:PATH, like sqlite:/var/lib/sluice/sluice.db";
+    /* "postgres:" alone is followed by libpq's key=value form, never "//". */
+    static const char *const prefixes[] = {"sqlite:", "postgres://", "postgresql://",
+                                           "postgres:"};
+    bool ok = false;
+    for (size_t i = 0; !ok && i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+        size_t n = strlen(prefixes[i]);
+        ok = strncmp(s, prefixes[i], n) == 0 && s[n] != '\0' && (i < 3 || s[n] != '/');
+    }
+    if (!ok)
+        return "is not a store URL; write sqlite:PATH, like sqlite:/var/lib/sluice/sluice.db, "
+               "or postgres://USER@HOST/DB";
     return NULL;
 }
 

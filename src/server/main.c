@@ -7,7 +7,7 @@
 #include "server.h"
 
 static const char usage[] =
-    "usage: sluiced [--listen HOST:PORT] [--store sqlite:PATH] [--config FILE]\n"
+    "usage: sluiced [--listen HOST:PORT] [--store URL] [--config FILE]\n"
     "               [--durability normal|full] [--log-level error|warn|info|debug]\n"
     "\n"
     "sluiced decides what may run now: mutexes, semaphores and pools, queues,\n"
@@ -15,7 +15,8 @@ static const char usage[] =
     "project's docs/api.md describes it) with a web dashboard at /.\n"
     "\n"
     "  --listen HOST:PORT   where to listen (default 127.0.0.1:7700, loopback only)\n"
-    "  --store sqlite:PATH  where state lives (default sqlite:./sluice.db)\n"
+    "  --store URL          where state lives: sqlite:PATH (default sqlite:./sluice.db)\n"
+    "                       or a PostgreSQL database, postgres://USER@HOST:PORT/DB\n"
     "  --config FILE        a YAML configuration (docs/configuration.md); flags win\n"
     "  --durability MODE    normal: survives a killed process (default);\n"
     "                       full: fsync every commit, survives power loss\n"

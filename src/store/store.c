@@ -56,9 +56,14 @@ int sl_store_open(const sl_store_opts *opts, sl_store **out, char *err, size_t e
                             url);
         return sl__sqlite_open(url + 7, opts, out, err, errlen);
     }
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+        return sl__pg_open(url, opts, out, err, errlen);
+    if (strncmp(url, "postgres:", 9) == 0 && url[9] && url[9] != '/') /* postgres:host=... */
+        return sl__pg_open(url + 9, opts, out, err, errlen);
     return url_fail(err, errlen,
-                    "the store URL \"%.200s\" is not understood: supported is sqlite:PATH "
-                    "(the embedded store, e.g. sqlite:/var/lib/sluice/sluice.db)",
+                    "the store URL \"%.200s\" is not understood: supported are sqlite:PATH "
+                    "(the embedded store, e.g. sqlite:/var/lib/sluice/sluice.db) and "
+                    "postgres://USER@HOST/DB (PostgreSQL)",
                     url);
 }
 

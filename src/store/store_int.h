@@ -105,6 +105,10 @@ int sl__capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_bat
  * *out is NULL and err holds the message. */
 int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out, char *err,
                     size_t errlen);
+/* The PostgreSQL backend; url is a libpq connection string (a URI or
+ * key=value pairs). On failure *out is NULL and err holds the message. */
+int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char *err,
+                size_t errlen);
 /* The schema version this build's SQLite backend writes. */
 extern const int sl__sqlite_nmigrations;
 

@@ -93,6 +93,31 @@ class ServerFailure(AssertionError):
     pass
 
 
+# SLUICE_TEST_STORE=postgres runs every server of a test process on one
+# throwaway PostgreSQL (pg_fixture.py), each on a database of its own.
+_PG = None
+_PG_DBS = 0
+
+
+def store_kind():
+    """"postgres" when the tests run on PostgreSQL, else "sqlite"."""
+    return "postgres" if os.environ.get("SLUICE_TEST_STORE") == "postgres" else "sqlite"
+
+
+def _postgres_db():
+    """A new, empty database on the test process's PostgreSQL: its name."""
+    global _PG, _PG_DBS
+    if _PG is None:
+        import atexit
+        from pg_fixture import Postgres
+        _PG = Postgres().start()
+        atexit.register(_PG.close)
+    _PG_DBS += 1
+    name = "sluice_%d" % _PG_DBS
+    _PG.psql("CREATE DATABASE %s" % name)
+    return name
+
+
 class Sluiced:
     """One sluiced process (and its successors after restarts) on one store."""
 
@@ -100,6 +125,9 @@ class Sluiced:
         self.binary = binary()
         self.dir = tempfile.mkdtemp(prefix="sluiced-test-")
         self.store = os.path.join(self.dir, "sluice.db")
+        self.store_kind = store_kind()
+        self.pg_db = _postgres_db() if self.store_kind == "postgres" else None
+        self.store_url = _PG.url(self.pg_db) if self.pg_db else "sqlite:" + self.store
         self.config_path = None
         if config is not None:
             self.config_path = os.path.join(self.dir, "sluice.yaml")
@@ -115,11 +143,47 @@ class Sluiced:
         self.stderr_path = None
         self.start()
 
+    # ---- the store, from the side ------------------------------------------
+
+    def store_sql(self, sql):
+        """Runs sql on the server's store from another connection (autocommit)."""
+        if self.pg_db:
+            return _PG.psql(sql, db=self.pg_db)
+        import sqlite3
+        db = sqlite3.connect(self.store, isolation_level=None, timeout=10)
+        try:
+            db.executescript(sql)
+        finally:
+            db.close()
+        return ""
+
+    def block_commits(self, name, message="injected failure"):
+        """Every commit of the store fails with message until unblock_commits."""
+        if self.pg_db:
+            self.store_sql("CREATE FUNCTION %s_fn() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                           "BEGIN RAISE EXCEPTION '%s'; END $$; CREATE TRIGGER %s BEFORE "
+                           "INSERT ON log FOR EACH ROW EXECUTE FUNCTION %s_fn()"
+                           % (name, message, name, name))
+        else:
+            self.store_sql("CREATE TRIGGER %s BEFORE INSERT ON log BEGIN SELECT "
+                           "RAISE(ABORT, '%s'); END" % (name, message))
+
+    def unblock_commits(self, name):
+        if self.pg_db:
+            self.store_sql("DROP TRIGGER %s ON log; DROP FUNCTION %s_fn()" % (name, name))
+        else:
+            self.store_sql("DROP TRIGGER %s" % name)
+
+    def hold_commits(self):
+        """A context manager: while inside, the store's commits wait (its
+        log is locked by another connection); reads go on."""
+        return _CommitHold(self)
+
     # ---- life ----------------------------------------------------------
 
     def _command(self):
         cmd = [self.binary, "--listen", "127.0.0.1:%d" % self.port,
-               "--store", "sqlite:" + self.store, "--log-level", self.log_level]
+               "--store", self.store_url, "--log-level", self.log_level]
         if self.config_path:
             cmd += ["--config", self.config_path]
         if self.durability:
@@ -358,6 +422,34 @@ class Sluiced:
     def healthy(self):
         r = self.get("/healthz", token="")
         return r.status == 200 and r.json and r.json.get("status") == "ok"
+
+
+class _CommitHold:
+    def __init__(self, srv):
+        self.srv = srv
+
+    def __enter__(self):
+        if self.srv.pg_db:
+            self.psql = subprocess.Popen(
+                [os.path.join(_PG.bin, "psql"), "-X", "-q", "-At", "-h", "127.0.0.1",
+                 "-p", str(_PG.port), "-U", "postgres", "-d", self.srv.pg_db],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.psql.stdin.write("BEGIN; LOCK TABLE log IN EXCLUSIVE MODE; SELECT 'locked';\n")
+            self.psql.stdin.flush()
+            if self.psql.stdout.readline().strip() != "locked":
+                raise AssertionError("could not lock the store's log")
+        else:
+            import sqlite3
+            self.db = sqlite3.connect(self.srv.store, isolation_level=None, timeout=10)
+            self.db.execute("BEGIN IMMEDIATE")
+        return self
+
+    def __exit__(self, *exc):
+        if self.srv.pg_db:
+            self.psql.communicate("ROLLBACK;\n", timeout=30)
+        else:
+            self.db.execute("ROLLBACK")
+            self.db.close()
 
 
 def lock_json(l):

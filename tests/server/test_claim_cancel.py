@@ -10,7 +10,6 @@ while the store cannot commit the cancel is refused (503) and the claim is
 untouched; a waiter on the claim hears the cancel at once; /metrics counts
 the route under its own label."""
 import os
-import sqlite3
 import sys
 import threading
 import unittest
@@ -130,20 +129,15 @@ class TestCancelStoreFailure(ServerTestCase):
     def test_refused_while_the_store_cannot_commit(self):
         srv = self.srv
         c = srv.claim("c-sf", [("m", "cx/sf")])
-        db = sqlite3.connect(srv.store, timeout=10)
+        srv.block_commits("cx_block")
         try:
-            db.execute("CREATE TRIGGER cx_block BEFORE INSERT ON log "
-                       "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
-            db.commit()
             # A change to make the store fail, then the cancel is refused at once.
             r = srv.post("/v1/claims", {"holder": "during", "locks": [{"mutex": "cx/sf2"}]})
             self.assertEqual(r.status, 503, r)
             r = srv.post("/v1/claims/%s/cancel" % c["id"])
             self.assertError(r, 503, "unavailable")
-            db.execute("DROP TRIGGER cx_block")
-            db.commit()
         finally:
-            db.close()
+            srv.unblock_commits("cx_block")
         wait_until(lambda: srv.get("/healthz").status == 200, 15,
                    what="/healthz 200 after the store recovers")
         self.assertEqual(srv.claim_get(c["id"])["state"], "held")

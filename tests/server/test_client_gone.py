@@ -164,21 +164,18 @@ def server_rx_queue(server_port, client_port):
 
 class TestCreatorGoneDuringCommit(GoneCase):
     """The creator hangs up while the turn that grants its claim is being
-    committed: the close is in the socket but evhttp has not seen it when the
-    wait would be answered. Made deterministic by holding SQLite's write lock
-    from the test, so that the server's commit waits (its busy timeout) until
-    the client has closed."""
+    committed: the close is in the socket but the server has not read it when
+    the wait would be answered. Made deterministic by holding the store's log
+    locked from the test (SQLite's write lock, or a PostgreSQL table lock), so
+    that the server's commit waits until the client has closed."""
 
     def test_close_during_commit_releases(self):
-        import sqlite3
         for i in range(3):
             m = "gone/commit/%d" % i
             h = self.srv.claim("h", [("m", m)])
             s, cid = self.post_wait("during-commit-%d" % i, [{"mutex": m}])
             d = self.srv.raw_socket()
-            db = sqlite3.connect(self.srv.store, isolation_level=None, timeout=10)
-            try:
-                db.execute("BEGIN IMMEDIATE")  # the server's next commit waits
+            with self.srv.hold_commits():  # the server's next commit waits
                 d.sendall(b"DELETE /v1/claims/%s HTTP/1.1\r\nHost: x\r\n\r\n"
                           % h["id"].encode())
                 # The server has read the release (and now waits to commit it).
@@ -186,9 +183,6 @@ class TestCreatorGoneDuringCommit(GoneCase):
                                                    d.getsockname()[1]) == 0, 5.0,
                            what="the server reading the release")
                 hard_close(s) if i % 2 else s.close()
-            finally:
-                db.execute("ROLLBACK")
-                db.close()
             status = d.recv(65536).split(b" ", 2)[1]
             d.close()
             self.assertEqual(status, b"200")

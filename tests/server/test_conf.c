@@ -465,9 +465,9 @@ static const bad_file bad_files[] = {
     /* An empty section before the value does not lose the place. */
     {"limits:\nsemaphores:\nlisten: nowhere\n",
      "config.yaml:3:9: listen: \"nowhere\" is not HOST:PORT", false},
-    {"store: postgres://db\n",
-     "config.yaml:1:8: store: \"postgres://db\" is not a store URL; write sqlite:PATH, like "
-     "sqlite:/var/lib/sluice/sluice.db",
+    {"store: mysql://db\n",
+     "config.yaml:1:8: store: \"mysql://db\" is not a store URL; write sqlite:PATH, like "
+     "sqlite:/var/lib/sluice/sluice.db, or postgres://USER@HOST/DB",
      true},
     {"store: \"sqlite:\"\n", "config.yaml:1:8: store: \"sqlite:\" is not a store URL;", false},
     {"limits:\n  max_body: 0\n", "config.yaml:2:13: limits.max_body: must be at least 1", true},
@@ -882,10 +882,13 @@ static void listen_forms(void **state)
 static void store_forms(void **state)
 {
     (void)state;
-    static const char *const good[] = {"sqlite:./x.db", "sqlite:/var/lib/sluice/sluice.db",
-                                       "sqlite:x", "sqlite::memory:"};
-    static const char *const bad[] = {"",         "sqlite:",     "sqlite",   "postgres://h/db",
-                                      "SQLITE:x", "./sluice.db", " sqlite:x"};
+    static const char *const good[] = {"sqlite:./x.db",   "sqlite:/var/lib/sluice/sluice.db",
+                                       "sqlite:x",        "sqlite::memory:",
+                                       "postgres://h/db", "postgresql://u@h:5433/db",
+                                       "postgres:host=h dbname=db"};
+    static const char *const bad[] = {"",          "sqlite:",     "sqlite",    "mysql://h/db",
+                                      "SQLITE:x",  "./sluice.db", " sqlite:x", "postgres://",
+                                      "postgres:"};
     sl_conf c;
     char err[512];
     sl_conf_defaults(&c);

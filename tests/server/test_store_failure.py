@@ -7,7 +7,6 @@ refused; once the trigger is dropped the writer's retry (every second)
 commits the same batch, the server serves again, and what was answered
 before the failure, and the batch that was retried, survive a restart."""
 import os
-import sqlite3
 import subprocess
 import sys
 import unittest
@@ -19,14 +18,6 @@ RECOVERY_DEADLINE_S = 15
 
 
 class TestStoreFailure(ServerTestCase):
-    def block(self, db):
-        db.execute("CREATE TRIGGER sf_block BEFORE INSERT ON log "
-                   "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
-        db.commit()
-
-    def unblock(self, db):
-        db.execute("DROP TRIGGER sf_block")
-        db.commit()
 
     def assertUnavailable(self, r):
         self.assertEqual(r.status, 503, r)
@@ -36,9 +27,8 @@ class TestStoreFailure(ServerTestCase):
         srv = self.srv
         before = srv.claim("before", [("m", "sf/a")])
         self.assertEqual(before["state"], "held")
-        db = sqlite3.connect(srv.store, timeout=10)
+        srv.block_commits("sf_block")
         try:
-            self.block(db)
             r = srv.post("/v1/claims", {"holder": "during", "locks": [{"mutex": "sf/b"}]})
             self.assertUnavailable(r)
             self.assertIn("not confirmed", r.json["error"]["message"])
@@ -50,9 +40,8 @@ class TestStoreFailure(ServerTestCase):
             self.assertUnavailable(srv.post("/v1/claims",
                                             {"holder": "refused", "locks": [{"mutex": "sf/c"}]}))
             self.assertUnavailable(srv.delete("/v1/claims/" + before["id"]))
-            self.unblock(db)
         finally:
-            db.close()
+            srv.unblock_commits("sf_block")
         wait_until(lambda: srv.get("/healthz").status == 200, RECOVERY_DEADLINE_S,
                    what="/healthz 200 after the store recovers")
         # The batch that failed was committed by the retry: its claim exists.
@@ -82,7 +71,7 @@ class TestStoreInUse(ServerTestCase):
 
     def start_twin(self):
         cmd = [self.srv.binary, "--listen", "127.0.0.1:%d" % free_port(),
-               "--store", "sqlite:" + self.srv.store]
+               "--store", self.srv.store_url]
         return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
 
     def test_second_server_refuses_the_file(self):
@@ -91,7 +80,10 @@ class TestStoreInUse(ServerTestCase):
         twin = self.start_twin()
         self.assertNotEqual(twin.returncode, 0)
         err = twin.stderr.decode("utf-8", "replace")
-        self.assertIn("is in use by process %d" % srv.proc.pid, err)
+        if srv.store_kind == "postgres":
+            self.assertIn("is in use by another sluiced", err)
+        else:
+            self.assertIn("is in use by process %d" % srv.proc.pid, err)
         self.assertIn("Stop the other server", err)
         self.assertNotIn("listening", err)
         # The first server is untouched and goes on committing.

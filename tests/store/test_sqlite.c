@@ -30,10 +30,16 @@ static void urls_refused(void **state)
     (void)state;
     sl_store *st = (sl_store *)1;
     char err[512];
-    assert_int_equal(try_open("postgres://localhost/sluice", &st, err, sizeof(err)), SL_STORE_EURL);
+    assert_int_equal(try_open("mysql://localhost/sluice", &st, err, sizeof(err)), SL_STORE_EURL);
     assert_null(st);
-    assert_non_null(strstr(err, "postgres://localhost/sluice"));
-    assert_non_null(strstr(err, "supported is sqlite:PATH"));
+    assert_non_null(strstr(err, "mysql://localhost/sluice"));
+    assert_non_null(strstr(err, "supported are sqlite:PATH"));
+    assert_non_null(strstr(err, "postgres://USER@HOST/DB"));
+    /* A PostgreSQL URL is a store; one that cannot be reached says so. */
+    assert_int_equal(try_open("postgres://nobody@127.0.0.1:1/none", &st, err, sizeof(err)),
+                     SL_STORE_EIO);
+    assert_null(st);
+    assert_non_null(strstr(err, "cannot connect"));
     assert_int_equal(try_open("sqlite:", &st, err, sizeof(err)), SL_STORE_EURL);
     assert_non_null(strstr(err, "names no file"));
     assert_int_equal(try_open("", &st, err, sizeof(err)), SL_STORE_EURL);
