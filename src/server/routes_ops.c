@@ -32,7 +32,7 @@ void sl_route_health(sl_ctx *c)
     sl_engine_stats_get(c->srv->eng, &st);
     sl_reply_json(c, 200,
                   json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I},s:I}", "status", "ok", "version",
-                            SL_VERSION, "store", c->srv->conf->store, "claims", "pending",
+                            SL_VERSION, "store", c->srv->store_label, "claims", "pending",
                             (json_int_t)st.pending, "held", (json_int_t)st.held, "ended",
                             (json_int_t)st.ended, "next_seq", (json_int_t)st.next_seq));
 }

@@ -231,9 +231,10 @@ static void apply_file_semaphores(sl_server *srv, int64_t now)
 static int open_store(sl_server *srv)
 {
     char err[512];
+    sl_store_url_label(srv->conf->store, srv->store_label, sizeof(srv->store_label));
     sl_store_opts so = {srv->conf->store, srv->conf->durability};
     if (sl_store_open(&so, &srv->store, err, sizeof(err)) != 0) {
-        sl_log(SL_LOG_ERROR, "cannot open the store %s: %s", srv->conf->store, err);
+        sl_log(SL_LOG_ERROR, "cannot open the store %s: %s", srv->store_label, err);
         return -1;
     }
     /* Engine time goes on from the last event saved, if the clock went
@@ -245,7 +246,7 @@ static int open_store(sl_server *srv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (sl_store_load(srv->store, srv->eng, now, &st) != 0) {
-        sl_log(SL_LOG_ERROR, "cannot load the store %s: %s", srv->conf->store,
+        sl_log(SL_LOG_ERROR, "cannot load the store %s: %s", srv->store_label,
                sl_store_error(srv->store));
         return -1;
     }
@@ -253,13 +254,13 @@ static int open_store(sl_server *srv)
     long ms = (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
     sl_log(SL_LOG_INFO, "store %s loaded in %ld ms: %zu claims (%zu held, %zu pending), "
                         "%zu semaphore configurations",
-           srv->conf->store, ms, st.claims, st.held, st.pending, st.configs);
+           srv->store_label, ms, st.claims, st.held, st.pending, st.configs);
     apply_file_semaphores(srv, now);
     /* What restoring and the file changed is committed before anyone asks. */
     sl_changes ch;
     sl_engine_changes(srv->eng, &ch);
     if (sl_store_write(srv->store, srv->eng, &ch) != 0) {
-        sl_log(SL_LOG_ERROR, "cannot write the store %s: %s", srv->conf->store,
+        sl_log(SL_LOG_ERROR, "cannot write the store %s: %s", srv->store_label,
                sl_store_error(srv->store));
         return -1;
     }
@@ -328,7 +329,7 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
 int sl_server_run(sl_server *srv)
 {
     sl_log(SL_LOG_INFO, "sluiced %s listening on http://%s, store %s (durability %s)",
-           SL_VERSION, srv->conf->listen, srv->conf->store,
+           SL_VERSION, srv->conf->listen, srv->store_label,
            srv->conf->durability == SL_DURABILITY_FULL ? "full" : "normal");
     int rc = event_base_dispatch(srv->base);
     /* Whatever the last turns changed is committed before the process ends. */

@@ -49,6 +49,7 @@ typedef struct sl_server {
     sl_http *http;
     sl_engine *eng;
     sl_store *store;
+    char store_label[1024]; /* conf->store with any password cut out: what is shown */
     struct event *commit_ev;  /* after this turn: commit, then answer */
     struct event *timer_ev;   /* the engine's next deadline */
     struct event *prune_ev;   /* trims the event log now and then */

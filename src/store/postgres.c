@@ -108,21 +108,11 @@ int sl__pg_simple(PGconn *c, const char *sql, char *err, size_t cap)
 /* The URL with its password cut out, for messages and logs. */
 static char *label_of(const char *url)
 {
-    char *l = strdup(url);
+    size_t cap = strlen(url) + 1;
+    char *l = malloc(cap);
     if (!l)
         abort();
-    char *scheme = strstr(l, "://");
-    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
-    char *colon = scheme && at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
-    if (colon)
-        memmove(colon, at, strlen(at) + 1);
-    char *pw = strstr(l, "password=");
-    if (pw) {
-        char *end = pw + 9;
-        while (*end && *end != ' ')
-            end++;
-        memmove(pw + 9, end, strlen(end) + 1);
-    }
+    sl_store_url_label(url, l, cap);
     return l;
 }
 

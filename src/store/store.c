@@ -38,6 +38,32 @@ static int url_fail(char *err, size_t errlen, const char *fmt, ...)
     return SL_STORE_EURL;
 }
 
+void sl_store_url_label(const char *url, char *out, size_t cap)
+{
+    if (cap == 0)
+        return;
+    /* Cut from the whole URL, then shortened: a URL cut first could end
+     * inside its password, before the '@' that shows where it ends. */
+    char *l = strdup(url ? url : "");
+    if (!l)
+        abort();
+    /* A URI's user info: scheme://user:password@host */
+    char *scheme = strstr(l, "://");
+    char *at = scheme ? strchr(scheme + 3, '@') : NULL;
+    char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+    if (colon)
+        memmove(colon, at, strlen(at) + 1);
+    /* password=... in libpq's key=value form or a URI's query */
+    for (char *pw = strstr(l, "password="); pw; pw = strstr(pw + 9, "password=")) {
+        char *end = pw + 9;
+        while (*end && *end != ' ' && *end != '&')
+            end++;
+        memmove(pw + 9, end, strlen(end) + 1);
+    }
+    snprintf(out, cap, "%s", l);
+    free(l);
+}
+
 int sl_store_open(const sl_store_opts *opts, sl_store **out, char *err, size_t errlen)
 {
     *out = NULL;

@@ -50,6 +50,9 @@ typedef struct sl_store_opts {
  * is left untouched) or SL_STORE_EIO (a missing directory, a file that is
  * not a sluice store, a failed migration: rolled back). */
 int sl_store_open(const sl_store_opts *opts, sl_store **out, char *err, size_t errlen);
+/* The store URL as it may be shown (logs, /healthz): a password, in a URI's
+ * user info or a password= pair, is cut out. Writes at most cap bytes. */
+void sl_store_url_label(const char *url, char *out, size_t cap);
 void sl_store_close(sl_store *st);
 /* The last error's message; valid until the next store call. */
 const char *sl_store_error(const sl_store *st);

@@ -23,6 +23,7 @@ from sluiced_fixture import free_port, wait_until
 READY_DEADLINE_S = 60.0  # initdb's cluster under a loaded CI machine
 STOP_DEADLINE_S = 60.0
 SUPERUSER = "postgres"
+PASSWORD = "not-shown-anywhere"
 
 
 def bindir():
@@ -105,8 +106,10 @@ class Postgres:
         return out.returncode == 0
 
     def url(self, db="postgres"):
-        """A libpq URI for sluiced's --store."""
-        return "postgres://%s@127.0.0.1:%d/%s" % (SUPERUSER, self.port, db)
+        """A libpq URI for sluiced's --store. It carries a password (the
+        cluster trusts local connections and never asks for it) so that the
+        tests see that sluiced shows it nowhere."""
+        return "postgres://%s:%s@127.0.0.1:%d/%s" % (SUPERUSER, PASSWORD, self.port, db)
 
     def psql(self, sql, db="postgres"):
         """Runs sql with psql; returns its unaligned, tuples-only output."""

@@ -1063,6 +1063,14 @@ class TestOps(ApiCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["status"], "ok")
         self.assertTrue(r.headers["content-type"].startswith("application/json"))
+        # The store as configured, but never its password (/healthz needs no token).
+        shown = self.srv.store_url
+        if self.srv.store_kind == "postgres":
+            from pg_fixture import PASSWORD
+            self.assertIn(PASSWORD, self.srv.store_url)
+            shown = self.srv.store_url.replace(":" + PASSWORD, "")
+            self.assertNotIn(PASSWORD, self.srv.stderr())
+        self.assertEqual(r.json["store"], shown)
 
     def test_metrics(self):
         """Prometheus text: per-lock limit/used/holders/pending, claims by

@@ -16,7 +16,7 @@ class TestPgFixture(unittest.TestCase):
         try:
             pg.start()
             self.assertEqual(pg.psql("SELECT 1"), "1")
-            self.assertTrue(pg.url().startswith("postgres://postgres@127.0.0.1:"))
+            self.assertTrue(pg.url().startswith("postgres://postgres:"))
             pg.psql("CREATE TABLE t (x int)")
             pg.psql("INSERT INTO t VALUES (41), (1)")
             port = pg.port

@@ -47,6 +47,30 @@ static void urls_refused(void **state)
     assert_non_null(strstr(err, "sqlite:PATH"));
 }
 
+/* What logs and /healthz show of a store URL: never a password. */
+static void url_labels(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"sqlite:/var/lib/sluice/sluice.db", "sqlite:/var/lib/sluice/sluice.db"},
+        {"postgres://u:secret@db:5432/sluice", "postgres://u@db:5432/sluice"},
+        {"postgresql://u@db/sluice", "postgresql://u@db/sluice"},
+        {"postgres://u@db/s?password=secret&sslmode=require",
+         "postgres://u@db/s?password=&sslmode=require"},
+        {"host=db password=secret dbname=s password=again", "host=db password= dbname=s password="},
+        {"postgres://db/s", "postgres://db/s"},
+    };
+    char out[128];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sl_store_url_label(cases[i][0], out, sizeof(out));
+        assert_string_equal(out, cases[i][1]);
+    }
+    for (size_t cap = 1; cap < 26; cap++) { /* cut anywhere, still no part of it */
+        sl_store_url_label("postgres://u:secret@db/s", out, cap);
+        assert_null(strstr(out, ":s"));
+    }
+}
+
 static void missing_directory_refused(void **state)
 {
     (void)state;
@@ -811,6 +835,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(urls_refused),
+        cmocka_unit_test(url_labels),
         cmocka_unit_test(missing_directory_refused),
         cmocka_unit_test(create_then_reopen),
         cmocka_unit_test(memory_store),
