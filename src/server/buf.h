@@ -4,7 +4,7 @@
  * are written into. Bytes are appended at the end and consumed from the
  * front; the space is kept and reused, so a connection in a steady state
  * allocates nothing. Bounds are the caller's: every user checks its own
- * limit before it appends (STYLE.md: every buffer has a maximum). Out of
+ * limit before it appends (every buffer the daemon keeps has a maximum). Out of
  * memory aborts, as everywhere in the daemon. */
 #ifndef SL_SERVER_BUF_H
 #define SL_SERVER_BUF_H

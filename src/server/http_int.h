@@ -83,6 +83,14 @@ int64_t sl__http_now_ms(void);
 const char *sl__http_date(sl_http *h);
 void sl__http_unlink(sl_http *h, sl_http_conn *c);
 void sl__http_settings(llhttp_settings_t *s);
+/* http_request.c: the request is refused with status and why (answered by
+ * the connection once the parser stops); returns llhttp's error. */
+int sl__http_refuse_with(sl_http_req *r, int status, const char *why);
+/* http_conn.c: bytes were added to c's output: write them unless a
+ * callback under way will. */
+void sl__http_output_added(sl_http_conn *c);
+/* http_conn.c: (re)arms c's idle or slow-request timer for its state. */
+void sl__http_update_timer(sl_http_conn *c);
 
 /* http_conn.c */
 void sl__http_conn_open(sl_http *h, int fd);

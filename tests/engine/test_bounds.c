@@ -1,7 +1,7 @@
 /* test_bounds.c - what sl_claim_create refuses, and that a refusal changes
  * nothing (claim.c's checks, names.c's sl_name_valid).
  *
- * API.md's bounds: ids of 1 to 64 printable characters, a holder of 1 to 253,
+ * docs/api.md's bounds: ids of 1 to 64 printable characters, a holder of 1 to 253,
  * lock names of 1 to 253 of A-Z a-z 0-9 . _ - / : = without a leading or
  * trailing '/' or "//", at most 64 locks and 32 tags, tag keys without '=',
  * a group short enough for "group/" + it to be a name, timeout >= 0, cancel

@@ -1,4 +1,4 @@
-/* test_rebalance.c - the rebalanced strategy (rebalance.c), per DESIGN.md and
+/* test_rebalance.c - the rebalanced strategy (rebalance.c), per docs/engine.md and
  * docs/engine.md: quotas floor(limit / K) plus one for the limit mod K keys
  * whose oldest waiters are oldest (keys with no waiter rank last); free slots
  * to the oldest waiter of a key below its quota, else to the oldest waiter

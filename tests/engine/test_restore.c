@@ -9,7 +9,7 @@
  * must be A again: states, tokens, queue and holder order, the event
  * sequence and the next tokens continue exactly. What restore changes on
  * purpose: every live claim gets one full lease from the restore time
- * (DESIGN.md: "held claims get at least one full lease to reconnect"), while
+ * (docs/engine.md: "held claims get at least one full lease to reconnect"), while
  * revocation deadlines stay absolute. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_scenarios.c - the scenarios DESIGN.md describes, each end to end:
+/* test_scenarios.c - the scenarios docs/engine.md describes, each end to end:
  * a semaphore of 2 with four claims, priority overtaking waiters but never a
  * holder, one claim taking three locks at once, Argo's multiple-locks
  * warning on a strict queue and its absence on a skip one, a run queue with

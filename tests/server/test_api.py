@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""test_api.py - every endpoint and error code of API.md, black box.
+"""test_api.py - every endpoint and error code of docs/api.md, black box.
 
 Runs a real sluiced (sluiced_fixture.py) and checks answers to the letter of
-/work/shared/API.md and docs/engine.md: semaphores and patterns, mutexes,
+docs/api.md and docs/engine.md: semaphores and patterns, mutexes,
 claims (held, pending, refused), tags and groups, long polls on claims and
 events, renew, release, why, listings and the queue, the event log and its
 server-sent stream, /healthz, /metrics, unknown paths and methods, bearer
@@ -95,7 +95,7 @@ class TestSemaphores(ApiCase):
         self.assertEqual((s["limit"], s["strategy"], s["lease"]), (0, "strict", "0"))
 
     def test_lowering_limit_revokes_nobody(self):
-        """A limit lowered below used keeps every holder (DESIGN.md)."""
+        """A limit lowered below used keeps every holder (docs/engine.md)."""
         n = self.name("s")
         self.srv.sem_put(n, 3)
         a = self.srv.claim("a", [("s", n, 2)])
@@ -354,7 +354,7 @@ class TestClaims(ApiCase):
             self.srv.release(x["id"])
 
     def test_release_lets_next_in_before_answering(self):
-        """After DELETE answers, the claims it let in already hold (API.md:
+        """After DELETE answers, the claims it let in already hold (docs/api.md:
         effects are immediate), with the next fencing token."""
         m = self.name("m")
         a = self.srv.claim("a", [("m", m)])
@@ -1136,7 +1136,7 @@ class TestOps(ApiCase):
 
     def test_patch_options_405(self):
         """PATCH and OPTIONS reach the routes and get a JSON 405 with Allow,
-        like any other method a path does not take (API.md: errors are JSON)."""
+        like any other method a path does not take (docs/api.md: errors are JSON)."""
         for method in ("PATCH", "OPTIONS"):
             for path, allow in (("/v1/claims", "GET, POST"), ("/v1/semaphores/x",
                                                               "GET, PUT, DELETE"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_bad_input.py - what hostile or broken clients send, black box.
 
-Bounds of API.md (bodies over 64 KiB: 413; JSON deeper than 32 levels,
+Bounds of docs/api.md (bodies over 64 KiB: 413; JSON deeper than 32 levels,
 names over 253 characters, more than 64 locks: 400), truncated and
 abandoned requests, a slow client, garbage bytes, invalid UTF-8, numbers
 JSON allows but the API does not. After each test the server must still

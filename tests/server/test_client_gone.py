@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_client_gone.py - clients that hang up while the server holds their
-answer (API.md: a claim whose creating request waited and whose client went
+answer (docs/api.md: a claim whose creating request waited and whose client went
 away before the answer is withdrawn or released).
 
 POST /v1/claims?wait from a raw socket that closes: the claim is withdrawn

@@ -5,7 +5,7 @@ Client threads claim (with wait) and release on a few mutexes and a
 semaphore and record only what the server TOLD them: claims answered held
 with their tokens, releases answered done, events served. Then sluiced is
 killed with SIGKILL at a random moment and restarted on the same store, and
-the test checks DESIGN.md's durability promises:
+the test checks docs/engine.md's durability promises:
 
   - every claim reported held, and not reported released, is still held with
     the same tokens (no leases are used here, so none may run out);
