@@ -13,7 +13,7 @@
  * bytes one pending claim costs, through the engine's allocator hook and
  * through the process's resident size.
  *
- * DESIGN.md wants O(log n) operations and small memory per pending claim;
+ * docs/engine.md ("Costs") wants O(log n) operations and small memory per pending claim;
  * the issue wants cost(1M pending) within 3x of cost(1 pending). The last
  * table checks that, for information: the exit status is 1 only when the
  * engine misbehaves (an error, a wrong count, a leak), never for a slow
