@@ -104,6 +104,8 @@ static int capture(sl_server *srv)
 
 void sl_commit_run(sl_server *srv)
 {
+    if (!srv->writer)
+        return; /* shared mode, not leading: nothing is written */
     if (!sl_writer_busy(srv) && !srv->batch_gen) {
         if (sl_engine_changes_pending(srv->eng) || srv->prune_due) {
             if (capture(srv) == 0)
@@ -119,7 +121,7 @@ void sl_commit_run(sl_server *srv)
 
 void sl_commit_retry(sl_server *srv)
 {
-    if (sl_writer_busy(srv))
+    if (!srv->writer || sl_writer_busy(srv))
         return;
     if (srv->batch_gen)
         sl_writer_submit(srv, srv->batch);
@@ -146,6 +148,17 @@ static void wake(sl_server *srv)
 void sl_commit_done(sl_server *srv, int rc, double seconds)
 {
     sl_histogram_observe(&srv->metrics.commit, seconds);
+    if (rc == SL_STORE_EFENCED) {
+        /* Another server leads: the answers held for this batch tell their
+         * relays to go there; the step down follows on the next turn. */
+        sl_log(SL_LOG_WARN, "%s", sl_store_batch_error(srv->batch));
+        sl_role_fenced(srv);
+        srv->stepping_down = true;
+        sl_reply_flush(srv, 0, false);
+        srv->stepping_down = false;
+        srv->store_failed = true; /* nothing more is accepted until then */
+        return;
+    }
     if (rc != 0) {
         commit_failed(srv, sl_store_batch_error(srv->batch));
         return;

@@ -71,6 +71,7 @@ void sl_conf_defaults(sl_conf *c)
     c->max_connections = 4096;
     c->max_claims = 10000000;
     c->max_streams = 256;
+    c->leader_timeout_ms = 5000;
 }
 
 void sl__conf_sems_free(sl_conf_sem *s, size_t n)
@@ -98,6 +99,7 @@ void sl_conf_free(sl_conf *c)
         return;
     free(c->listen);
     free(c->store);
+    free(c->advertise);
     sl__conf_sems_free(c->semaphores, c->nsemaphores);
     sl__conf_tokens_free(c->tokens, c->ntokens);
     memset(c, 0, sizeof(*c));
@@ -109,6 +111,7 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
     *dst = *src;
     dst->listen = dup_or_null(src->listen);
     dst->store = dup_or_null(src->store);
+    dst->advertise = dup_or_null(src->advertise);
     dst->semaphores = NULL;
     dst->tokens = NULL;
     if (src->nsemaphores) {
@@ -325,6 +328,16 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         PROBLEM("is empty; write sqlite:PATH, like sqlite:/var/lib/sluice/sluice.db");
     if ((p = store_problem(c->store)))
         PROBLEM("\"%.100s\" %s", c->store, p);
+    AT("advertise");
+    if (c->advertise && strncmp(c->advertise, "http://", 7) != 0)
+        PROBLEM("\"%.100s\" is not an http:// URL; write the URL the other servers reach this "
+                "one at, like http://10.0.0.5:7700",
+                c->advertise);
+    if (c->advertise && strlen(c->advertise) > 200)
+        PROBLEM("is longer than 200 bytes");
+    AT("leader_timeout");
+    if (c->leader_timeout_ms < 1000 || c->leader_timeout_ms > 600000)
+        PROBLEM("must be a duration from 1s to 10m, like 5s");
     AT("durability");
     if ((unsigned)c->durability > SL_DURABILITY_FULL)
         PROBLEM("is not a durability; use normal or full");

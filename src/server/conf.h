@@ -35,6 +35,8 @@ typedef struct sl_conf_token {
 typedef struct sl_conf {
     char *listen; /* "127.0.0.1:7700" */
     char *store;  /* "sqlite:./sluice.db" */
+    char *advertise;            /* shared mode: this server's URL for the others; NULL: from listen */
+    int64_t leader_timeout_ms;  /* shared mode: T, the lock session's idle timeout (5 s) */
     sl_durability durability;
     sl_log_level log_level;
     int64_t default_lease_ms;   /* claims that set none and whose semaphores set none; 0 */

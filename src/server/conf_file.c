@@ -54,6 +54,7 @@ typedef struct raw_token {
 
 typedef struct raw_conf {
     char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
+    char *advertise, *leader_timeout;
     raw_limits *limits;
     raw_sem *semaphores;
     unsigned semaphores_count;
@@ -114,6 +115,8 @@ static const cyaml_schema_value_t token_schema = {
 static const cyaml_schema_field_t top_fields[] = {
     STR("listen", OPT, raw_conf, listen),
     STR("store", OPT, raw_conf, store),
+    STR("advertise", OPT, raw_conf, advertise),
+    STR("leader_timeout", OPT, raw_conf, leader_timeout),
     STR("durability", OPT, raw_conf, durability),
     STR("log_level", OPT, raw_conf, log_level),
     STR("default_lease", OPT, raw_conf, default_lease),
@@ -576,6 +579,11 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         sl__conf_replace_str(&n->listen, r->listen);
     if (r->store)
         sl__conf_replace_str(&n->store, r->store);
+    if (r->advertise)
+        sl__conf_replace_str(&n->advertise, r->advertise);
+    if (r->leader_timeout &&
+        conv_duration(ld, "leader_timeout", r->leader_timeout, &n->leader_timeout_ms) != 0)
+        return -1;
     if (r->durability) {
         if (strcmp(r->durability, "normal") == 0)
             n->durability = SL_DURABILITY_NORMAL;

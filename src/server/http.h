@@ -86,6 +86,8 @@ void sl_http_free(sl_http *h);
 /* ---- the request ------------------------------------------------------------ */
 
 sl_http_method sl_http_req_method(const sl_http_req *r);
+/* The method as sent ("GET", "TRACE"). */
+const char *sl_http_req_method_name(const sl_http_req *r);
 /* The target as sent: "/path?query", NUL-terminated. */
 const char *sl_http_req_target(const sl_http_req *r);
 /* The first header of that name (case-insensitive), NUL-terminated; NULL
@@ -116,6 +118,10 @@ void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *bo
 void sl_http_stream_start(sl_http_req *r, int status, const char *ctype);
 void sl_http_stream_chunk(sl_http_req *r, const void *data, size_t len);
 void sl_http_stream_end(sl_http_req *r);
+/* Ends a streamed answer without its last chunk and closes the connection
+ * once what is queued is written: the client sees an answer cut short (a
+ * leader stepping down mid-wait: the answer's outcome is not known). */
+void sl_http_stream_abort(sl_http_req *r);
 /* Bytes of the connection's answers not yet taken by the socket. */
 size_t sl_http_unsent(const sl_http_req *r);
 /* fn(arg) runs once, when the connection's answers have all been written

@@ -383,6 +383,14 @@ void sl_http_stream_end(sl_http_req *r)
     answered(c);
 }
 
+void sl_http_stream_abort(sl_http_req *r)
+{
+    sl_http_conn *c = r->conn;
+    c->close_after = true;
+    c->streaming_10 = false;
+    answered(c);
+}
+
 size_t sl_http_unsent(const sl_http_req *r)
 {
     return sl_buf_size(&r->conn->out);

@@ -27,6 +27,7 @@ struct sl_http_req {
     size_t head_bytes;  /* the request line and headers so far */
     size_t body, body_len;
     sl_http_method method;
+    uint8_t llmethod; /* llhttp's number for it: its name, for a relay */
     bool http10, keep_alive;
     int refuse;             /* a status to answer instead of dispatching, or 0 */
     const char *refuse_why; /* its message */

@@ -181,6 +181,7 @@ static int on_headers_complete(llhttp_t *p)
     sl_http_req *r = &c->req;
     r->trailers = true;
     r->method = method_of(p->method);
+    r->llmethod = p->method;
     r->http10 = p->http_major == 1 && p->http_minor == 0;
     if ((p->flags & F_TRANSFER_ENCODING) || sl_http_req_header(r, "Transfer-Encoding")) {
         /* Chunked bodies are read (RFC 9112 requires it), bounded as they
@@ -248,6 +249,11 @@ void sl__http_settings(llhttp_settings_t *s)
 }
 
 /* ---- the request's accessors ---------------------------------------------------------- */
+
+const char *sl_http_req_method_name(const sl_http_req *r)
+{
+    return llhttp_method_name((llhttp_method_t)r->llmethod);
+}
 
 sl_http_method sl_http_req_method(const sl_http_req *r)
 {

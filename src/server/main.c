@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "server.h"
 
 static const char usage[] =
     "usage: sluiced [--listen HOST:PORT] [--store URL] [--config FILE]\n"
     "               [--durability normal|full] [--log-level error|warn|info|debug]\n"
+    "               [--advertise URL] [--leader-timeout DURATION]\n"
     "\n"
     "sluiced decides what may run now: mutexes, semaphores and pools, queues,\n"
     "concurrency groups and leases, over an HTTP/JSON API under /v1/ (the\n"
@@ -18,6 +20,11 @@ static const char usage[] =
     "  --store URL          where state lives: sqlite:PATH (default sqlite:./sluice.db)\n"
     "                       or a PostgreSQL database, postgres://USER@HOST:PORT/DB\n"
     "  --config FILE        a YAML configuration (docs/configuration.md); flags win\n"
+    "  --advertise URL      shared mode (several servers on one PostgreSQL database):\n"
+    "                       the URL the others reach this one at when it leads\n"
+    "                       (default http://LISTEN)\n"
+    "  --leader-timeout D   shared mode: how long a leader that stopped answering\n"
+    "                       keeps the lead (default 5s; docs/shared-mode.md)\n"
     "  --durability MODE    normal: survives a killed process (default);\n"
     "                       full: fsync every commit, survives power loss\n"
     "  --log-level LEVEL    error, warn, info (default) or debug\n"
@@ -34,7 +41,7 @@ static void replace(char **field, const char *value)
 }
 
 typedef struct flags {
-    const char *listen, *store, *config, *durability, *log_level;
+    const char *listen, *store, *config, *durability, *log_level, *advertise, *leader_timeout;
 } flags;
 
 static int parse_flags(int argc, char **argv, flags *f)
@@ -43,7 +50,8 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"listen", required_argument, NULL, 'l'},   {"store", required_argument, NULL, 's'},
         {"config", required_argument, NULL, 'c'},   {"durability", required_argument, NULL, 'd'},
         {"log-level", required_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},        {"advertise", required_argument, NULL, 'a'},
+        {"leader-timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -53,6 +61,8 @@ static int parse_flags(int argc, char **argv, flags *f)
         case 'c': f->config = optarg; break;
         case 'd': f->durability = optarg; break;
         case 'v': f->log_level = optarg; break;
+        case 'a': f->advertise = optarg; break;
+        case 't': f->leader_timeout = optarg; break;
         case 'h': fputs(usage, stdout); exit(0);
         case 'V': printf("sluiced %s\n", SL_VERSION); exit(0);
         default: fputs(usage, stderr); return -1;
@@ -71,6 +81,16 @@ static int apply_flags(const flags *f, sl_conf *conf)
         replace(&conf->listen, f->listen);
     if (f->store)
         replace(&conf->store, f->store);
+    if (f->advertise)
+        replace(&conf->advertise, f->advertise);
+    if (f->leader_timeout) {
+        const char *problem = sl_duration_problem(f->leader_timeout);
+        if (problem || sl_duration_parse(f->leader_timeout, &conf->leader_timeout_ms) != 0) {
+            fprintf(stderr, "sluiced: --leader-timeout \"%s\" %s; use a duration like 5s\n",
+                    f->leader_timeout, problem ? problem : "is not a duration");
+            return -1;
+        }
+    }
     if (f->durability) {
         if (strcmp(f->durability, "full") == 0)
             conf->durability = SL_DURABILITY_FULL;

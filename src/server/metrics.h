@@ -36,6 +36,7 @@ typedef struct sl_metrics {
     sl_histogram wait;   /* arrival to grant */
     sl_histogram commit; /* one store transaction */
     uint64_t commits, commit_failures, events_written;
+    uint64_t leads, step_downs, relay_retries; /* shared mode */
     sl_http_count http[SL_ROUTE_MAX][SL_STATUS_SLOTS];
 } sl_metrics;
 
@@ -57,6 +58,7 @@ typedef enum {
     SL_ROUTE_EVENTS,
     SL_ROUTE_EVENTS_STREAM,
     SL_ROUTE_CLAIM_CANCEL,
+    SL_ROUTE_RELAYED, /* shared mode: relayed to the leader */
     SL_ROUTE_COUNT
 } sl_route_id;
 

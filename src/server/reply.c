@@ -282,6 +282,19 @@ static void deliver(sl_server *srv, sl_reply *r, bool committed)
             send_chunk_end(r->req, sl_buf_data(&r->body), sl_buf_size(&r->body));
         else
             send_now(srv, r->req, r->route, r->status, r->ctype, &r->body);
+    } else if (srv->stepping_down) {
+        /* Another server leads now: a relay sends the request there. */
+        if (r->chunk) {
+            sl_http_stream_abort(r->req);
+            return;
+        }
+        json_t *err = json_pack("{s:{s:s,s:s}}", "error", "code", "leader_changed", "message",
+                                "this server stopped leading before the change was confirmed; "
+                                "its outcome is not known: read the state again, or send it to "
+                                "the new leader");
+        sl_http_add_header(r->req, "Sluice-Retry", "leader");
+        sl_http_add_header(r->req, "Retry-After", "1");
+        send_now(srv, r->req, r->route, 503, "application/json", json_buffer(err));
     } else {
         json_t *err = json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
                                 "the store could not commit this turn's changes; their outcome "

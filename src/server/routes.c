@@ -174,6 +174,14 @@ void sl_routes_handle(void *ud, sl_http_req *req)
         return;
     }
     c.path = path;
+    /* Shared mode: the API is the leader's; a server that does not lead
+     * relays it there (role.c), /metrics too unless ?server=self asks for
+     * this server's own. Its /healthz and dashboard files are its own. */
+    bool api = strncmp(path, "/v1/", 4) == 0 ||
+               (strcmp(path, "/metrics") == 0 && !sl_query_find(&query, "server"));
+    if (api && !sl_role_route(srv, req, path))
+        return;
+    sl_role_headers(srv, req);
     c.now = sl_server_now(srv);
     /* Timers due by now fire before the request is looked at, so that it sees
      * the state the engine's rules say holds at this moment. */

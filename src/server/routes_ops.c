@@ -6,9 +6,9 @@
 #include "server.h"
 
 /* /healthz and /metrics take GET (and HEAD); anything else is 405. */
-static bool get_only(sl_ctx *c)
+static bool get_only(sl_ctx *c, const char *const *known)
 {
-    if (!sl_query_only(c, NULL))
+    if (!sl_query_only(c, known))
         return false;
     if (c->method == SL_HTTP_GET || c->method == SL_HTTP_HEAD)
         return true;
@@ -19,7 +19,7 @@ static bool get_only(sl_ctx *c)
 
 void sl_route_health(sl_ctx *c)
 {
-    if (!get_only(c))
+    if (!get_only(c, NULL))
         return;
     if (c->srv->store_failed) {
         sl_reply_error(c, 503, "unavailable",
@@ -28,20 +28,43 @@ void sl_route_health(sl_ctx *c)
                        c->srv->store_error);
         return;
     }
-    sl_engine_stats st;
-    sl_engine_stats_get(c->srv->eng, &st);
-    sl_reply_json(c, 200,
-                  json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I},s:I}", "status", "ok", "version",
-                            SL_VERSION, "store", c->srv->store_label, "claims", "pending",
-                            (json_int_t)st.pending, "held", (json_int_t)st.held, "ended",
-                            (json_int_t)st.ended, "next_seq", (json_int_t)st.next_seq));
+    sl_server *srv = c->srv;
+    json_t *body = json_pack("{s:s,s:s,s:s,s:s}", "status", "ok", "version", SL_VERSION, "store",
+                             srv->store_label, "role",
+                             sl_role_name(srv->role == SL_ROLE_SINGLE ? SL_ROLE_LEADER
+                                                                      : srv->role));
+    if (srv->role != SL_ROLE_SINGLE) {
+        /* Shared mode: who leads, as this server knows it. */
+        json_object_set_new(body, "epoch", json_integer((json_int_t)srv->view.epoch));
+        json_object_set_new(body, "leader",
+                            srv->view.leader[0] ? json_string(srv->view.leader) : json_null());
+        json_object_set_new(body, "self", json_string(srv->advertise));
+    }
+    if (sl_role_serves(srv)) { /* the counts are the leader's to give */
+        sl_engine_stats st;
+        sl_engine_stats_get(srv->eng, &st);
+        json_object_set_new(body, "claims",
+                            json_pack("{s:I,s:I,s:I}", "pending", (json_int_t)st.pending, "held",
+                                      (json_int_t)st.held, "ended", (json_int_t)st.ended));
+        json_object_set_new(body, "next_seq", json_integer((json_int_t)st.next_seq));
+    }
+    sl_reply_json(c, 200, body);
 }
 
 void sl_route_metrics(sl_ctx *c)
 {
     c->route = SL_ROUTE_METRICS;
-    if (!get_only(c))
+    static const char *const known[] = {"server", NULL};
+    if (!get_only(c, known))
         return;
+    const char *server = sl_query_get(c, "server");
+    if (server && strcmp(server, "self") != 0) {
+        sl_reply_error(c, 400, "bad_request",
+                       "server=\"%.64s\" is not understood; server=self asks for this server's "
+                       "own metrics (in shared mode /metrics is the leader's)",
+                       server);
+        return;
+    }
     if (!c->auth.admin) {
         sl_reply_error(c, 403, "forbidden",
                        "the metrics span every lock: reading them needs an admin token");
@@ -54,6 +77,7 @@ void sl_route_metrics(sl_ctx *c)
                 "its state tables.\n# TYPE sluice_store_log_unapplied gauge\n"
                 "sluice_store_log_unapplied %llu\n",
                 (unsigned long long)sl_store_log_unapplied(c->srv->store));
+    sl_role_metrics(c->srv, b);
     sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", sl_buf_data(b),
                   sl_buf_size(b));
 }

@@ -137,7 +137,7 @@ static int open_http(sl_server *srv)
     return 0;
 }
 
-static sl_engine *new_engine(const sl_conf *conf)
+static sl_engine *engine_for(const sl_conf *conf)
 {
     sl_engine_opts opts;
     sl_engine_opts_default(&opts);
@@ -228,6 +228,12 @@ static void apply_file_semaphores(sl_server *srv, int64_t now)
     remove_dropped_semaphores(srv, now);
 }
 
+void sl_server_new_engine(sl_server *srv)
+{
+    sl_engine_free(srv->eng);
+    srv->eng = engine_for(srv->conf);
+}
+
 static int open_store(sl_server *srv)
 {
     char err[512];
@@ -237,9 +243,22 @@ static int open_store(sl_server *srv)
         sl_log(SL_LOG_ERROR, "cannot open the store %s: %s", srv->store_label, err);
         return -1;
     }
-    /* Engine time goes on from the last event saved, if the clock went
-     * back while the server was down (the event log is read by time). */
-    srv->last_now = sl_store_last_time(srv->store);
+    return 0;
+}
+
+/* Engine time goes on from the last event saved, if the clock went back
+ * while the server was down, or another leader's clock was ahead (the
+ * event log is read by time). */
+static void clock_floor(sl_server *srv)
+{
+    int64_t floor = sl_store_last_time(srv->store);
+    if (floor > srv->last_now)
+        srv->last_now = floor;
+}
+
+int sl_server_rebuild(sl_server *srv)
+{
+    clock_floor(srv);
     int64_t now = sl_server_now(srv);
     sl_store_load_stats st;
     memset(&st, 0, sizeof(st));
@@ -250,6 +269,8 @@ static int open_store(sl_server *srv)
                sl_store_error(srv->store));
         return -1;
     }
+    clock_floor(srv); /* a shared store's, as of the load */
+    now = sl_server_now(srv);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long ms = (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
     sl_log(SL_LOG_INFO, "store %s loaded in %ld ms: %zu claims (%zu held, %zu pending), "
@@ -304,7 +325,8 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
     srv->base = new_base();
     if (!srv->base)
         return -1;
-    srv->eng = new_engine(conf);
+    srv->role_pipe[0] = srv->role_pipe[1] = -1;
+    srv->eng = engine_for(conf);
     srv->commit_ev = new_event(srv, -1, 0, commit_cb);
     srv->timer_ev = new_event(srv, -1, 0, timer_cb);
     srv->retry_ev = new_event(srv, -1, 0, retry_cb);
@@ -315,10 +337,17 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
     srv->batch = sl_store_batch_new();
     if (!srv->batch)
         abort();
-    if (open_store(srv) != 0 || sl_writer_start(srv) != 0 || open_http(srv) != 0)
+    if (open_store(srv) != 0 || sl_role_start(srv) != 0)
+        return -1;
+    /* A shared store's server loads only once it leads (role.c). */
+    if (srv->role == SL_ROLE_SINGLE &&
+        (sl_server_rebuild(srv) != 0 || sl_writer_start(srv) != 0))
+        return -1;
+    if (open_http(srv) != 0)
         return -1;
     struct timeval prune = {SL_EVENT_PRUNE_EVERY_MS / 1000, 0};
-    event_add(srv->prune_ev, &prune);
+    if (srv->role == SL_ROLE_SINGLE)
+        event_add(srv->prune_ev, &prune);
     event_add(srv->sigint_ev, NULL);
     event_add(srv->sigterm_ev, NULL);
     signal(SIGPIPE, SIG_IGN);
@@ -328,9 +357,10 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
 
 int sl_server_run(sl_server *srv)
 {
-    sl_log(SL_LOG_INFO, "sluiced %s listening on http://%s, store %s (durability %s)",
+    sl_log(SL_LOG_INFO, "sluiced %s listening on http://%s, store %s (durability %s)%s",
            SL_VERSION, srv->conf->listen, srv->store_label,
-           srv->conf->durability == SL_DURABILITY_FULL ? "full" : "normal");
+           srv->conf->durability == SL_DURABILITY_FULL ? "full" : "normal",
+           srv->role == SL_ROLE_SINGLE ? "" : ", shared mode");
     int rc = event_base_dispatch(srv->base);
     /* Whatever the last turns changed is committed before the process ends. */
     sl_commit_drain(srv);
@@ -341,6 +371,8 @@ int sl_server_run(sl_server *srv)
 void sl_server_free(sl_server *srv)
 {
     sl_writer_stop(srv); /* first: it may be writing with the store */
+    sl_role_stop(srv);   /* then the lead goes: every commit of this server is done */
+    sl_relay_free_all(srv);
     sl_reply_flush(srv, 0, false); /* then: held answers may be waits not yet started */
     sl_waits_free_all(srv);
     sl_streams_free_all(srv);

@@ -36,6 +36,20 @@ typedef struct sl_wait sl_wait;
 typedef struct sl_stream sl_stream;
 typedef struct sl_reply sl_reply;
 typedef struct sl_writer sl_writer;
+typedef struct sl_relay sl_relay;
+
+#include <sys/socket.h>
+
+/* Shared mode (role.c): several servers on one store, one of them leads. */
+typedef enum {
+    SL_ROLE_SINGLE,      /* a store never shared (SQLite): this server always leads */
+    SL_ROLE_CAMPAIGNING, /* no leader known, or this one is taking the lead */
+    SL_ROLE_FOLLOWER,    /* another server leads: requests are relayed to it */
+    SL_ROLE_LEADER,
+} sl_role;
+
+#define SL_RELAY_HOLD_MS 10000 /* a request waits this long for a leader, then 503 */
+#define SL_RELAY_RETRY_MS 50   /* a relay that could not reach the leader tries again */
 
 /* A request's auth: who it is and what it may touch. */
 typedef struct sl_auth {
@@ -79,6 +93,21 @@ typedef struct sl_server {
     sl_stream *streams;       /* GET /v1/events/stream open */
     size_t nstreams;
     sl_metrics metrics;
+    /* Shared mode (role.c, relay.c). */
+    sl_role role;
+    sl_elector *elector;
+    sl_elector_view view;     /* the elector's, as of the last change */
+    uint64_t lead_epoch;      /* the epoch this server leads under */
+    bool fenced;              /* a write found another epoch: step down */
+    bool stepping_down;       /* answers failed now tell relays to try the next leader */
+    int role_pipe[2];
+    struct event *role_ev, *hold_ev;
+    char advertise[256];      /* this server's URL for the others */
+    struct sockaddr_storage leader_addr; /* where relays go */
+    socklen_t leader_addrlen;
+    char leader_host[256];    /* the leader's host:port (Host header) */
+    bool leader_resolved;
+    sl_relay *relays;
 } sl_server;
 
 /* ---- server.c ------------------------------------------------------------ */
@@ -91,6 +120,41 @@ int64_t sl_server_now(sl_server *srv);
 void sl_server_touch(sl_server *srv);
 void sl_log(sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sl_log_set_level(sl_log_level level);
+
+/* Rebuilds the engine from the store, applies the configuration file's
+ * semaphores and commits what that changed (at start, and when this server
+ * takes the lead). */
+int sl_server_rebuild(sl_server *srv);
+/* A new, empty engine for the configuration (the last one is freed). */
+void sl_server_new_engine(sl_server *srv);
+
+/* ---- role.c: shared mode's roles ----------------------------------------- */
+/* Starts campaigning when the store is shared; else the server leads. */
+int sl_role_start(sl_server *srv);
+void sl_role_stop(sl_server *srv);
+/* Whether a /v1/ request is served here; when not, it was taken (relayed
+ * to the leader, held, or refused). */
+bool sl_role_route(sl_server *srv, sl_http_req *req, const char *path);
+/* This server may answer from its engine: it leads and its last heartbeat
+ * is younger than 0.6 of the leader timeout (always, for a single server). */
+bool sl_role_serves(const sl_server *srv);
+/* Relays have a leader to go to. */
+bool sl_role_leader_known(const sl_server *srv);
+/* A relay waits: retry soon. */
+void sl_role_wait(sl_server *srv);
+/* A commit found another epoch. */
+void sl_role_fenced(sl_server *srv);
+const char *sl_role_name(sl_role r);
+/* The role's series for /metrics. */
+void sl_role_metrics(const sl_server *srv, sl_buf *out);
+/* Sluice-Leader and Sluice-Epoch on an answer (shared mode). */
+void sl_role_headers(sl_server *srv, sl_http_req *req);
+
+/* ---- relay.c: requests relayed to the leader ----------------------------- */
+void sl_relay_start(sl_server *srv, sl_http_req *req, const char *path);
+void sl_relay_kick(sl_server *srv);
+bool sl_relay_any_waiting(const sl_server *srv);
+void sl_relay_free_all(sl_server *srv);
 
 /* ---- commit.c ------------------------------------------------------------ */
 /* The end of a turn: hands the engine's batch to the writer unless one is

@@ -351,8 +351,35 @@ void sl_waits_events_changed(sl_server *srv)
 
 /* At shutdown: every wait answers 503, so that its client retries against
  * the server's next run rather than reading a reset. */
+/* A leader stepping down: what already started is cut short (its client
+ * asks again, a relay sends it to the next leader), the rest told to. */
+static void answer_stepping_down(sl_wait *w, const sl_buf *body)
+{
+    if (w->armed) {
+        sl_http_req *req = w->req;
+        finish(w);
+        sl_http_stream_abort(req);
+        return;
+    }
+    sl_http_add_header(w->req, "Sluice-Retry", "leader");
+    answer_buffer(w, 503, body);
+}
+
 void sl_waits_free_all(sl_server *srv)
 {
+    if (srv->stepping_down) {
+        sl_buf body = {0};
+        sl_buf_adds(&body, "{\"error\":{\"code\":\"leader_changed\",\"message\":\"this server "
+                           "stopped leading; ask again\"}}\n");
+        while (srv->event_waits)
+            answer_stepping_down(srv->event_waits, &body);
+        for (const sl_claim *c = sl_claim_next(srv->eng, NULL); c;
+             c = sl_claim_next(srv->eng, c))
+            while (sl_claim_udata(c))
+                answer_stepping_down(sl_claim_udata(c), &body);
+        sl_buf_free(&body);
+        return;
+    }
     json_t *bye = json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
                             "the server is shutting down; retry in a moment");
     sl_buf body = {0};

@@ -33,6 +33,7 @@ struct sl_writer {
     bool ckpt_wanted;    /* the WAL is long: checkpoint when no job waits */
     bool checkpointing;  /* the writer is checkpointing: the connection is busy */
     bool quit;
+    bool abandon;        /* quit without writing what waits (a leader stepping down) */
     int rc;         /* the last job's result */
     double seconds; /* and how long its commit took */
     int pipe_r, pipe_w;
@@ -90,6 +91,12 @@ static void *writer_main(void *arg)
     for (;;) {
         while (!w->job && !w->quit && !w->ckpt_wanted)
             pthread_cond_wait(&w->cv, &w->mu);
+        if (w->abandon) {
+            w->job = NULL;
+            w->rc = SL_STORE_EFENCED;
+            pthread_cond_broadcast(&w->cv);
+            break;
+        }
         if (w->job) {
             sl_store_batch *job = w->job;
             pthread_mutex_unlock(&w->mu);
@@ -242,6 +249,7 @@ void sl_writer_stop(sl_server *srv)
     if (w->threaded) {
         pthread_mutex_lock(&w->mu);
         w->quit = true;
+        w->abandon = srv->role != SL_ROLE_LEADER && srv->role != SL_ROLE_SINGLE;
         pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->thread, NULL);

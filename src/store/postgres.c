@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "postgres_int.h"
@@ -48,8 +49,13 @@ static const char *const stmt_sql[PQ_COUNT] = {
     [PQ_APPLY_READ] = "SELECT id, rec FROM log WHERE id > $1 ORDER BY id LIMIT $2",
     [PQ_APPLIED_SET] = "UPDATE meta SET applied = $1 WHERE id = 1",
     [PQ_CLAIM_LOG_PRUNE] = "DELETE FROM claim_log WHERE first < (SELECT min(id) FROM log)",
-    [PQ_LOG_INSERT] = "INSERT INTO log (id, seq_hi, time_hi, events, rec)"
-                      " VALUES ($1, $2, $3, $4, $5)",
+    /* The fence: the row is written only while this server's epoch is the
+     * leader row's (the UPDATE also serialises it with a new leader's
+     * epoch bump, which takes the same row lock). */
+    [PQ_LOG_INSERT] = "WITH fence AS (UPDATE sluice_leader SET batch = batch + 1"
+                      " WHERE id = 1 AND epoch = $6 RETURNING 1)"
+                      " INSERT INTO log (id, seq_hi, time_hi, events, rec)"
+                      " SELECT $1, $2, $3, $4, $5 FROM fence",
     [PQ_LOG_START_SEQ] = "SELECT id FROM log WHERE seq_hi > $1 ORDER BY seq_hi, id LIMIT 1",
     [PQ_LOG_START_TIME] = "SELECT id FROM log WHERE time_hi >= $1 ORDER BY time_hi, id LIMIT 1",
     [PQ_LOG_PAGE] = "SELECT id, time_hi, rec FROM log WHERE id >= $1 ORDER BY id LIMIT 256",
@@ -60,6 +66,10 @@ static const char *const stmt_sql[PQ_COUNT] = {
     [PQ_PRUNE_FIRST_KEPT] = "SELECT id FROM log WHERE time_hi >= $1 ORDER BY time_hi, id LIMIT 1",
     [PQ_PRUNE_COUNT] = "SELECT coalesce(sum(events), 0) FROM log WHERE id < $1",
     [PQ_PRUNE] = "DELETE FROM log WHERE id < $1",
+    /* The same fence inside a transaction of several statements: another
+     * epoch divides by zero, which aborts the transaction. */
+    [PQ_FENCE] = "WITH fence AS (UPDATE sluice_leader SET batch = batch + 1"
+                 " WHERE id = 1 AND epoch = $1 RETURNING 1) SELECT 1 / count(*) FROM fence",
 };
 
 static const sl_store_ops pg_ops;
@@ -116,10 +126,23 @@ static char *label_of(const char *url)
     return l;
 }
 
-static PGconn *connect_one(const char *conninfo, char *err, size_t cap)
+bool sl__pg_fenced(const PGresult *r)
 {
-    const char *keys[] = {"dbname", "target_session_attrs", "application_name", NULL};
-    const char *vals[] = {conninfo, "read-write", "sluiced", NULL};
+    if (!r)
+        return false;
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (state)
+        return strcmp(state, "22012") == 0;
+    return PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdTuples((PGresult *)r), "0") == 0;
+}
+
+PGconn *sl__pg_connect(const char *conninfo, char *err, size_t cap)
+{
+    /* connect_timeout first, so that the URL may set its own: a link that
+     * froze must not hold a connection attempt (or a reconnect) forever. */
+    const char *keys[] = {"connect_timeout", "dbname", "target_session_attrs", "application_name",
+                          NULL};
+    const char *vals[] = {"5", conninfo, "read-write", "sluiced", NULL};
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         message(err, cap, "cannot connect", c, NULL);
@@ -145,8 +168,7 @@ static int prepare_all(PGconn *c, char *err, size_t cap)
     return 0;
 }
 
-/* One number from a one-row query; 1 found, 0 no row or NULL, -1 error. */
-static int query_int(PGconn *c, const char *sql, int64_t *out, char *err, size_t cap)
+int sl__pg_query_int(PGconn *c, const char *sql, int64_t *out, char *err, size_t cap)
 {
     PGresult *r = PQexec(c, sql);
     if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
@@ -171,11 +193,11 @@ static int migrate(sl_pg *pg, char *err, size_t cap)
             sl__pg_simple(c, "SELECT pg_advisory_xact_lock(7345991205118476612)", err, cap) != 0)
             return SL_STORE_EIO;
         int64_t exists = 0, v = 0;
-        int rc = query_int(c, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+        int rc = sl__pg_query_int(c, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
                               " AND tablename = 'schema_version'",
                            &exists, err, cap);
         if (rc >= 0 && exists)
-            rc = query_int(c, "SELECT version FROM schema_version WHERE id = 1", &v, err, cap);
+            rc = sl__pg_query_int(c, "SELECT version FROM schema_version WHERE id = 1", &v, err, cap);
         else if (rc >= 0)
             rc = sl__pg_simple(c, "CREATE TABLE schema_version (id integer PRIMARY KEY CHECK"
                                   " (id = 1), version integer NOT NULL);"
@@ -209,14 +231,14 @@ static int migrate(sl_pg *pg, char *err, size_t cap)
     }
 }
 
-static int read_log_ends(sl_pg *pg, char *err, size_t cap)
+int sl__pg_read_log_ends(sl_pg *pg, char *err, size_t cap)
 {
     int64_t last = 0, time_hi = 0, applied = 0;
-    if (query_int(pg->wc, "SELECT max(id) FROM log", &last, err, cap) < 0 ||
-        query_int(pg->wc, "SELECT time_hi FROM log ORDER BY id DESC LIMIT 1", &time_hi, err,
+    if (sl__pg_query_int(pg->wc, "SELECT max(id) FROM log", &last, err, cap) < 0 ||
+        sl__pg_query_int(pg->wc, "SELECT time_hi FROM log ORDER BY id DESC LIMIT 1", &time_hi, err,
                   cap) < 0)
         return -1;
-    int found = query_int(pg->wc, "SELECT applied FROM meta WHERE id = 1", &applied, err, cap);
+    int found = sl__pg_query_int(pg->wc, "SELECT applied FROM meta WHERE id = 1", &applied, err, cap);
     if (found < 0)
         return -1;
     pg->next_id = last + 1;
@@ -239,6 +261,7 @@ static void pg_close(sl_store *st)
     sl_store_batch_free(pg->apply_batch);
     sl_store_batch_free(pg->read_batch);
     free(pg->label);
+    free(pg->conninfo);
     free(pg);
 }
 
@@ -253,39 +276,10 @@ static int open_fail(sl_pg *pg, int code, char *err, size_t errlen, const char *
     return code;
 }
 
-/* One server per database until shared mode elects a leader: a session
- * advisory lock on the writer's connection, held for the store's life (the
- * server drops it when the connection ends, kill -9 included). */
-#define PG_LOCK_CLASS 1936487779 /* "sluc" */
-#define PG_LOCK_OBJ 1
-
-static int take_lock(sl_pg *pg, char *err, size_t cap)
-{
-    int64_t got = 0;
-    char sql[128];
-    snprintf(sql, sizeof(sql), "SELECT pg_try_advisory_lock(%d, %d)::int", PG_LOCK_CLASS,
-             PG_LOCK_OBJ);
-    if (query_int(pg->wc, sql, &got, err, cap) < 0)
-        return -1;
-    if (got)
-        return 0;
-    int64_t pid = 0;
-    snprintf(sql, sizeof(sql),
-             "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %d AND"
-             " objid = %d AND granted LIMIT 1",
-             PG_LOCK_CLASS, PG_LOCK_OBJ);
-    query_int(pg->wc, sql, &pid, err, cap);
-    snprintf(err, cap,
-             "it is in use by another sluiced (PostgreSQL backend pid %lld holds its lock): one "
-             "server per database in this build, as two would overwrite each other's state. "
-             "Stop the other server, or give this one a database of its own",
-             (long long)pid);
-    return -1;
-}
-
-/* A connection that broke (the database restarted, the network failed) is
- * made again with its statements, and the writer's lock taken again: never
- * assumed to have survived. 0 when the connection is usable. */
+/* A connection that broke (the database restarted, the network failed, a
+ * leader stepping down severed it) is made again with its statements. It
+ * holds no lock: leadership is the lock session's (postgres_leader.c), and
+ * every write is fenced by epoch instead. 0 when the connection is usable. */
 int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap)
 {
     if (PQstatus(c) == CONNECTION_OK)
@@ -295,8 +289,7 @@ int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap)
         message(err, cap, "cannot connect again", c, NULL);
         return -1;
     }
-    if (c == pg->wc && (sl__pg_simple(c, "SET synchronous_commit = on", err, cap) != 0 ||
-                        take_lock(pg, err, cap) != 0))
+    if (c == pg->wc && sl__pg_simple(c, "SET synchronous_commit = on", err, cap) != 0)
         return -1;
     return prepare_all(c, err, cap);
 }
@@ -310,19 +303,20 @@ int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char
     pg->base.ops = &pg_ops;
     pg->base.source = SL_SOURCE_API;
     pg->label = label_of(url);
+    pg->conninfo = strdup(url);
+    if (!pg->conninfo)
+        abort();
     pg->base.label = pg->label;
     char why[512] = "";
-    if (!(pg->wc = connect_one(url, why, sizeof(why))) ||
-        !(pg->rc = connect_one(url, why, sizeof(why))))
+    if (!(pg->wc = sl__pg_connect(url, why, sizeof(why))) ||
+        !(pg->rc = sl__pg_connect(url, why, sizeof(why))))
         return open_fail(pg, SL_STORE_EIO, err, errlen, why);
     int64_t recovery = 0;
-    if (query_int(pg->wc, "SELECT pg_is_in_recovery()::int", &recovery, why, sizeof(why)) < 0)
+    if (sl__pg_query_int(pg->wc, "SELECT pg_is_in_recovery()::int", &recovery, why, sizeof(why)) < 0)
         return open_fail(pg, SL_STORE_EIO, err, errlen, why);
     if (recovery)
         return open_fail(pg, SL_STORE_EIO, err, errlen,
                          "the server is in recovery (a standby): point the URL at the primary");
-    if (take_lock(pg, why, sizeof(why)) != 0)
-        return open_fail(pg, SL_STORE_EIO, err, errlen, why);
     /* Both durabilities wait for PostgreSQL's own commit (its WAL flushed):
      * a commit acknowledged is one the database keeps, whatever fails. */
     (void)opts;
@@ -333,7 +327,7 @@ int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char
         return open_fail(pg, rc, err, errlen, why);
     pg->base.schema = sl__pg_nmigrations;
     if (prepare_all(pg->wc, why, sizeof(why)) != 0 || prepare_all(pg->rc, why, sizeof(why)) != 0 ||
-        read_log_ends(pg, why, sizeof(why)) != 0)
+        sl__pg_read_log_ends(pg, why, sizeof(why)) != 0)
         return open_fail(pg, SL_STORE_EIO, err, errlen, why);
     *out = &pg->base;
     return 0;
@@ -404,6 +398,25 @@ static uint64_t pg_log_unapplied(const sl_store *st)
     return n > 0 ? (uint64_t)n : 0;
 }
 
+static void pg_set_epoch(sl_store *st, uint64_t epoch)
+{
+    ((sl_pg *)st)->epoch = (int64_t)epoch;
+}
+
+/* shutdown(2), not close: the descriptors stay libpq's, so no other
+ * thread's call can land on a reused number; a call blocked on a frozen
+ * link returns at once with an error, and the next one reconnects. */
+static void pg_sever(sl_store *st)
+{
+    sl_pg *pg = (sl_pg *)st;
+    PGconn *cs[2] = {pg->wc, pg->rc};
+    for (int i = 0; i < 2; i++) {
+        int fd = cs[i] ? PQsocket(cs[i]) : -1;
+        if (fd >= 0)
+            shutdown(fd, SHUT_RDWR);
+    }
+}
+
 static const sl_store_ops pg_ops = {
     .close = pg_close,
     .load = sl__pg_load,
@@ -418,4 +431,7 @@ static const sl_store_ops pg_ops = {
     .last_time = pg_last_time,
     .log_unapplied = pg_log_unapplied,
     .checkpoint_error = pg_checkpoint_error,
+    .elector_start = sl__pg_elector_start,
+    .set_epoch = pg_set_epoch,
+    .sever = pg_sever,
 };

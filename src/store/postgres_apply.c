@@ -123,8 +123,13 @@ static int drain(sl_pg *pg)
         }
         if (rc == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
             const char *m = PQresultErrorMessage(r);
-            rc = afail(pg, SL_STORE_EIO, "the store %s: cannot apply the log: %.*s", pg->label,
-                       (int)strcspn(m, "\n"), m);
+            if (sl__pg_fenced(r))
+                rc = afail(pg, SL_STORE_EFENCED,
+                           "the store %s: another server leads now; this one's apply stopped",
+                           pg->label);
+            else
+                rc = afail(pg, SL_STORE_EIO, "the store %s: cannot apply the log: %.*s",
+                           pg->label, (int)strcspn(m, "\n"), m);
         }
         PQclear(r);
     }
@@ -160,6 +165,13 @@ static int apply_records(sl_pg *pg, PGresult *rows, int64_t *last)
         return afail(pg, SL_STORE_EIO, "the store %s: cannot enter pipeline mode: %s", pg->label,
                      PQerrorMessage(pg->wc));
     PQsendQueryParams(pg->wc, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+    /* Fenced like a commit: a deposed leader's apply must not move the
+     * state (or meta.applied) under the new leader's load. */
+    char epoch[24];
+    snprintf(epoch, sizeof(epoch), "%" PRId64, (int64_t)pg->epoch);
+    const char *ev[1] = {epoch};
+    snprintf(name, sizeof(name), "s%d", (int)PQ_FENCE);
+    PQsendQueryPrepared(pg->wc, name, 1, ev, NULL, NULL, 0);
     int n = PQntuples(rows);
     for (int i = 0; rc == 0 && i < n; i++) {
         int64_t id = be64(PQgetvalue(rows, i, 0));

@@ -43,6 +43,7 @@ typedef enum {
     PQ_PRUNE_FIRST_KEPT,
     PQ_PRUNE_COUNT,
     PQ_PRUNE,
+    PQ_FENCE,
     PQ_COUNT
 } pq_stmt;
 
@@ -56,7 +57,9 @@ typedef struct sl_pg {
     sl_store base;
     PGconn *rc, *wc;     /* the reader's and the writer's connections */
     char *label;         /* the URL without its password, for messages */
+    char *conninfo;      /* the URL as given: the elector's sessions connect with it */
     _Atomic int64_t next_id, applied;
+    _Atomic int64_t epoch; /* every write is fenced with it (postgres_leader.c) */
     int64_t last_time, opened_time, applied_at_ms;
     sl_rec_buf rec;
     sl_store_batch *apply_batch, *read_batch;
@@ -76,6 +79,16 @@ PGresult *sl__pg_exec(PGconn *c, pq_stmt which, int n, const char *const *values
 /* A simple statement (BEGIN, COMMIT); 0 or -1 with the message in err. */
 int sl__pg_simple(PGconn *c, const char *sql, char *err, size_t cap);
 int64_t sl__pg_now_ms(void);
+/* A new connection with sluiced's settings; NULL and the message in err. */
+PGconn *sl__pg_connect(const char *conninfo, char *err, size_t cap);
+/* One number from a one-row query; 1 found, 0 no row or NULL, -1 error. */
+int sl__pg_query_int(PGconn *c, const char *sql, int64_t *out, char *err, size_t cap);
+/* The fence's SQLSTATE (22012, division by zero: PQ_FENCE found another
+ * epoch) or a log row not written (0 rows) mean SL_STORE_EFENCED. */
+bool sl__pg_fenced(const PGresult *r);
+/* Reads where the log ends and how far it is applied (at open, and when
+ * this server takes the lead: another leader wrote meanwhile). */
+int sl__pg_read_log_ends(sl_pg *pg, char *err, size_t cap);
 /* Makes a broken connection again (statements, and the writer's lock); 0
  * when usable, else -1 with the message in err. */
 int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap);
@@ -89,5 +102,7 @@ int sl__pg_events(sl_store *st, uint64_t since, const char *claim, int64_t from_
 int sl__pg_last_seq(sl_store *st, uint64_t *out);
 int sl__pg_prune_in(sl_pg *pg, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);
 int sl__pg_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
+int sl__pg_elector_start(sl_store *st, const sl_elector_opts *o, sl_elector **out, char *err,
+                         size_t cap);
 
 #endif

@@ -334,6 +334,25 @@ int64_t sl_store_last_time(const sl_store *st)
     return st->ops->last_time(st);
 }
 
+int sl_store_elector_start(sl_store *st, const sl_elector_opts *o, sl_elector **out, char *err,
+                           size_t cap)
+{
+    *out = NULL;
+    return st->ops->elector_start ? st->ops->elector_start(st, o, out, err, cap) : 0;
+}
+
+void sl_store_set_epoch(sl_store *st, uint64_t epoch)
+{
+    if (st->ops->set_epoch)
+        st->ops->set_epoch(st, epoch);
+}
+
+void sl_store_sever(sl_store *st)
+{
+    if (st->ops->sever)
+        st->ops->sever(st);
+}
+
 int sl_store_apply(sl_store *st)
 {
     st->err[0] = '\0';

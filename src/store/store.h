@@ -30,6 +30,7 @@ enum {
     SL_STORE_EVERSION = -101, /* written by a newer sluice: refuse to touch it */
     SL_STORE_EURL = -102,     /* the store URL is not understood */
     SL_STORE_EDATA = -103,    /* a saved row could not be restored */
+    SL_STORE_EFENCED = -104,  /* shared mode: another server leads now (a newer epoch) */
 };
 
 typedef struct sl_store sl_store;
@@ -200,6 +201,57 @@ int sl_store_last_seq(sl_store *st, uint64_t *out);
  * log, up to the first event at or after before_ms: the cost is that of the
  * events deleted, not of the log. */
 int sl_store_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted);
+
+/* ---- shared mode: several servers on one store -----------------------------
+ *
+ * A store that several servers may share (PostgreSQL) elects one of them
+ * leader; only the leader loads the engine and writes. Leadership is an
+ * advisory lock held by a session of its own (the lock session); each
+ * leader bumps the store's epoch when it wins, and every write of the store
+ * carries that epoch as a fence: a write under an older epoch changes
+ * nothing and fails with SL_STORE_EFENCED, so a deposed leader that does
+ * not know it yet cannot write (docs/shared-mode.md). */
+typedef struct sl_elector sl_elector;
+
+typedef struct sl_elector_opts {
+    const char *advertise; /* this server's URL for the others: written when it wins */
+    int64_t timeout_ms;    /* T: the lock session ends after T idle; heartbeats every T/5 */
+    /* Called on the elector's thread whenever its view changes (a win, a
+     * loss, a new leader, each heartbeat): must be cheap and thread-safe. */
+    void (*changed)(void *arg);
+    void *arg;
+} sl_elector_opts;
+
+typedef struct sl_elector_view {
+    bool won;              /* this server holds the lock under epoch `epoch` */
+    uint64_t epoch;        /* the newest epoch seen (0: nobody has led yet) */
+    char leader[256];      /* the leader's advertised URL; "" when unknown */
+    int64_t beat_ms;       /* CLOCK_MONOTONIC ms of the last heartbeat answered (won) */
+    uint64_t wins;         /* times this server won */
+    char problem[256];     /* the last connection problem, "" when none */
+} sl_elector_view;
+
+/* Starts campaigning on a thread of its own (the lock session, and a
+ * session that listens for leader changes). *out is NULL for a store that
+ * is never shared (SQLite): its server always leads. Fails at once, with
+ * a sentence in err, behind a transaction pooler or against a standby. */
+int sl_store_elector_start(sl_store *st, const sl_elector_opts *o, sl_elector **out, char *err,
+                           size_t cap);
+void sl_elector_get(sl_elector *e, sl_elector_view *out);
+/* Gives up the lead (a fenced write, any doubt): the lock session is
+ * closed, never reconnected as if the lock had survived, and the elector
+ * campaigns again. */
+void sl_elector_resign(sl_elector *e);
+/* Stops: the lock is let go at once (a graceful handover), the thread
+ * joined. NULL is fine. */
+void sl_elector_stop(sl_elector *e);
+/* The epoch the store's writes are fenced with (0: none; a store never
+ * shared ignores it). Set it before loading as the new leader. */
+void sl_store_set_epoch(sl_store *st, uint64_t epoch);
+/* Breaks the store's connections from any thread, so that a call blocked
+ * on a link that froze returns with an error now; the next call connects
+ * again. For a leader stepping down. */
+void sl_store_sever(sl_store *st);
 
 /* Words for an event's reason, as stored and as the API shows them: how a
  * claim ended ("superseded by a newer claim of its group (ID)"), why it

@@ -31,6 +31,11 @@ typedef struct sl_store_ops {
     int64_t (*last_time)(const sl_store *st);
     uint64_t (*log_unapplied)(const sl_store *st);
     const char *(*checkpoint_error)(const sl_store *st);
+    /* Shared mode; NULL for a backend that is never shared. */
+    int (*elector_start)(sl_store *st, const sl_elector_opts *o, sl_elector **out, char *err,
+                         size_t cap);
+    void (*set_epoch)(sl_store *st, uint64_t epoch);
+    void (*sever)(sl_store *st);
 } sl_store_ops;
 
 /* A captured batch: operations (record.h's sl_rec_op) in order, with their

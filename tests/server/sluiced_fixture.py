@@ -95,13 +95,90 @@ class ServerFailure(AssertionError):
 
 # SLUICE_TEST_STORE=postgres runs every server of a test process on one
 # throwaway PostgreSQL (pg_fixture.py), each on a database of its own.
+# SLUICE_TEST_STORE=cluster does the same with three servers per database
+# (shared mode): the server a test talks to is a follower, so every request
+# of the test is relayed to the leader, one of two peers the fixture keeps
+# running beside it; a restart takes the leader down with it, so that the
+# state the test reads afterwards came through a failover.
 _PG = None
 _PG_DBS = 0
 
 
 def store_kind():
     """"postgres" when the tests run on PostgreSQL, else "sqlite"."""
-    return "postgres" if os.environ.get("SLUICE_TEST_STORE") == "postgres" else "sqlite"
+    mode = os.environ.get("SLUICE_TEST_STORE")
+    return "postgres" if mode in ("postgres", "cluster") else "sqlite"
+
+
+def cluster_mode():
+    return os.environ.get("SLUICE_TEST_STORE") == "cluster"
+
+
+def health(port, timeout=2):
+    """GET /healthz's JSON from a port, or None."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            conn.request("GET", "/healthz")
+            r = conn.getresponse()
+            body = r.read()
+            return json.loads(body) if r.status == 200 else None
+        finally:
+            conn.close()
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+
+
+class _Peer:
+    """Another sluiced on the same database (cluster mode), not talked to by
+    the test; it leads, or stands by to."""
+
+    def __init__(self, owner, n):
+        self.owner, self.n = owner, n
+        self.proc = None
+        self.port = None
+        self.runs = 0
+        self.stderr_path = None
+
+    def start(self):
+        self.port = free_port()
+        self.runs += 1
+        self.stderr_path = os.path.join(self.owner.dir, "peer%d.%d.log" % (self.n, self.runs))
+        cmd = self.owner._command(self.port)
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def role(self):
+        h = health(self.port) if self.alive() else None
+        return h.get("role") if h else None
+
+    def stop(self, hard=False):
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if hard else signal.SIGTERM)
+        try:
+            rc = proc.wait(timeout=STOP_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise ServerFailure("peer sluiced did not stop within %.0f s" % STOP_DEADLINE_S)
+        if not hard and rc != 0:
+            raise ServerFailure("peer sluiced exited with status %d:\n%s" % (rc, self.stderr()))
+        err = self.stderr()
+        for mark in SANITIZER_MARKS:
+            if mark in err:
+                raise ServerFailure("peer sluiced reported %r:\n%s" % (mark, err))
+
+    def stderr(self):
+        if not self.stderr_path or not os.path.exists(self.stderr_path):
+            return ""
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
 
 
 def _postgres_db():
@@ -141,6 +218,8 @@ class Sluiced:
         self.port = None
         self.runs = 0
         self.stderr_path = None
+        self.cluster = cluster_mode()
+        self.peers = [_Peer(self, 1), _Peer(self, 2)] if self.cluster else []
         self.start()
 
     # ---- the store, from the side ------------------------------------------
@@ -181,8 +260,8 @@ class Sluiced:
 
     # ---- life ----------------------------------------------------------
 
-    def _command(self):
-        cmd = [self.binary, "--listen", "127.0.0.1:%d" % self.port,
+    def _command(self, port=None):
+        cmd = [self.binary, "--listen", "127.0.0.1:%d" % (port or self.port),
                "--store", self.store_url, "--log-level", self.log_level]
         if self.config_path:
             cmd += ["--config", self.config_path]
@@ -190,9 +269,25 @@ class Sluiced:
             cmd += ["--durability", self.durability]
         return cmd + self.args
 
+    def _start_peers(self):
+        """Cluster mode: the peers run, and one of them leads."""
+        for p in self.peers:
+            if not p.alive():
+                p.start()
+        wait_until(lambda: any(p.role() == "leader" for p in self.peers), READY_DEADLINE_S,
+                   what="a peer leading")
+
+    def leader_peer(self):
+        for p in self.peers:
+            if p.role() == "leader":
+                return p
+        return None
+
     def start(self):
         """Starts the server and waits for /healthz (a new port each time)."""
         assert self.proc is None, "already running"
+        if self.cluster:
+            self._start_peers()
         for attempt in range(5):
             self.port = free_port()
             self.runs += 1
@@ -201,6 +296,9 @@ class Sluiced:
                 self.proc = subprocess.Popen(self._command(), stdin=subprocess.DEVNULL,
                                              stdout=err, stderr=err)
             if self._wait_ready():
+                if self.cluster:
+                    wait_until(lambda: (health(self.port) or {}).get("role") == "follower",
+                               READY_DEADLINE_S, what="the tested server following")
                 return
             # Exited before it was ready: another process took the port between
             # free_port() and the bind, or a real failure (reported below).
@@ -241,6 +339,8 @@ class Sluiced:
             if os.path.exists(p):
                 with open(p, "rb") as f:
                     out.append("---- run %d ----\n%s" % (i, f.read().decode("utf-8", "replace")))
+        for p in self.peers:
+            out.append("---- peer %d (run %d) ----\n%s" % (p.n, p.runs, p.stderr()))
         return "\n".join(out)
 
     def alive(self):
@@ -288,7 +388,12 @@ class Sluiced:
         self.check_sanitizers()
 
     def restart(self, hard=False):
-        """Stops (kill -9 when hard, else SIGTERM) and starts again on the same store."""
+        """Stops (kill -9 when hard, else SIGTERM) and starts again on the same store.
+        In cluster mode the leader goes down too: a peer takes over."""
+        if self.cluster:
+            lead = self.leader_peer()
+            if lead:
+                lead.stop(hard)
         if hard:
             self.kill9()
         else:
@@ -300,6 +405,8 @@ class Sluiced:
         try:
             if self.proc is not None:
                 self.terminate()
+            for p in self.peers:
+                p.stop()
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
 
