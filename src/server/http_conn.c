@@ -296,6 +296,10 @@ static void answered(sl_http_conn *c)
     if (c->busy > 0)
         return; /* the read callback under way parses on */
     flush(c);
+    if (c->gone) { /* the send found the client gone (reset): nothing owes it now */
+        maybe_free(c);
+        return;
+    }
     /* Requests pipelined behind this one: parsed in a turn of their own,
      * never from inside whatever answered. */
     if (!c->gone && !c->close_after && sl_buf_size(&c->in) > 0)

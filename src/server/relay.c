@@ -71,6 +71,8 @@ struct sl_relay {
     unsigned sends;        /* times the request was sent */
     bool parsing;          /* inside llhttp_execute: the relay must not be freed */
     bool client_left;      /* ... and the client went away meanwhile */
+    bool cut;              /* end the client's answer short (sl_http_stream_abort) */
+    int first_status;      /* the status the client got, once streamed */
 };
 
 static llhttp_settings_t settings;
@@ -268,11 +270,19 @@ static int on_headers_complete(llhttp_t *p)
     /* A chunked answer (a long poll, the event stream) goes to the client
      * as it comes: its status and headers now, as the leader sent them.
      * Sent again after a failover, only the new answer's body follows. */
+    if (r->streamed && p->status_code != r->first_status) {
+        /* The client has the first answer's status; a body under another
+         * would lie: cut its answer short, and it asks again. */
+        r->client_left = true;
+        r->cut = true;
+        return -1;
+    }
     if (r->streamed || (p->flags & F_CHUNKED)) {
         if (!r->streamed) {
             const char *ctype = pass_headers(r);
             sl_http_stream_start(r->down, (int)p->status_code, ctype);
             r->streamed = true;
+            r->first_status = p->status_code;
         }
         r->st = RL_STREAMING;
     }
@@ -365,9 +375,9 @@ static void answer_error(sl_relay *r, int status, const char *code, const char *
     if (status == 503)
         sl_http_add_header(r->down, "Retry-After", "1");
     sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, status);
-    if (r->streamed) { /* the status went out already: the body says it */
-        sl_http_stream_chunk(r->down, sl_buf_data(b), sl_buf_size(b));
-        sl_http_stream_end(r->down);
+    if (r->streamed) { /* the status went out already: cut the answer short */
+        close_upstream(r);
+        sl_http_stream_abort(r->down);
         relay_free(r);
         return;
     }
@@ -587,7 +597,9 @@ static void client_gone(void *arg)
     /* The leader sees the connection close, as it would the client's:
      * a claim's creator that leaves withdraws its claim. */
     close_upstream(r);
-    if (r->streamed)
+    if (r->cut)
+        sl_http_stream_abort(r->down);
+    else if (r->streamed)
         sl_http_stream_end(r->down);
     else
         sl_http_reply(r->down, 503, NULL, NULL, 0); /* dropped: nobody reads it */

@@ -235,8 +235,11 @@ static void update(sl_server *srv)
         step_down(srv, srv->fenced ? "a write found a newer epoch" : v.problem);
     if (v.won && !srv->fenced && srv->role != SL_ROLE_LEADER)
         take_lead(srv);
+    /* A leader row naming this server, which does not lead (it just lost
+     * the lead, or cannot reach the database): nobody to relay to yet. */
+    bool other = v.leader[0] && strcmp(v.leader, srv->advertise) != 0;
     if (srv->role != SL_ROLE_LEADER)
-        srv->role = v.leader[0] && v.epoch && !v.won ? SL_ROLE_FOLLOWER : SL_ROLE_CAMPAIGNING;
+        srv->role = other && v.epoch && !v.won ? SL_ROLE_FOLLOWER : SL_ROLE_CAMPAIGNING;
     if (moved || !srv->leader_resolved)
         resolve_leader(srv);
     sl_relay_kick(srv);

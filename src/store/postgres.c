@@ -276,6 +276,15 @@ static int open_fail(sl_pg *pg, int code, char *err, size_t errlen, const char *
     return code;
 }
 
+int sl__pg_writer_settings(sl_pg *pg, char *err, size_t cap)
+{
+    char sql[128];
+    snprintf(sql, sizeof(sql),
+             "SET synchronous_commit = on; SET idle_in_transaction_session_timeout = %lld",
+             (long long)pg->txn_timeout_ms);
+    return sl__pg_simple(pg->wc, sql, err, cap);
+}
+
 /* A connection that broke (the database restarted, the network failed, a
  * leader stepping down severed it) is made again with its statements. It
  * holds no lock: leadership is the lock session's (postgres_leader.c), and
@@ -284,12 +293,27 @@ int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap)
 {
     if (PQstatus(c) == CONNECTION_OK)
         return 0;
+    return sl__pg_reconnect(pg, c, err, cap);
+}
+
+int sl__pg_ensure_live(sl_pg *pg, PGconn *c, char *err, size_t cap)
+{
+    /* libpq learns that the server went away (restarted) only when it
+     * next uses the connection: try it. */
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, "SELECT 1") : NULL;
+    bool live = r && PQresultStatus(r) == PGRES_TUPLES_OK;
+    PQclear(r);
+    return live ? 0 : sl__pg_reconnect(pg, c, err, cap);
+}
+
+int sl__pg_reconnect(sl_pg *pg, PGconn *c, char *err, size_t cap)
+{
     PQreset(c);
     if (PQstatus(c) != CONNECTION_OK) {
         message(err, cap, "cannot connect again", c, NULL);
         return -1;
     }
-    if (c == pg->wc && sl__pg_simple(c, "SET synchronous_commit = on", err, cap) != 0)
+    if (c == pg->wc && sl__pg_writer_settings(pg, err, cap) != 0)
         return -1;
     return prepare_all(c, err, cap);
 }
@@ -320,7 +344,7 @@ int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char
     /* Both durabilities wait for PostgreSQL's own commit (its WAL flushed):
      * a commit acknowledged is one the database keeps, whatever fails. */
     (void)opts;
-    if (sl__pg_simple(pg->wc, "SET synchronous_commit = on", why, sizeof(why)) != 0)
+    if (sl__pg_writer_settings(pg, why, sizeof(why)) != 0)
         return open_fail(pg, SL_STORE_EIO, err, errlen, why);
     int rc = migrate(pg, why, sizeof(why));
     if (rc)

@@ -60,6 +60,7 @@ typedef struct sl_pg {
     char *conninfo;      /* the URL as given: the elector's sessions connect with it */
     _Atomic int64_t next_id, applied;
     _Atomic int64_t epoch; /* every write is fenced with it (postgres_leader.c) */
+    int64_t txn_timeout_ms; /* shared mode: the writer's idle_in_transaction_session_timeout */
     int64_t last_time, opened_time, applied_at_ms;
     sl_rec_buf rec;
     sl_store_batch *apply_batch, *read_batch;
@@ -89,9 +90,17 @@ bool sl__pg_fenced(const PGresult *r);
 /* Reads where the log ends and how far it is applied (at open, and when
  * this server takes the lead: another leader wrote meanwhile). */
 int sl__pg_read_log_ends(sl_pg *pg, char *err, size_t cap);
-/* Makes a broken connection again (statements, and the writer's lock); 0
+/* Makes a broken connection again (statements, the writer's settings); 0
  * when usable, else -1 with the message in err. */
 int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap);
+/* The same, also when the connection looks fine but its server went away
+ * (a round trip): for a new leader, before it loads. */
+int sl__pg_ensure_live(sl_pg *pg, PGconn *c, char *err, size_t cap);
+int sl__pg_reconnect(sl_pg *pg, PGconn *c, char *err, size_t cap);
+/* The writer's session settings (synchronous_commit; in shared mode a
+ * transaction left open by a leader that froze ends after T, releasing
+ * the leader row it locked). */
+int sl__pg_writer_settings(sl_pg *pg, char *err, size_t cap);
 
 int sl__pg_commit(sl_store *st, sl_store_batch *b);
 int sl__pg_apply(sl_pg *pg, size_t max);

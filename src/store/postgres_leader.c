@@ -192,12 +192,17 @@ static void on_lock_result(sl_elector *e, PGresult *r, int64_t now)
         return;
     }
     uint64_t epoch = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+    /* The lead holds until T after the session's last query, which is
+     * later than when that query was sent: the sending time is the safe
+     * one to count the lead from (an answer read late, after a SIGSTOP,
+     * proves nothing about the time in between). */
+    int64_t sent = e->lock.sent;
     if (q == Q_BUMP) {
         e->won = true;
         e->epoch = epoch;
         e->next_beat = now + e->t_ms / 5;
         drop(&e->watch, now); /* a leader reads the row on its own session */
-        win_arg w = {epoch, e->advertise, now};
+        win_arg w = {epoch, e->advertise, sent};
         publish(e, set_won, &w);
     } else if (q == Q_BEAT) {
         if (epoch != e->epoch) {
@@ -206,7 +211,7 @@ static void on_lock_result(sl_elector *e, PGresult *r, int64_t now)
             lose(e, msg, now);
             return;
         }
-        publish(e, set_beat, &now);
+        publish(e, set_beat, &sent);
     }
 }
 
@@ -338,10 +343,6 @@ static int64_t tick(sl_elector *e, int64_t now)
             lose(e, "the heartbeat could not be sent", now);
         e->next_beat = now + e->t_ms / 5;
     }
-    /* A heartbeat or the epoch bump unanswered for 0.6 T: the lead is in
-     * doubt, and the server has stopped answering already (the same age). */
-    if ((e->lock.q == Q_BEAT || e->lock.q == Q_BUMP) && now - e->lock.sent >= e->t_ms * 6 / 10)
-        lose(e, "the heartbeat went unanswered for 0.6 of the leader timeout", now);
     if (e->watch.c && e->watch.q == Q_NONE && now >= e->next_poll) {
         if (send_q(&e->watch, Q_POLL,
                    "SELECT epoch, coalesce(addr, '') FROM sluice_leader WHERE id = 1", 0, NULL,
@@ -349,11 +350,21 @@ static int64_t tick(sl_elector *e, int64_t now)
             drop(&e->watch, now);
         e->next_poll = now + POLL_EVERY_MS;
     }
-    if (e->watch.c && e->watch.q != Q_NONE && now - e->watch.sent >= e->t_ms)
-        drop(&e->watch, now); /* a frozen link: connect again */
     if (e->won && e->next_beat - now < wait)
         wait = e->next_beat - now;
     return wait < 1 ? 1 : wait;
+}
+
+/* What is late, checked after what arrived was read (a thread resumed
+ * after a SIGSTOP finds its answer waiting, not late). */
+static void check_late(sl_elector *e, int64_t now)
+{
+    /* A heartbeat or the epoch bump unanswered for 0.6 T: the lead is in
+     * doubt, and the server has stopped answering already (the same age). */
+    if ((e->lock.q == Q_BEAT || e->lock.q == Q_BUMP) && now - e->lock.sent >= e->t_ms * 6 / 10)
+        lose(e, "the heartbeat went unanswered for 0.6 of the leader timeout", now);
+    if (e->watch.c && e->watch.q != Q_NONE && now - e->watch.sent >= e->t_ms)
+        drop(&e->watch, now); /* a frozen link: connect again */
 }
 
 static void *elector_main(void *arg)
@@ -382,6 +393,7 @@ static void *elector_main(void *arg)
             problem(e, "the watch session broke", e->watch.c);
             drop(&e->watch, now);
         }
+        check_late(e, now);
     }
     /* A graceful stop: the session ends, and the next server's blocked
      * pg_advisory_lock returns within milliseconds. */
@@ -409,6 +421,7 @@ int sl__pg_elector_start(sl_store *st, const sl_elector_opts *o, sl_elector **ou
         abort();
     snprintf(e->advertise, sizeof(e->advertise), "%s", o->advertise ? o->advertise : "");
     e->t_ms = o->timeout_ms > 0 ? o->timeout_ms : 5000;
+    pg->txn_timeout_ms = e->t_ms; /* set on the writer's session when it leads */
     e->changed = o->changed;
     e->arg = o->arg;
     pthread_mutex_init(&e->mu, NULL);

@@ -295,8 +295,9 @@ int sl__pg_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *
     memset(stats, 0, sizeof(*stats));
     /* A new leader loads what the last one wrote: where the log ends now. */
     char ewhy[512];
-    if (sl__pg_ensure(pg, pg->wc, ewhy, sizeof(ewhy)) != 0 ||
-        sl__pg_ensure(pg, pg->rc, ewhy, sizeof(ewhy)) != 0 ||
+    if (sl__pg_ensure_live(pg, pg->wc, ewhy, sizeof(ewhy)) != 0 ||
+        sl__pg_writer_settings(pg, ewhy, sizeof(ewhy)) != 0 ||
+        sl__pg_ensure_live(pg, pg->rc, ewhy, sizeof(ewhy)) != 0 ||
         sl__pg_read_log_ends(pg, ewhy, sizeof(ewhy)) != 0)
         return fail(pg, ewhy);
     int rc = sl__pg_apply(pg, 0);

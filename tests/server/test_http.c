@@ -320,6 +320,25 @@ static void client_leaving_a_parked_request_is_seen_at_once(void **state)
     turn();
 }
 
+/* A client that resets the connection (a relaying server killed with
+ * kill -9) before the layer has read the reset: the answer's send finds it
+ * gone. The connection must be freed then (it once stayed, leaked: the
+ * ASan build's LeakSanitizer fails this test without the fix). */
+static void client_reset_before_the_answer_is_freed(void **state)
+{
+    (void)state;
+    int fd = client();
+    sends(fd, "GET /park HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    until(parked, "the parked request");
+    struct linger lg = {1, 0};
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd); /* RST, not yet seen by the loop */
+    sl_http_reply(g_parked, 200, "text/plain", "late", 4);
+    g_parked = NULL;
+    turn();
+    assert_int_equal(sl_http_connections(g_http), 0);
+}
+
 static void expect_refusal(const char *req, const char *status, const char *code)
 {
     int fd = client();
@@ -578,6 +597,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(parked_request_holds_the_ones_behind, setup, teardown),
         cmocka_unit_test_setup_teardown(client_leaving_a_parked_request_is_seen_at_once, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(client_reset_before_the_answer_is_freed, setup, teardown),
         cmocka_unit_test_setup_teardown(limits, setup, teardown),
         cmocka_unit_test_setup_teardown(body_over_the_limit_is_413_and_drained, setup, teardown),
         cmocka_unit_test_setup_teardown(headers, setup, teardown),
