@@ -129,6 +129,24 @@ def health(port, timeout=2):
         return None
 
 
+_LIVE_PEERS = []
+
+
+def _kill_peers():
+    """At exit: peers a test did not stop (it stopped only its own server)."""
+    for p in _LIVE_PEERS:
+        if p.proc is not None and p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait()
+
+
+def _die_with_parent():
+    """A peer must not outlive the test process (a timeout kills it)."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 class _Peer:
     """Another sluiced on the same database (cluster mode), not talked to by
     the test; it leads, or stands by to."""
@@ -145,8 +163,14 @@ class _Peer:
         self.runs += 1
         self.stderr_path = os.path.join(self.owner.dir, "peer%d.%d.log" % (self.n, self.runs))
         cmd = self.owner._command(self.port)
+        if not _LIVE_PEERS:
+            import atexit
+            atexit.register(_kill_peers)
+        if self not in _LIVE_PEERS:
+            _LIVE_PEERS.append(self)
         with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                         preexec_fn=_die_with_parent)
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
