@@ -51,8 +51,22 @@ const char *sl_client_strerror(int rc);
 
 typedef struct sl_client sl_client;
 
+/* The server may be a comma-separated list of the servers of one cluster
+ * (shared mode: several sluiced on one database, one leading):
+ * "http://a:7700,http://b:7700,http://c:7700", at most 16. The client
+ * keeps using the one that last answered; when a connection to it fails,
+ * or it answers that the cluster is between leaders (503 no_leader,
+ * leader_changed, unavailable; 502), a call moves to the next and tries
+ * again, with a pause growing from 50 ms to 1 s (or the answer's
+ * Retry-After), for 15 s (a long poll: for its wait) before it reports
+ * the last failure. Every call may be sent twice except sl_client_semaphore_delete,
+ * which moves on only when its connection was refused; a creation is sent
+ * again with the same Idempotency-Key, and a long poll waits only the rest
+ * of its wait. With a list, one attempt takes at most 12 s beyond its wait,
+ * so that a server that hangs is left for the next. With one URL, a
+ * failure is reported at once, as it always was. */
 typedef struct sl_client_options {
-    const char *server;      /* base URL; NULL: $SLUICE_SERVER, else the default */
+    const char *server;      /* base URL or list; NULL: $SLUICE_SERVER, else the default */
     const char *token;       /* bearer token; NULL: $SLUICE_TOKEN, else none */
     long connect_timeout_ms; /* 0: 5000 */
     long request_timeout_ms; /* for requests that do not wait; 0: 30000 */
@@ -61,8 +75,14 @@ typedef struct sl_client_options {
 /* opts may be NULL. The strings are copied. */
 int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_error *err);
 void sl_client_free(sl_client *c);
-/* The server URL in use (owned by the client). */
+/* The server URL in use (owned by the client): with a list, the one that
+ * last answered (the first before any did). */
 const char *sl_client_server(const sl_client *c);
+/* The servers the client was given: 1 for one URL, else the list's length;
+ * and the i-th of them (from 0; NULL past the end), normalised as
+ * sl_client_server shows it. */
+size_t sl_client_server_count(const sl_client *c);
+const char *sl_client_server_at(const sl_client *c, size_t i);
 
 /* ---- claims --------------------------------------------------------------- */
 
@@ -311,10 +331,22 @@ typedef struct sl_client_status {
     char *status, *version, *store;
     uint64_t pending, held, ended, next_seq;
     char *json;
+    /* "leader" (a single server is its own), "follower" or "campaigning";
+     * NULL from a server too old to say. */
+    char *role;
+    /* Shared mode only (else 0 and NULL): the newest leader epoch the
+     * server knows, the leader's URL (NULL while none leads) and the
+     * server's own URL as its peers reach it. */
+    uint64_t epoch;
+    char *leader, *self;
+    /* Whether the answer had the claims' counts and next_seq: a leader's
+     * (or a single server's) does, a follower's does not. */
+    bool counted;
 } sl_client_status;
 
 void sl_client_status_free(sl_client_status *st);
-/* GET /healthz. */
+/* GET /healthz. It is answered by the server asked, never relayed: with a
+ * list, by the first that answers (sl_client_server says which). */
 int sl_client_status_get(sl_client *c, sl_client_status **out, sl_client_error *err);
 
 /* ---- keeping a claim ------------------------------------------------------- */

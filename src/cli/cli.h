@@ -163,6 +163,9 @@ typedef struct cli_buf {
 void cli_buf_add(cli_buf *b, const char *s);
 void cli_buf_addf(cli_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_buf_free(cli_buf *b);
+/* The client's servers joined by sep (main.c): its one URL, or the whole
+ * list (for a child's SLUICE_SERVER with ","; for people with ", "). */
+void cli_servers_join(const sl_client *cl, const char *sep, cli_buf *out);
 /* Prints {"KEY": [json, json, ...]} built from the items' JSON texts. */
 void cli_json_list(const char *key, const char *const *items, size_t n, FILE *out);
 

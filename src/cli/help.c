@@ -26,7 +26,8 @@ static const char overview[] =
     "  help       help on a command: sluice help run\n"
     "\n"
     "Global flags (anywhere before run's --):\n"
-    "  --server URL   the server (default $SLUICE_SERVER, else " SL_CLIENT_DEFAULT_SERVER ")\n"
+    "  --server URL   the server (default $SLUICE_SERVER, else " SL_CLIENT_DEFAULT_SERVER "),\n"
+    "                 or a cluster's servers: URL,URL,... (tried in turn when one fails)\n"
     "  --token T      bearer token (default $SLUICE_TOKEN)\n"
     "  --json         print JSON for scripts instead of tables\n"
     "  --help, -h     this help, or a command's\n"
@@ -205,11 +206,14 @@ static const char events_help[] =
 static const char status_help[] =
     "Usage: sluice status\n"
     "\n"
-    "Shows the server's URL, status, version and store, and how many claims are\n"
-    "pending, held and ended. Exits 3 when the server cannot be reached.\n"
+    "Shows the server's URL, status, version, store and role, and how many claims\n"
+    "are pending, held and ended; in shared mode also the leader epoch and the\n"
+    "leader. Given several servers, also one row per server: its role, epoch and\n"
+    "leader, or the error reaching it. Exits 3 when no server can be reached.\n"
     "\n"
-    "Example:\n"
-    "  sluice --server http://10.0.0.5:7700 status\n";
+    "Examples:\n"
+    "  sluice --server http://10.0.0.5:7700 status\n"
+    "  sluice --server http://db1:7700,http://db2:7700 status\n";
 
 bool cli_help(const char *command, FILE *out)
 {

@@ -233,7 +233,8 @@ typedef struct hold {
     char line[1024];    /* the line shown */
     char last_reason[512]; /* the last block reason an answer gave (hold thread only) */
     bool unreachable;   /* the last attempt could not reach the server */
-    const char *url;    /* the server's, owned by the thread's client */
+    const char *url;    /* the server's, or the list's (urls) */
+    cli_buf urls;       /* a list's servers, for the messages */
 
     int status; /* the thread's result */
     sl_client_claim *claim;
@@ -493,6 +494,10 @@ static int hold_run(hold *h, sl_client *cl)
     sl_client_claim *claim = NULL;
     char lim[96];
     h->url = sl_client_server(cl);
+    if (sl_client_server_count(cl) > 1) {
+        cli_servers_join(cl, ", ", &h->urls);
+        h->url = h->urls.s;
+    }
     for (;;) {
         int64_t left = h->deadline - cli_mono_ms();
         if (left <= 0) {
@@ -502,7 +507,7 @@ static int hold_run(hold *h, sl_client *cl)
             say(h,
                 "is sluiced running at %s? Point sluice at it with --server or "
                 "SLUICE_SERVER.",
-                sl_client_server(cl));
+                h->url);
             return RUN_EXIT_UNREACHABLE;
         }
         int64_t wait = h->c->err_tty ? CREATE_WAIT_TTY_MS : CREATE_WAIT_MS;
@@ -595,6 +600,8 @@ static void *hold_thread(void *arg)
     line_clear(h);
     pthread_mutex_unlock(&h->mu);
     sl_client_free(cl);
+    h->url = NULL;
+    cli_buf_free(&h->urls);
     cli_sigpipe_post(CLI_NOTE_HOLD_DONE);
     return NULL;
 }

@@ -47,10 +47,16 @@ int cli_fail(const cli *c, const char *what, const sl_client_error *err)
     switch (err->rc) {
     case SL_CLIENT_ECONNECT:
     case SL_CLIENT_ETIMEOUT:
-        fprintf(stderr,
-                "Is sluiced running at %s? Start it, or point sluice at it with --server URL "
-                "or SLUICE_SERVER.\n",
-                server_url(c));
+        if (strchr(server_url(c), ','))
+            fprintf(stderr,
+                    "Is sluiced running at any of %s? Start them, or point sluice at them with "
+                    "--server URL,URL... or SLUICE_SERVER.\n",
+                    server_url(c));
+        else
+            fprintf(stderr,
+                    "Is sluiced running at %s? Start it, or point sluice at it with --server "
+                    "URL or SLUICE_SERVER.\n",
+                    server_url(c));
         return CLI_EXIT_UNREACHABLE;
     case SL_CLIENT_EHTTP:
         if (err->status == 401)
@@ -80,6 +86,15 @@ int cli_connect(cli *c, sl_client **out)
     if (rc != SL_CLIENT_OK)
         return cli_fail(c, "cannot set up the client", &err);
     return 0;
+}
+
+void cli_servers_join(const sl_client *cl, const char *sep, cli_buf *out)
+{
+    for (size_t i = 0; i < sl_client_server_count(cl); i++) {
+        if (i)
+            cli_buf_add(out, sep);
+        cli_buf_add(out, sl_client_server_at(cl, i));
+    }
 }
 
 /* ---- flags ------------------------------------------------------------------------- */

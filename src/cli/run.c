@@ -96,11 +96,15 @@ static void on_lost(void *ud, sl_client_lost why, const sl_client_claim *claim,
 }
 
 /* SLUICE_CLAIM_ID, SLUICE_FENCING_TOKEN(S), SLUICE_SERVER for the command.
- * SLUICE_FENCING_TOKENS is "mtx/a=3,sem/db=17,sem/tag/env=prod=9". */
-static void set_env(const sl_client_claim *claim, const char *server)
+ * SLUICE_FENCING_TOKENS is "mtx/a=3,sem/db=17,sem/tag/env=prod=9".
+ * SLUICE_SERVER is the whole list, so that a nested sluice fails over too. */
+static void set_env(const sl_client_claim *claim, const sl_client *cl)
 {
     setenv("SLUICE_CLAIM_ID", claim->id, 1);
-    setenv("SLUICE_SERVER", server, 1);
+    cli_buf servers = {0};
+    cli_servers_join(cl, ",", &servers);
+    setenv("SLUICE_SERVER", servers.s, 1);
+    cli_buf_free(&servers);
     cli_buf all = {0};
     bool first = true;
     for (size_t i = 0; i < claim->nlocks; i++) {
@@ -228,7 +232,7 @@ static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char
     }
     sl_client_retry retry = {interval > 0 ? interval : 1, jit > 0 ? jit : 1};
 
-    set_env(claim, sl_client_server(cl));
+    set_env(claim, cl);
     cli_sigpipe_catch(SIGCHLD);
     for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
         cli_sigpipe_catch(forwarded[i]);

@@ -38,7 +38,11 @@ int sl_client_claim_await(sl_client *c, const char *id, int64_t timeout_ms,
          * once why the claim waits; then one long poll after another. */
         int64_t wait = !last ? 0 : remaining < SL__WAIT_STEP_MS ? remaining : SL__WAIT_STEP_MS;
         sl_client_claim *claim = NULL;
+        /* With a list, the failover of one look stops at our deadline. */
+        int64_t outer = c->call_deadline;
+        c->call_deadline = timeout_ms > 0 ? deadline : outer;
         int rc = sl_client_claim_get(c, id, wait, "pending", &claim, &e);
+        c->call_deadline = outer;
         if (rc == SL_CLIENT_OK) {
             unreachable = false;
             sl_client_claim_free(last);

@@ -99,11 +99,7 @@ static int claim_body(const sl_client_claim_req *req, json_t **out, sl_client_er
               set_str(o, "grace", req->grace) || set_str(o, "created", req->created) ||
               set_str(o, "rebalance_key", req->rebalance_key) || set_str(o, "lease", req->lease) ||
               set_str(o, "timeout", req->timeout);
-    if (!bad && req->wait_ms > 0) {
-        char w[32];
-        snprintf(w, sizeof(w), "%lldms", (long long)req->wait_ms);
-        bad = set_str(o, "wait", w);
-    }
+    /* The wait is set by each attempt (sl__call_json): a retry waits the rest. */
     json_decref(locks);
     json_decref(tags);
     if (bad) {
@@ -149,17 +145,21 @@ static void pause_ms(long ms)
 
 /* POST /v1/claims with the key, again with the same key while the
  * connection breaks: a claim the server made before the break is found,
- * never doubled. */
-static int create_with_key(sl_client *c, json_t *body, long timeout, const char *key,
+ * never doubled. With a list of servers the failover does the same across
+ * them (sl__call_json), so the attempts here are one server's. */
+static int create_with_key(sl_client *c, json_t *body, int64_t wait_ms, const char *key,
                            sl_client_claim **out, sl_client_error *err)
 {
     int rc = SL_CLIENT_ECONNECT;
-    for (int attempt = 0; attempt < CREATE_ATTEMPTS; attempt++) {
+    int attempts = c->nservers > 1 ? 1 : CREATE_ATTEMPTS;
+    sl__call call = {.method = "POST", .path = "/v1/claims", .body = body, .wait_ms = wait_ms,
+                     .idem_key = key};
+    for (int attempt = 0; attempt < attempts; attempt++) {
         if (attempt > 0)
             pause_ms(create_pause_ms[attempt - 1]);
         json_t *root = NULL;
         sl__err_clear(err);
-        rc = sl__http_json_idem(c, "POST", "/v1/claims", body, timeout, key, &root, err);
+        rc = sl__call_json(c, &call, &root, err);
         if (rc == SL_CLIENT_OK)
             rc = sl__claim_new(root, out, err);
         json_decref(root);
@@ -208,9 +208,8 @@ int sl_client_claim_create(sl_client *c, const sl_client_claim_req *req, sl_clie
     char made[33];
     if (!req->idempotency_key)
         sl_client_idempotency_key(made);
-    long timeout = req->wait_ms > 0 ? (long)(req->wait_ms + SL__WAIT_SLACK_MS) : 0;
-    rc = create_with_key(c, body, timeout, req->idempotency_key ? req->idempotency_key : made, out,
-                         err);
+    rc = create_with_key(c, body, req->wait_ms, req->idempotency_key ? req->idempotency_key : made,
+                         out, err);
     json_decref(body);
     return rc;
 }
@@ -226,15 +225,22 @@ int sl__claim_get(sl_client *c, const char *id, int64_t wait_ms, const char *see
     *out = NULL;
     sl__buf path = {0};
     claim_path(&path, id, "");
-    long timeout = 0;
-    if (wait_ms > 0) {
-        char w[32];
-        snprintf(w, sizeof(w), "%lldms", (long long)wait_ms);
-        sl__buf_query(&path, "wait", w);
+    if (wait_ms > 0)
         sl__buf_query(&path, "seen", seen);
-        timeout = (long)wait_ms + slack_ms;
+    if (path.oom) {
+        sl__buf_free(&path);
+        return sl__err_oom(err);
     }
-    return claim_request(c, "GET", &path, NULL, timeout, out, err);
+    /* The wait goes on the call, not the path: a failover resumes it. */
+    sl__call call = {.method = "GET", .path = path.p, .wait_ms = wait_ms > 0 ? wait_ms : 0,
+                     .slack_ms = slack_ms};
+    json_t *root = NULL;
+    rc = sl__call_json(c, &call, &root, err);
+    sl__buf_free(&path);
+    if (rc == SL_CLIENT_OK)
+        rc = sl__claim_new(root, out, err);
+    json_decref(root);
+    return rc;
 }
 
 int sl_client_claim_get(sl_client *c, const char *id, int64_t wait_ms, const char *seen,

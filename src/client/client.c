@@ -74,40 +74,6 @@ int sl__err_oom(sl_client_error *err)
 
 /* ---- the handle ------------------------------------------------------------ */
 
-/* The server URL as given, with "http://" added when it names no scheme
- * ("127.0.0.1:7700") and trailing slashes dropped. */
-static char *server_url(const char *s)
-{
-    bool scheme = strstr(s, "://") != NULL;
-    size_t n = strlen(s);
-    while (n > 0 && s[n - 1] == '/')
-        n--;
-    const char *prefix = scheme ? "" : "http://";
-    size_t plen = strlen(prefix);
-    char *u = malloc(plen + n + 1);
-    if (!u)
-        return NULL;
-    memcpy(u, prefix, plen);
-    memcpy(u + plen, s, n);
-    u[plen + n] = '\0';
-    return u;
-}
-
-static bool url_ok(const char *u)
-{
-    const char *rest = NULL;
-    if (strncmp(u, "http://", 7) == 0)
-        rest = u + 7;
-    else if (strncmp(u, "https://", 8) == 0)
-        rest = u + 8;
-    if (!rest || !*rest)
-        return false;
-    for (const char *p = u; *p; p++)
-        if ((unsigned char)*p <= ' ' || *p == '?' || *p == '#')
-            return false;
-    return true;
-}
-
 int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_error *err)
 {
     sl__err_clear(err);
@@ -120,7 +86,8 @@ int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_erro
                    : sl__err_set(err, SL_CLIENT_ENOMEM, "libcurl could not be initialised: %s",
                                  curl_easy_strerror(curl_init_rc));
 
-    const char *server = opts && opts->server ? opts->server : getenv("SLUICE_SERVER");
+    bool from_opts = opts && opts->server;
+    const char *server = from_opts ? opts->server : getenv("SLUICE_SERVER");
     if (!server || !*server)
         server = SL_CLIENT_DEFAULT_SERVER;
     const char *token = opts && opts->token ? opts->token : getenv("SLUICE_TOKEN");
@@ -132,17 +99,14 @@ int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_erro
         return sl__err_oom(err);
     c->connect_timeout_ms = connect_ms;
     c->request_timeout_ms = request_ms;
-    c->server = server_url(server);
-    if (!c->server)
-        goto oom;
-    if (!url_ok(c->server)) {
-        int rc = sl__err_set(err, SL_CLIENT_EINVAL,
-                             "\"%s\" is not a server URL: use http://HOST:PORT (from --server "
-                             "or SLUICE_SERVER)",
-                             server);
+    c->retry_after_ms = -1;
+    int rc = sl__servers_parse(server, from_opts ? "--server" : "SLUICE_SERVER", &c->servers,
+                               &c->nservers, err);
+    if (rc != SL_CLIENT_OK) {
         sl_client_free(c);
         return rc;
     }
+    c->server = c->servers[0];
     if (token && *token) {
         if (strpbrk(token, "\r\n")) {
             sl_client_free(c);
@@ -174,7 +138,7 @@ void sl_client_free(sl_client *c)
         curl_easy_cleanup(c->easy);
     if (c->multi)
         curl_multi_cleanup(c->multi);
-    free(c->server);
+    sl__servers_free(c->servers, c->nservers);
     if (c->auth_header) {
         /* It holds a secret: do not leave it in freed memory. */
         volatile char *p = c->auth_header;

@@ -32,9 +32,32 @@
  * (the keeper being stopped). Never returned by a public function. */
 #define SL__ESTOPPED (-100)
 
+/* ---- several servers (servers.c) ------------------------------------------ */
+
+/* The most servers one list may name: a cluster has a few; a longer list is
+ * more likely a mistake (a pasted file) than a deployment. */
+#define SL__SERVERS_MAX 16
+/* With a list, how long one call keeps trying the servers before it
+ * reports the failure: past a leader's takeover (about 5 s at worst) and
+ * one follower holding the request while nobody leads (10 s). A long poll
+ * keeps trying for its wait (at least SL__BACKOFF_MAX_MS), its own
+ * deadline: its callers ask again after it. */
+#define SL__FAILOVER_MS 15000
+/* With a list, the longest an attempt without a wait may take: a server
+ * that hangs (stopped, frozen) is left for the next in good time, while a
+ * follower holding a request for its 10 s before answering no_leader is
+ * still heard. */
+#define SL__ATTEMPT_MAX_MS 12000
+/* The pause between attempts doubles from the first to the last value. */
+#define SL__BACKOFF_MIN_MS 50
+#define SL__BACKOFF_MAX_MS 1000
+
 struct sl_client {
-    char *server;      /* base URL, no trailing '/' */
-    char *auth_header; /* "Authorization: Bearer ..." or NULL */
+    char **servers;     /* base URLs, no trailing '/': one, or a list */
+    size_t nservers;    /* 1 to SL__SERVERS_MAX */
+    size_t cur;         /* the server in use: the last that answered */
+    const char *server; /* servers[cur] */
+    char *auth_header;  /* "Authorization: Bearer ..." or NULL */
     long connect_timeout_ms;
     long request_timeout_ms;
     CURL *easy;   /* reused, so that its connection is kept alive */
@@ -43,6 +66,15 @@ struct sl_client {
      * abandoned at once (curl_multi_wakeup) with SL__ESTOPPED. */
     atomic_int *stop;
     char curl_err[CURL_ERROR_SIZE];
+    /* Set by sl__http_do: the request surely never reached a server (the
+     * connection was refused, or the name or the connection failed), and
+     * the answer's Retry-After in ms (-1: none). The failover reads them. */
+    bool unsent;
+    int64_t retry_after_ms;
+    /* Monotonic ms past which a call stops trying other servers; 0: none.
+     * Set around their calls by the callers that have a deadline of their
+     * own (await's timeout, the keeper's lease). */
+    int64_t call_deadline;
 };
 
 /* ---- errors (client.c) ---------------------------------------------------- */
@@ -94,7 +126,23 @@ void sl__response_free(sl__response *res);
 /* Entries a listing asks for a page (claims.c); the server's most. */
 extern unsigned sl__list_page_size;
 
-/* sl__http_json with an Idempotency-Key header (idem_key, NULL for none). */
+/* One JSON call, as sl__call_json runs it. */
+typedef struct sl__call {
+    const char *method;
+    const char *path;     /* query included and escaped, but not the wait */
+    json_t *body;         /* NULL: none. Its "wait" is set for each attempt */
+    long timeout_ms;      /* for a call without a wait: 0 the client's */
+    int64_t wait_ms;      /* a long poll: ?wait= on a GET, "wait" in a body; 0: none */
+    long slack_ms;        /* the time allowed beyond the wait; 0: SL__WAIT_SLACK_MS */
+    const char *idem_key; /* an Idempotency-Key header, or NULL */
+} sl__call;
+
+/* Runs a call. With a list of servers, a failure that another server may
+ * not have (see servers.c) moves to the next one and tries again, with a
+ * long poll's remaining wait, for SL__FAILOVER_MS (a long poll: its wait);
+ * with one server, one attempt, as ever. */
+int sl__call_json(sl_client *c, const sl__call *call, json_t **out, sl_client_error *err);
+/* sl__call_json without a wait, with an Idempotency-Key (NULL for none). */
 int sl__http_json_idem(sl_client *c, const char *method, const char *path, json_t *body,
                        long timeout_ms, const char *idem_key, json_t **out, sl_client_error *err);
 int sl__http_json(sl_client *c, const char *method, const char *path, json_t *body, long timeout_ms,
@@ -121,6 +169,43 @@ void sl__buf_escape(sl__buf *b, const char *s, bool name);
 /* Appends "?key=value" or "&key=value" (value escaped) unless value is NULL. */
 void sl__buf_query(sl__buf *b, const char *key, const char *value);
 void sl__buf_free(sl__buf *b);
+
+/* ---- the server list (servers.c) ------------------------------------------- */
+
+/* Parses a server spec: one URL as ever ("127.0.0.1:7700" gets http://,
+ * trailing slashes go), or a comma-separated list of them, each checked
+ * alike; an error names the entry, its position and `source` (the flag
+ * or variable it came from). *out is a NULL-free array of *n URLs, freed
+ * with sl__servers_free. */
+int sl__servers_parse(const char *spec, const char *source, char ***out, size_t *n,
+                      sl_client_error *err);
+void sl__servers_free(char **servers, size_t n);
+
+/* The state of one call's failover: its deadline and its next pause. */
+typedef struct sl__failover {
+    int64_t start, deadline;
+    int64_t wait_end; /* a long poll's end (monotonic ms); 0: none */
+    int64_t backoff;
+    unsigned failed; /* attempts that failed */
+    unsigned paused; /* failed attempts when the last pause was taken */
+} sl__failover;
+
+void sl__failover_start(const sl_client *c, sl__failover *f, int64_t wait_ms);
+/* What is left of the long poll's wait (0 when it is over). */
+int64_t sl__failover_wait_left(const sl__failover *f);
+/* Whether a failure is one another server may not have: the connection
+ * failed, or the answer says the cluster is between leaders (503
+ * no_leader, leader_changed, not_leader, unavailable; 502). `resend`: the
+ * request may be sent twice; when false, only a request that never reached
+ * a server is tried elsewhere. */
+bool sl__failover_worth(const sl_client *c, int rc, const sl_client_error *err, bool resend);
+/* After a failed attempt worth it: moves to the next server, pauses (the
+ * backoff, or Retry-After) and returns true to try again; false once the
+ * deadline would pass (err then says how long it tried) or the client was
+ * stopped meanwhile (*rc SL__ESTOPPED). */
+bool sl__failover_next(sl_client *c, sl__failover *f, int *rc, sl_client_error *err);
+/* Moves to the next server (a stream that broke reconnects there). */
+void sl__failover_move(sl_client *c);
 
 /* ---- parsing (parse.c) ---------------------------------------------------- */
 

@@ -29,17 +29,14 @@ int sl_client_events(sl_client *c, uint64_t since, const char *claim, size_t lim
     sl__buf_query(&path, "claim", claim);
     if (limit > 0)
         sl__buf_fmt(&path, "&limit=%zu", limit);
-    long timeout = 0;
-    if (wait_ms > 0) {
-        sl__buf_fmt(&path, "&wait=%lldms", (long long)wait_ms);
-        timeout = (long)(wait_ms + SL__WAIT_SLACK_MS);
-    }
     if (path.oom) {
         sl__buf_free(&path);
         return sl__err_oom(err);
     }
+    /* The wait goes on the call, not the path: a failover resumes it. */
+    sl__call call = {.method = "GET", .path = path.p, .wait_ms = wait_ms > 0 ? wait_ms : 0};
     json_t *root = NULL;
-    int rc = sl__http_json(c, "GET", path.p, NULL, timeout, &root, err);
+    int rc = sl__call_json(c, &call, &root, err);
     sl__buf_free(&path);
     const json_t *arr = json_object_get(root, "events");
     const json_t *next = json_object_get(root, "next");
@@ -194,6 +191,8 @@ int sl_client_events_follow(sl_client *c, uint64_t since, const sl_client_retry 
     uint64_t seed = sl__seed(c);
     sse s = {.fn = fn, .ud = ud, .err = err, .last = since, .got_event = true};
     bool established = false;
+    sl__failover f; /* until the stream is established */
+    sl__failover_start(c, &f, 0);
     int rc;
     for (;;) {
         s.line.len = 0;
@@ -236,9 +235,15 @@ int sl_client_events_follow(sl_client *c, uint64_t since, const sl_client_retry 
             json_decref(body);
         }
         sl__response_free(&res);
+        if (!established && sl__failover_worth(c, rc, err, true) &&
+            sl__failover_next(c, &f, &rc, err))
+            continue; /* never established here: the next server of the list */
         if (rc == SL__ESTOPPED || !established || (rc != SL_CLIENT_OK && !sl__transient(rc, err)))
             break;
-        /* The stream broke (or the server closed it): pause, then resume. */
+        /* The stream broke (or the server closed it): pause, then resume,
+         * on the next server of a list (this one may be gone for good). */
+        if (c->nservers > 1)
+            sl__failover_move(c);
         sl__sleep_ms(r.interval_ms + sl__jitter(&seed, r.jitter_ms));
     }
     sl__buf_free(&s.line);

@@ -236,9 +236,41 @@ static int connect_error(sl_client *c, CURLcode r, sl_client_error *err)
                        c->server, why);
 }
 
+/* Whether a failed transfer surely never reached a server: the name did
+ * not resolve, the connection was refused or timed out. Anything later
+ * (a reset, no answer) may have been read and acted on. */
+static bool never_sent(sl_client *c, CURLcode r)
+{
+    if (r == CURLE_COULDNT_CONNECT || r == CURLE_COULDNT_RESOLVE_HOST ||
+        r == CURLE_COULDNT_RESOLVE_PROXY)
+        return true;
+    curl_off_t connected = 0;
+    curl_easy_getinfo(c->easy, CURLINFO_CONNECT_TIME_T, &connected);
+    return r == CURLE_OPERATION_TIMEDOUT && connected == 0;
+}
+
+/* Retry-After in seconds, as 503s carry it; -1 when absent or a date. */
+static int64_t retry_after(sl_client *c)
+{
+#if LIBCURL_VERSION_NUM >= 0x075300 /* curl_easy_header, 7.83 */
+    struct curl_header *h = NULL;
+    if (curl_easy_header(c->easy, "Retry-After", 0, CURLH_HEADER, -1, &h) != CURLHE_OK || !h)
+        return -1;
+    char *end;
+    long secs = strtol(h->value, &end, 10);
+    if (end == h->value || *end || secs < 0 || secs > 3600)
+        return -1;
+    return (int64_t)secs * 1000;
+#else
+    (void)c;
+    return -1;
+#endif
+}
+
 /* Maps curl's verdict on a transfer that got no complete answer. */
 static int curl_failure(sl_client *c, CURLcode r, const xfer *x, sl_client_error *err)
 {
+    c->unsent = never_sent(c, r);
     switch (r) {
     case CURLE_OUT_OF_MEMORY:
         return sl__err_oom(err);
@@ -305,6 +337,8 @@ int sl__http_do(sl_client *c, const sl__request *rq, sl__response *res, sl_clien
 
     curl_easy_reset(c->easy);
     c->curl_err[0] = '\0';
+    c->unsent = false;
+    c->retry_after_ms = -1;
     xfer x = {.rq = rq, .easy = c->easy};
     CURLcode r = setup(c, rq, url.p, headers, &x);
     int rc;
@@ -327,6 +361,8 @@ int sl__http_do(sl_client *c, const sl__request *rq, sl__response *res, sl_clien
     /* The status is kept even when the transfer then failed: a stream that
      * broke had been answered. */
     curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &res->status);
+    if (res->status >= 400)
+        c->retry_after_ms = retry_after(c);
     if (rc == SL_CLIENT_OK) {
         res->body = x.body.p;
         res->len = x.body.len;
@@ -386,46 +422,150 @@ int sl__http_json(sl_client *c, const char *method, const char *path, json_t *bo
 int sl__http_json_idem(sl_client *c, const char *method, const char *path, json_t *body,
                        long timeout_ms, const char *idem_key, json_t **out, sl_client_error *err)
 {
-    *out = NULL;
-    char *text = NULL;
-    if (body) {
-        text = json_dumps(body, JSON_COMPACT);
-        if (!text)
-            return sl__err_oom(err);
+    sl__call call = {.method = method, .path = path, .body = body, .timeout_ms = timeout_ms,
+                     .idem_key = idem_key};
+    return sl__call_json(c, &call, out, err);
+}
+
+/* The path of one attempt: the call's, with what is left of its wait. */
+static int attempt_path(const sl__call *call, int64_t wait, sl__buf *path, sl_client_error *err)
+{
+    sl__buf_str(path, call->path);
+    if (wait > 0 && !call->body) {
+        char w[32];
+        snprintf(w, sizeof(w), "%lldms", (long long)wait);
+        sl__buf_query(path, "wait", w);
     }
-    sl__request rq = {.method = method, .path = path, .body = text, .timeout_ms = timeout_ms,
-                      .idem_key = idem_key};
-    sl__response res;
-    int rc = sl__http_do(c, &rq, &res, err);
-    free(text);
-    if (rc != SL_CLIENT_OK)
-        return rc;
+    return path->oom ? sl__err_oom(err) : SL_CLIENT_OK;
+}
+
+/* The body of one attempt, its "wait" set to what is left (a creation
+ * sent again waits only the rest; the server compares a retry without
+ * its wait). NULL text when the call has no body. */
+static int attempt_body(const sl__call *call, int64_t wait, char **text, sl_client_error *err)
+{
+    *text = NULL;
+    if (!call->body)
+        return SL_CLIENT_OK;
+    int bad = 0;
+    if (call->wait_ms > 0 && wait > 0) {
+        char w[32];
+        snprintf(w, sizeof(w), "%lldms", (long long)wait);
+        bad = json_object_set_new(call->body, "wait", json_string(w));
+    } else if (call->wait_ms > 0) {
+        json_object_del(call->body, "wait"); /* the wait is over: answer at once */
+    }
+    if (!bad)
+        *text = json_dumps(call->body, JSON_COMPACT);
+    return *text ? SL_CLIENT_OK : sl__err_oom(err);
+}
+
+/* The time an attempt may take: its wait and the slack, else the call's
+ * or the client's timeout; with a list, at most SL__ATTEMPT_MAX_MS beyond
+ * the wait, so that a server that hangs is left in time for the next. */
+static long attempt_timeout(const sl_client *c, const sl__call *call, int64_t wait)
+{
+    long slack = call->slack_ms > 0 ? call->slack_ms : SL__WAIT_SLACK_MS;
+    long t = call->timeout_ms > 0 ? call->timeout_ms : c->request_timeout_ms;
+    if (c->nservers > 1) {
+        if (slack > SL__ATTEMPT_MAX_MS)
+            slack = SL__ATTEMPT_MAX_MS;
+        if (t > SL__ATTEMPT_MAX_MS)
+            t = SL__ATTEMPT_MAX_MS;
+    }
+    if (wait > 0 || call->wait_ms > 0)
+        return (long)wait + slack;
+    return call->timeout_ms > 0 || c->nservers > 1 ? t : 0;
+}
+
+/* The answer's JSON into *out and rc (see sl__call_json). */
+static int read_answer(const sl__call *call, sl__response *res, json_t **out, sl_client_error *err)
+{
+    const char *method = call->method, *path = call->path;
     json_t *parsed = NULL;
     json_error_t jerr;
-    if (res.len > 0) {
-        parsed = json_loadb(res.body, res.len, 0, &jerr);
-        if (!parsed && res.status < 400) {
-            rc = sl__err_set(err, SL_CLIENT_EPROTO,
-                             "the answer to %s %s is not JSON (HTTP %ld, line %d: %s)", method,
-                             path, res.status, jerr.line, jerr.text);
-            sl__response_free(&res);
-            return rc;
-        }
+    int rc = SL_CLIENT_OK;
+    if (res->len > 0) {
+        parsed = json_loadb(res->body, res->len, 0, &jerr);
+        if (!parsed && res->status < 400)
+            return sl__err_set(err, SL_CLIENT_EPROTO,
+                               "the answer to %s %s is not JSON (HTTP %ld, line %d: %s)", method,
+                               path, res->status, jerr.line, jerr.text);
     }
-    if (res.status >= 400) {
-        rc = sl__err_from_response(err, res.status, parsed, res.body);
-    } else if (res.status < 200 || res.status >= 300) {
-        rc = sl__err_set(err, SL_CLIENT_EPROTO, "unexpected HTTP %ld for %s %s", res.status, method,
-                         path);
+    if (res->status >= 400) {
+        rc = sl__err_from_response(err, res->status, parsed, res->body);
+    } else if (res->status < 200 || res->status >= 300) {
+        rc = sl__err_set(err, SL_CLIENT_EPROTO, "unexpected HTTP %ld for %s %s", res->status,
+                         method, path);
         json_decref(parsed);
         parsed = NULL;
-    } else if (!parsed && res.status != 204) {
+    } else if (!parsed && res->status != 204) {
         /* A long poll cut short (the server stopping) ends with no body. */
         rc = sl__err_set(err, SL_CLIENT_EPROTO,
                          "the answer to %s %s ended before its body (HTTP %ld)", method, path,
-                         res.status);
+                         res->status);
     }
-    sl__response_free(&res);
     *out = parsed;
     return rc;
+}
+
+/* One attempt of a call on the current server. */
+static int attempt(sl_client *c, const sl__call *call, int64_t wait, json_t **out,
+                   sl_client_error *err)
+{
+    *out = NULL;
+    sl__buf path = {0};
+    char *text = NULL;
+    int rc = attempt_path(call, wait, &path, err);
+    if (rc == SL_CLIENT_OK)
+        rc = attempt_body(call, wait, &text, err);
+    if (rc != SL_CLIENT_OK) {
+        sl__buf_free(&path);
+        return rc;
+    }
+    sl__request rq = {.method = call->method, .path = path.p, .body = text,
+                      .timeout_ms = attempt_timeout(c, call, wait), .idem_key = call->idem_key};
+    sl__response res;
+    rc = sl__http_do(c, &rq, &res, err);
+    free(text);
+    sl__buf_free(&path);
+    if (rc == SL_CLIENT_OK)
+        rc = read_answer(call, &res, out, err);
+    sl__response_free(&res);
+    return rc;
+}
+
+/* Whether a call may reach the server twice: all but the deletion of a
+ * configuration (a second one would answer 404, or delete one made again
+ * meanwhile) and a creation without an idempotency key. A claim's release
+ * and cancel answer an ended claim as it is; renewals and PUTs repeat. */
+static bool resendable(const sl__call *call)
+{
+    if (strcmp(call->method, "DELETE") == 0)
+        return strncmp(call->path, "/v1/claims/", 11) == 0;
+    if (strcmp(call->method, "POST") == 0 && strcmp(call->path, "/v1/claims") == 0)
+        return call->idem_key != NULL;
+    return true;
+}
+
+int sl__call_json(sl_client *c, const sl__call *call, json_t **out, sl_client_error *err)
+{
+    sl_client_error local;
+    if (!err)
+        err = &local; /* the failover reads the answer's code */
+    *out = NULL;
+    if (c->nservers < 2)
+        return attempt(c, call, call->wait_ms, out, err);
+    sl__failover f;
+    sl__failover_start(c, &f, call->wait_ms);
+    bool resend = resendable(call);
+    for (int64_t wait = call->wait_ms;; wait = sl__failover_wait_left(&f)) {
+        int rc = attempt(c, call, wait, out, err);
+        if (rc == SL_CLIENT_OK || !sl__failover_worth(c, rc, err, resend))
+            return rc;
+        json_decref(*out);
+        *out = NULL;
+        if (!sl__failover_next(c, &f, &rc, err))
+            return rc;
+    }
 }

@@ -116,6 +116,10 @@ static void *keeper_main(void *arg)
         }
         sl_client_claim *claim = NULL;
         int rc;
+        /* With a list, a request tries the other servers (a leader that
+         * died, a follower between leaders) until the lease would be
+         * presumed lost, not beyond: the check above must come in time. */
+        k->c->call_deadline = k->lease_ms > 0 ? last_ok + k->lease_ms : 0;
         if (now >= next_renew) {
             rc = sl_client_claim_renew(k->c, k->id, &claim, &e);
             if (rc == SL_CLIENT_OK)

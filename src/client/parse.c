@@ -735,6 +735,9 @@ static void status_clear(sl_client_status *st)
     free(st->version);
     free(st->store);
     free(st->json);
+    free(st->role);
+    free(st->leader);
+    free(st->self);
     memset(st, 0, sizeof(*st));
 }
 
@@ -762,6 +765,11 @@ int sl__parse_status(const json_t *o, sl_client_status *out, sl_client_error *er
     out->held = uint_field(&p, claims, "held", false, 0, NULL);
     out->ended = uint_field(&p, claims, "ended", false, 0, NULL);
     out->next_seq = uint_field(&p, o, "next_seq", false, 0, NULL);
+    out->counted = claims != NULL;
+    out->role = str_field(&p, o, "role", false, false);
+    out->epoch = uint_field(&p, o, "epoch", false, 0, NULL);
+    out->leader = str_field(&p, o, "leader", false, false); /* null while none leads */
+    out->self = str_field(&p, o, "self", false, false);
     out->json = dump(&p, o);
     if (p.rc)
         status_clear(out);
