@@ -232,12 +232,13 @@ function scheduleRender() {
 
 // ---- Pools and locks -------------------------------------------------------
 
-// The pending figure is /healthz's count (the server's whole queue): the
-// queue listing can be megabytes, and this page is redrawn on every event.
+// The pending figure is /v1/status's count (the leader's whole queue, from
+// whichever server serves the page): the queue listing can be megabytes,
+// and this page is redrawn on every event.
 async function viewPools() {
   const [sems, mtxs, health] = await Promise.all([
     api('/v1/semaphores'), api('/v1/mutexes'),
-    api('/healthz').catch((e) => { if (e instanceof AuthError) throw e; return null; }),
+    api('/v1/status').catch((e) => { if (e instanceof AuthError) throw e; return null; }),
   ]);
   const locks = [
     ...sems.semaphores.map((s) => ({ ...s, key: `sem/${s.name}` })),
@@ -536,14 +537,31 @@ function restartStream() {
   stream();
 }
 
-// The feed starts with the last few events: /healthz (no token needed) says
-// which sequence number comes next.
+// The feed starts with the last few events: /v1/status (the leader's, from
+// any server) says which sequence number comes next.
 async function startFeed() {
   try {
-    const hz = await (await fetch('/healthz')).json();
-    state.lastSeq = Math.max(0, (hz.next_seq || 1) - 21);
+    const st = await api('/v1/status');
+    state.lastSeq = Math.max(0, (st.next_seq || 1) - 21);
   } catch { state.lastSeq = 0; }
   restartStream();
+}
+
+// Shared mode (several servers on one database): which server leads, as
+// the server serving this page knows it; nothing for a single server.
+async function showLeader() {
+  const el = document.getElementById('leader');
+  try {
+    const hz = await (await fetch('/healthz')).json();
+    if (hz.epoch === undefined) { el.hidden = true; return; }
+    const self = hz.self === hz.leader;
+    el.textContent = hz.leader
+      ? `${self ? 'this server leads' : `led by ${hz.leader}`} (epoch ${hz.epoch})`
+      : 'no leader yet';
+    el.title = `this server: ${hz.self}, ${hz.role}`;
+    el.className = `leader ${hz.leader ? 'on' : 'off'}`;
+    el.hidden = false;
+  } catch { el.hidden = true; }
 }
 
 // ---- start -------------------------------------------------------------------
@@ -578,6 +596,8 @@ function init() {
   setLive(false);
   render();
   startFeed();
+  showLeader();
+  setInterval(showLeader, 5000);
 }
 
 init();

@@ -244,6 +244,22 @@ static int set_locks(run *r)
     return 0;
 }
 
+/* Client i's server: entry i (round robin) of a comma-separated list, so
+ * that the clients of one lock spread over the servers of a shared-mode
+ * cluster (each hands the lock to clients on other servers). */
+static const char *address_of(const char *list, int i, char *out, size_t cap)
+{
+    int n = 1;
+    for (const char *p = list; *p; p++)
+        n += *p == ',';
+    const char *p = list;
+    for (int k = i % n; k > 0; k--)
+        p = strchr(p, ',') + 1;
+    size_t len = strcspn(p, ",");
+    snprintf(out, cap, "%.*s", (int)(len < cap ? len : cap - 1), p);
+    return out;
+}
+
 static int open_sessions(run *r, char *err, size_t cap)
 {
     const sl_load_backend *be = r->cfg->backend;
@@ -261,7 +277,9 @@ static int open_sessions(run *r, char *err, size_t cap)
         snprintf(c->holder, sizeof c->holder, "load-%d", i);
         sl_hist_init(&c->cycle);
         sl_hist_init(&c->handoff);
-        if (be->session_open(r->cfg->address, c->holder, &c->session, err, cap) < 0)
+        char address[256];
+        if (be->session_open(address_of(r->cfg->address, i, address, sizeof address), c->holder,
+                             &c->session, err, cap) < 0)
             return -1;
     }
     return 0;

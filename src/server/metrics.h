@@ -59,6 +59,7 @@ typedef enum {
     SL_ROUTE_EVENTS_STREAM,
     SL_ROUTE_CLAIM_CANCEL,
     SL_ROUTE_RELAYED, /* shared mode: relayed to the leader */
+    SL_ROUTE_STATUS,
     SL_ROUTE_COUNT
 } sl_route_id;
 

@@ -193,6 +193,7 @@ static void step_down(sl_server *srv, const char *why)
     srv->nwake = 0;
     sl_server_new_engine(srv);
     sl_store_set_epoch(srv->store, 0);
+    srv->gave_up_epoch = srv->lead_epoch; /* never led again: a win brings a new epoch */
     srv->lead_epoch = 0;
     if (srv->fenced)
         sl_elector_resign(srv->elector);
@@ -233,7 +234,7 @@ static void update(sl_server *srv)
     srv->view = v;
     if (srv->role == SL_ROLE_LEADER && (srv->fenced || !v.won || v.epoch != srv->lead_epoch))
         step_down(srv, srv->fenced ? "a write found a newer epoch" : v.problem);
-    if (v.won && !srv->fenced && srv->role != SL_ROLE_LEADER)
+    if (v.won && !srv->fenced && srv->role != SL_ROLE_LEADER && v.epoch != srv->gave_up_epoch)
         take_lead(srv);
     /* A leader row naming this server, which does not lead (it just lost
      * the lead, or cannot reach the database): nobody to relay to yet. */

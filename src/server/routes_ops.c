@@ -17,6 +17,8 @@ static bool get_only(sl_ctx *c, const char *const *known)
     return false;
 }
 
+static json_t *health_body(sl_server *srv);
+
 void sl_route_health(sl_ctx *c)
 {
     if (!get_only(c, NULL))
@@ -28,7 +30,22 @@ void sl_route_health(sl_ctx *c)
                        c->srv->store_error);
         return;
     }
-    sl_server *srv = c->srv;
+    sl_reply_json(c, 200, health_body(c->srv));
+}
+
+/* GET /v1/status: the leader's /healthz, wherever it is asked (a follower
+ * relays it): the claim counts and next_seq, which a follower's own
+ * /healthz does not have. */
+void sl_route_status(sl_ctx *c)
+{
+    c->route = SL_ROUTE_STATUS;
+    if (!get_only(c, NULL))
+        return;
+    sl_reply_json(c, 200, health_body(c->srv));
+}
+
+static json_t *health_body(sl_server *srv)
+{
     json_t *body = json_pack("{s:s,s:s,s:s,s:s}", "status", "ok", "version", SL_VERSION, "store",
                              srv->store_label, "role",
                              sl_role_name(srv->role == SL_ROLE_SINGLE ? SL_ROLE_LEADER
@@ -48,7 +65,7 @@ void sl_route_health(sl_ctx *c)
                                       (json_int_t)st.held, "ended", (json_int_t)st.ended));
         json_object_set_new(body, "next_seq", json_integer((json_int_t)st.next_seq));
     }
-    sl_reply_json(c, 200, body);
+    return body;
 }
 
 void sl_route_metrics(sl_ctx *c)

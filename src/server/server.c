@@ -373,6 +373,11 @@ void sl_server_free(sl_server *srv)
     sl_writer_stop(srv); /* first: it may be writing with the store */
     sl_role_stop(srv);   /* then the lead goes: every commit of this server is done */
     sl_relay_free_all(srv);
+    /* Shared mode: another server leads next. A wait already answering is
+     * cut short and the rest told to ask again, so that a relaying follower
+     * sends them to the next leader (a 200 whose body is an error would be
+     * taken for the answer). */
+    srv->stepping_down = srv->role != SL_ROLE_SINGLE;
     sl_reply_flush(srv, 0, false); /* then: held answers may be waits not yet started */
     sl_waits_free_all(srv);
     sl_streams_free_all(srv);

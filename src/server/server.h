@@ -98,6 +98,7 @@ typedef struct sl_server {
     sl_elector *elector;
     sl_elector_view view;     /* the elector's, as of the last change */
     uint64_t lead_epoch;      /* the epoch this server leads under */
+    uint64_t gave_up_epoch;   /* the epoch it last stepped down from */
     bool fenced;              /* a write found another epoch: step down */
     bool stepping_down;       /* answers failed now tell relays to try the next leader */
     int role_pipe[2];
@@ -252,6 +253,7 @@ void sl_route_claims_list(sl_ctx *c); /* routes_lists.c, as sl_route_queue */
 void sl_route_queue(sl_ctx *c);
 void sl_route_events(sl_ctx *c, const char *rest);
 void sl_route_health(sl_ctx *c);
+void sl_route_status(sl_ctx *c); /* routes_ops.c: the leader's /healthz under /v1/ */
 void sl_route_metrics(sl_ctx *c);
 void sl_route_ui(sl_ctx *c);
 /* Mutations are refused while the store cannot commit: 503 sent, true. */

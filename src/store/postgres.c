@@ -306,6 +306,23 @@ int sl__pg_ensure_live(sl_pg *pg, PGconn *c, char *err, size_t cap)
     return live ? 0 : sl__pg_reconnect(pg, c, err, cap);
 }
 
+int sl__pg_check_epoch(sl_pg *pg, char *err, size_t cap)
+{
+    char epoch[24];
+    snprintf(epoch, sizeof(epoch), "%lld", (long long)pg->epoch);
+    const char *v[1] = {epoch};
+    char name[16];
+    snprintf(name, sizeof(name), "s%d", (int)PQ_FENCE);
+    PGresult *r = PQexecPrepared(pg->wc, name, 1, v, NULL, NULL, 0);
+    int rc = r && PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : -1;
+    if (rc)
+        snprintf(err, cap, "%s",
+                 sl__pg_fenced(r) ? "another server leads now (a newer epoch)"
+                                  : "the leader row could not be checked");
+    PQclear(r);
+    return rc;
+}
+
 int sl__pg_reconnect(sl_pg *pg, PGconn *c, char *err, size_t cap)
 {
     PQreset(c);

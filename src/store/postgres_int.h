@@ -97,6 +97,9 @@ int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap);
  * (a round trip): for a new leader, before it loads. */
 int sl__pg_ensure_live(sl_pg *pg, PGconn *c, char *err, size_t cap);
 int sl__pg_reconnect(sl_pg *pg, PGconn *c, char *err, size_t cap);
+/* The fence alone, on the writer's connection: 0 while the leader row's
+ * epoch is pg->epoch, else -1 with why in err. */
+int sl__pg_check_epoch(sl_pg *pg, char *err, size_t cap);
 /* The writer's session settings (synchronous_commit; in shared mode a
  * transaction left open by a leader that froze ends after T, releasing
  * the leader row it locked). */

@@ -303,6 +303,10 @@ int sl__pg_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *
     int rc = sl__pg_apply(pg, 0);
     if (rc)
         return sl__store_fail(st, rc, "%s", pg->apply_err);
+    /* Shared mode: the log is applied under this server's epoch before the
+     * state is read (an apply with nothing to do checked nothing). */
+    if (pg->epoch > 0 && sl__pg_check_epoch(pg, ewhy, sizeof(ewhy)) != 0)
+        return sl__store_fail(st, SL_STORE_EFENCED, "the store %s: %s", pg->label, ewhy);
     char why[512];
     if (sl__pg_simple(pg->rc, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", why,
                       sizeof(why)) != 0)

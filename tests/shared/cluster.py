@@ -116,7 +116,7 @@ class Server:
         for run in range(1, self.runs + 1):
             try:
                 with open(self.log_path(run), errors="replace") as f:
-                    out.append("--- server %d run %d ---\n%s" % (self.n, run, f.read()[-6000:]))
+                    out.append("--- server %d run %d ---\n%s" % (self.n, run, f.read()[-60000:]))
             except OSError:
                 pass
         return "\n".join(out)
@@ -166,8 +166,12 @@ class Cluster:
         return [s for s in self.servers if s.role() == "follower"]
 
     def epoch(self):
-        lead = self.leader()
-        return lead.health()["epoch"] if lead else 0
+        """The leader's epoch, 0 while none leads."""
+        for s in self.servers:
+            h = s.health()
+            if h and h.get("role") == "leader":
+                return h["epoch"]
+        return 0
 
     def logs(self):
         return "\n".join(s.log() for s in self.servers)
@@ -238,6 +242,7 @@ class Workload:
         self.grants = []     # (claim id, mutex, token, t, epoch)
         self.successes = []  # monotonic times of acknowledged operations
         self.errors = []
+        self.abandoned = []  # (claim id or holder, why): a client gave up on it
         self.stream_ids = []
         self.threads = [threading.Thread(target=self._worker, args=(i,), daemon=True)
                         for i in range(workers)]
@@ -297,6 +302,7 @@ class Workload:
         if not got or got[0] not in (200, 201) or "state" not in (got[2] or {}):
             if got:
                 self.errors.append(("create", got[0], got[2]))
+            self.abandoned.append((body["holder"], "create", got and got[0]))
             return
         claim = got[2]
         with self.lock:
@@ -307,6 +313,7 @@ class Workload:
             if not got or got[0] != 200 or "state" not in (got[2] or {}):
                 if got:
                     self.errors.append(("wait", got[0], got[2]))
+                self.abandoned.append((claim["id"], "wait", got and got[0]))
                 return
             claim = got[2]
             self._ok()
@@ -318,6 +325,8 @@ class Workload:
             self.grants.append((claim["id"], mutex, token, now(), epoch))
         self.resource.enter(mutex, token)
         got = self._call(order, "DELETE", "/v1/claims/%s" % claim["id"])
+        if not got or got[0] != 200:
+            self.abandoned.append((claim["id"], "release", got and got[0]))
         if got and got[0] == 200:
             with self.lock:
                 if got[2]["state"] == "released":
@@ -358,9 +367,10 @@ class Workload:
 
     # ---- measures ------------------------------------------------------
 
-    def first_grant_after(self, t0, epoch_above=0):
+    def first_grant_after(self, t0, epoch_above=0, before=None):
         with self.lock:
-            ts = [t for (_, _, _, t, e) in self.grants if t > t0 and e > epoch_above]
+            ts = [t for (_, _, _, t, e) in self.grants
+                  if t > t0 and e > epoch_above and (before is None or t < before)]
         return min(ts) - t0 if ts else None
 
     def successes_after(self, t0):

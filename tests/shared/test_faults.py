@@ -136,6 +136,7 @@ def run_matrix(reps, randomize, out=sys.stdout):
     c = Cluster(leader_timeout_ms=T_MS, fsync=True)
     timings = {name: [] for name, _ in FAULTS}
     gaps = {name: [] for name, _ in FAULTS}
+    done = []  # (name, t0, epoch, t1)
     try:
         work = Workload(c).start()
         progress(work, now(), 20)
@@ -148,15 +149,25 @@ def run_matrix(reps, randomize, out=sys.stdout):
                     time.sleep(random.uniform(0, 0.5))  # a random moment of the load
                 t0, epoch = fault(c, work)
                 t1 = now()
-                first = work.first_grant_after(t0, epoch if epoch is not None else 0)
-                timings[name].append(first)
+                done.append((name, t0, epoch, t1))
                 gaps[name].append(work.longest_gap(t0, t1))
-                out.write("  %-32s rep %d: first grant %s, longest gap %.3f s\n"
-                          % (name, rep + 1, "%.3f s" % first if first is not None else "-",
-                             gaps[name][-1]))
+                out.write("  %-32s rep %d: longest gap %.3f s\n" % (name, rep + 1, gaps[name][-1]))
                 out.flush()
         progress(work, now(), 10)
         work.stop()
+        # The first grant after each fault, before the next one began.
+        for i, (name, t0, epoch, _) in enumerate(done):
+            before = done[i + 1][1] if i + 1 < len(done) else None
+            timings[name].append(work.first_grant_after(t0, epoch or 0, before))
+        if work.errors:
+            out.write("  client errors (answers that were not the claim): %d, e.g. %r\n"
+                      % (len(work.errors), work.errors[:3]))
+        if work.abandoned:
+            kinds = {}
+            for _, what, status in work.abandoned:
+                kinds[(what, status)] = kinds.get((what, status), 0) + 1
+            out.write("  claims abandoned by their clients: %d, by (step, status): %r\n"
+                      % (len(work.abandoned), kinds))
         lead = c.wait_leader()
         events = read_events(lead.port)
         problems = check_history(events, work)
@@ -209,8 +220,11 @@ class TestFaultsSmoke(unittest.TestCase):
 if __name__ == "__main__":
     if "--full" in sys.argv:
         i = sys.argv.index("--full")
-        reps = int(sys.argv[i + 1]) if len(sys.argv) > i + 1 else 5
+        reps = int(sys.argv[i + 1]) if len(sys.argv) > i + 1 and sys.argv[i + 1].isdigit() else 5
         problems, rows, logs = run_matrix(reps, randomize=True)
+        if "--logs" in sys.argv:
+            with open(sys.argv[sys.argv.index("--logs") + 1], "w") as f:
+                f.write(logs)
         print_table(rows)
         if problems:
             print("PROBLEMS:\n" + "\n".join(problems))
