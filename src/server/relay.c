@@ -65,10 +65,10 @@ struct sl_relay {
     bool retry_leader;     /* the answer said: not the leader, try the next */
     char idem[48];         /* the key the relay added, "" when the client gave one */
     uint64_t last_id;      /* stream: the last event id relayed */
-    sl_buf line;           /* stream: the current line, for its id */
     int64_t hold_until;    /* monotonic ms: give up waiting for a leader */
     int64_t wait_end;      /* monotonic ms: the end of the client's long poll; -1 none */
     unsigned sends;        /* times the request was sent */
+    int64_t answer_by;     /* monotonic ms: the leader's answer is late after it */
     bool parsing;          /* inside llhttp_execute: the relay must not be freed */
     bool client_left;      /* ... and the client went away meanwhile */
     bool cut;              /* end the client's answer short (sl_http_stream_abort) */
@@ -289,21 +289,23 @@ static int on_headers_complete(llhttp_t *p)
     return sl_http_req_method(r->down) == SL_HTTP_HEAD ? 1 : 0;
 }
 
-/* Keeps the id of each event relayed: "id: N" lines. */
-static void scan_ids(sl_relay *r, const char *at, size_t len)
+/* The event stream goes to the client an event at a time, whole: a leader
+ * that dies in the middle of one leaves no half event behind, and the
+ * stream resumes after the last whole one (its "id: N" line). */
+static void relay_whole_events(sl_relay *r)
 {
-    for (size_t i = 0; i < len; i++) {
-        if (at[i] != '\n') {
-            if (sl_buf_size(&r->line) < 64)
-                sl_buf_add(&r->line, at + i, 1);
-            continue;
-        }
-        sl_buf_add(&r->line, "", 1);
-        const char *l = sl_buf_data(&r->line);
-        if (strncmp(l, "id:", 3) == 0)
-            r->last_id = strtoull(l + 3 + (l[3] == ' '), NULL, 10);
-        sl_buf_clear(&r->line);
-    }
+    const char *p = sl_buf_data(&r->body);
+    size_t n = sl_buf_size(&r->body), end = 0;
+    for (size_t i = 1; i < n; i++)
+        if (p[i] == '\n' && p[i - 1] == '\n')
+            end = i + 1;
+    if (!end)
+        return;
+    for (size_t i = 0; i < end; i = (size_t)((const char *)memchr(p + i, '\n', end - i) - p) + 1)
+        if (end - i > 3 && strncmp(p + i, "id:", 3) == 0)
+            r->last_id = strtoull(p + i + 3 + (p[i + 3] == ' '), NULL, 10);
+    sl_http_stream_chunk(r->down, p, end);
+    sl_buf_consume(&r->body, end);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len)
@@ -313,15 +315,14 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
         return -1; /* stop: nobody reads it */
     if (r->retry_leader)
         return 0;
-    if (r->st == RL_STREAMING) {
-        if (is_stream(r->down))
-            scan_ids(r, at, len);
-        sl_http_stream_chunk(r->down, at, len);
-        return 0;
-    }
     if (sl_buf_size(&r->body) + len > RELAY_BODY_MAX)
         return -1;
+    /* Everything else is kept until the answer is whole: a long poll's body
+     * (its status has gone out) as much as an answer of known length, so
+     * that one sent again after a failover never follows half of another. */
     sl_buf_add(&r->body, at, len);
+    if (r->st == RL_STREAMING && is_stream(r->down))
+        relay_whole_events(r);
     return 0;
 }
 
@@ -362,7 +363,6 @@ static void relay_free(sl_relay *r)
     sl_buf_free(&r->out);
     sl_buf_free(&r->hdrs);
     sl_buf_free(&r->body);
-    sl_buf_free(&r->line);
     free(r);
 }
 
@@ -395,8 +395,9 @@ static void finish(sl_relay *r)
         relay_try(r);
         return;
     }
-    if (r->st == RL_STREAMING) {
+    if (r->st == RL_STREAMING) { /* a long poll: its body, whole, then the end */
         sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, (int)r->parser.status_code);
+        sl_http_stream_chunk(r->down, sl_buf_data(&r->body), sl_buf_size(&r->body));
         sl_http_stream_end(r->down);
         relay_free(r);
         return;
@@ -545,7 +546,6 @@ static void send_to_leader(sl_relay *r)
     r->sends++;
     sl_buf_clear(&r->hdrs);
     sl_buf_clear(&r->body);
-    sl_buf_clear(&r->line);
     r->hdr_bytes = 0;
     r->in_value = false;
     r->complete = false;
@@ -554,6 +554,11 @@ static void send_to_leader(sl_relay *r)
     llhttp_init(&r->parser, HTTP_RESPONSE, &settings);
     r->parser.data = r;
     r->epoch = r->srv->view.epoch;
+    /* A leader that accepts the connection and never answers (stopped, or
+     * its link to this server frozen while it still leads): given up on
+     * after its wait and the hold, checked at each kick. */
+    int64_t wait = r->wait_end >= 0 ? r->wait_end - mono_ms() : 0;
+    r->answer_by = mono_ms() + (wait > 0 ? wait : 0) + SL_RELAY_HOLD_MS;
     r->st = RL_SENDING;
     if (connect_leader(r) != 0) {
         r->st = RL_WAITING;
@@ -575,7 +580,12 @@ static void relay_try(sl_relay *r)
         r->hold_until = now + SL_RELAY_HOLD_MS;
     if (now >= r->hold_until) {
         if (r->streamed) {
-            sl_http_stream_end(r->down);
+            /* The event stream ends (its client resumes from its last id);
+             * a long poll is cut short: an empty body is no answer. */
+            if (is_stream(r->down))
+                sl_http_stream_end(r->down);
+            else
+                sl_http_stream_abort(r->down);
             relay_free(r);
             return;
         }
@@ -666,6 +676,8 @@ void sl_relay_start(sl_server *srv, sl_http_req *req, const char *path)
  * what was sent to an older epoch and is not answered is sent again. */
 void sl_relay_kick(sl_server *srv)
 {
+    if (srv->relays)
+        sl_role_wait(srv); /* kicked again soon: late answers are found */
     sl_relay *next;
     for (sl_relay *r = srv->relays; r; r = next) {
         next = r->next;
@@ -677,6 +689,11 @@ void sl_relay_kick(sl_server *srv)
             close_upstream(r);
             r->st = RL_WAITING;
             relay_try(r);
+        } else if (r->st != RL_STREAMING && mono_ms() >= r->answer_by) {
+            close_upstream(r);
+            answer_error(r, 503, "no_leader",
+                         "the leader accepted this request but did not answer in time; it may "
+                         "have taken effect: read the state before sending it again");
         }
     }
 }

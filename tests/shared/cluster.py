@@ -61,6 +61,7 @@ class Server:
         self.proc = None
         self.runs = 0
         self.stopped = False
+        self.advertise = None  # else http:// and the listen address
 
     def store_url(self):
         return "postgres://postgres@127.0.0.1:%d/sluice" % self.proxy.port
@@ -72,6 +73,8 @@ class Server:
         self.runs += 1
         cmd = [binary(), "--listen", "127.0.0.1:%d" % self.port, "--store", self.store_url(),
                "--leader-timeout", "%dms" % self.cluster.leader_timeout_ms]
+        if self.advertise:
+            cmd += ["--advertise", self.advertise]
         with open(self.log_path(), "wb") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         wait_until(lambda: self.health() is not None, 10, what="server %d answering" % self.n)
@@ -244,6 +247,7 @@ class Workload:
         self.errors = []
         self.abandoned = []  # (claim id or holder, why): a client gave up on it
         self.stream_ids = []
+        self.stream_log = []  # (server, Last-Event-ID sent, first id received, epoch)
         self.threads = [threading.Thread(target=self._worker, args=(i,), daemon=True)
                         for i in range(workers)]
         self.threads.append(threading.Thread(target=self._stream, daemon=True))
@@ -297,7 +301,10 @@ class Workload:
     def _cycle(self, n, rnd, order):
         mutex = rnd.choice(self.mutexes)
         key = uuid.uuid4().hex
-        body = {"holder": "w%d" % n, "locks": [{"mutex": mutex}], "lease": self.lease}
+        # One holder name per cycle: a claim made twice (a retry that was
+        # not recognised) shows as two claims of one holder.
+        body = {"holder": "w%d/%s" % (n, key[:12]), "locks": [{"mutex": mutex}],
+                "lease": self.lease}
         got = self._call(order, "POST", "/v1/claims", body, {"Idempotency-Key": key})
         if not got or got[0] not in (200, 201) or "state" not in (got[2] or {}):
             if got:
@@ -354,6 +361,7 @@ class Workload:
                     conn.close()
                     time.sleep(0.05)
                     continue
+                asked, first = last, None
                 while not self.stop_flag.is_set():
                     line = r.fp.readline()
                     if not line:
@@ -361,6 +369,9 @@ class Workload:
                     if line.startswith(b"id: "):
                         last = int(line[4:])
                         self.stream_ids.append(last)
+                        if first is None:
+                            first = last
+                            self.stream_log.append((srv.n, asked, first, r.getheader("Sluice-Epoch")))
                 conn.close()
             except (OSError, http.client.HTTPException, ValueError):
                 time.sleep(0.05)
@@ -424,6 +435,14 @@ def check_history(events, work):
                 if holder.get(l) == e["claim"]:
                     holder[l] = None
     queued = {e["claim"] for e in events if e["type"] == "claim.queued"}
+    by_holder = {}
+    for e in events:
+        if e["type"] == "claim.queued":
+            by_holder.setdefault(e["holder"], set()).add(e["claim"])
+    doubled = [h for h, ids in by_holder.items() if len(ids) > 1]
+    if doubled:
+        problems.append("%d claims made twice (one holder, two claims), e.g. %s: %s"
+                        % (len(doubled), doubled[0], sorted(by_holder[doubled[0]])))
     released = {e["claim"] for e in events if e["type"] == "claim.released"}
     lost = [c for c in work.created if c not in queued]
     if lost:
@@ -448,7 +467,9 @@ def check_history(events, work):
     ids = work.stream_ids
     for a, b in zip(ids, ids[1:]):
         if b != a + 1:
-            problems.append("event stream gap or duplicate: %d then %d" % (a, b))
+            problems.append("event stream gap or duplicate: %d then %d (connections: server, "
+                            "Last-Event-ID, first id, epoch: %r)"
+                            % (a, b, [x for x in work.stream_log if x[1] == a or x[2] == b]))
             break
     if work.resource.overlaps:
         problems.append("%d overlapping critical sections at the resource"

@@ -40,26 +40,18 @@ def progress(work, t0, n=5):
                what="clients making progress")
 
 
-def fault_kill_leader(c, work):
-    lead = c.leader()
-    epoch = c.epoch()
-    t0 = now()
-    lead.kill9()
-    c.wait_leader(not_this=lead)
-    progress(work, t0)
-    lead.start()
-    return t0, epoch
-
-
-def fault_term_leader(c, work):
-    lead = c.leader()
-    epoch = c.epoch()
-    t0 = now()
-    lead.terminate()
-    c.wait_leader(not_this=lead)
-    progress(work, t0)
-    lead.start()
-    return t0, epoch
+def fault_end_leader(how):
+    """kill -9 (how "kill") or SIGTERM of the leader; restarted as a follower."""
+    def fault(c, work):
+        lead = c.leader()
+        epoch = c.epoch()
+        t0 = now()
+        lead.kill9() if how == "kill" else lead.terminate()
+        c.wait_leader(not_this=lead)
+        progress(work, t0)
+        lead.start()
+        return t0, epoch
+    return fault
 
 
 def fault_stop_leader(factor):
@@ -120,8 +112,8 @@ def fault_pg_restart(c, work):
 
 
 FAULTS = [
-    ("kill -9 leader", fault_kill_leader),
-    ("SIGTERM leader", fault_term_leader),
+    ("kill -9 leader", fault_end_leader("kill")),
+    ("SIGTERM leader", fault_end_leader("term")),
     ("SIGSTOP leader 0.5 T", fault_stop_leader(0.5)),
     ("SIGSTOP leader 2 T", fault_stop_leader(2)),
     ("freeze leader-PostgreSQL link", fault_freeze_link),
