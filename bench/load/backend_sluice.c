@@ -204,12 +204,13 @@ static int history_mark(void *vs, uint64_t *mark)
     const sl_http_response *r;
     sl_json_span v;
     int64_t next;
-    int rc = call(s, "GET", "/healthz", NULL, 200, &r);
+    /* /v1/status: the leader's figures from any server of a cluster. */
+    int rc = call(s, "GET", "/v1/status", NULL, 200, &r);
     if (rc < 0)
         return rc;
     if (sl_json_member(sl_json_span_of(r->body, r->body_len), "next_seq", &v) < 0 ||
         sl_json_int64(v, &next) < 0 || next < 1)
-        return failf(s, "GET /healthz: no next_seq in %.300s", r->body);
+        return failf(s, "GET /v1/status: no next_seq in %.300s", r->body);
     *mark = (uint64_t)next - 1;
     return 0;
 }

@@ -180,12 +180,13 @@ wrong:
     return -1;
 }
 
-/* claims.held and claims.pending of GET /healthz. */
+/* claims.held and claims.pending of GET /v1/status (the leader's, from any
+ * server of a cluster). */
 static int server_counts(scale *s, int64_t *held, int64_t *pending)
 {
     const sl_http_response *r;
     sl_json_span claims, v;
-    if (get(s->conn, "/healthz", 200, &r) < 0 ||
+    if (get(s->conn, "/v1/status", 200, &r) < 0 ||
         sl_json_member(sl_json_span_of(r->body, r->body_len), "claims", &claims) < 0 ||
         sl_json_member(claims, "held", &v) < 0 || sl_json_int64(v, held) < 0 ||
         sl_json_member(claims, "pending", &v) < 0 || sl_json_int64(v, pending) < 0)
@@ -197,7 +198,7 @@ static void check_counts(scale *s, const char *when)
 {
     int64_t held, pending;
     if (server_counts(s, &held, &pending) < 0) {
-        check_failed(s, "%s: GET /healthz: no claim counts (%s)", when,
+        check_failed(s, "%s: GET /v1/status: no claim counts (%s)", when,
                      sl_http_conn_error(s->conn));
         return;
     }

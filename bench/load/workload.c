@@ -474,9 +474,10 @@ static int run_clients(run *r, sl_load_result *out)
     uint64_t mark = 0;
     int64_t start;
     int i, rc = -1;
+    char first[256]; /* the control session's: the list's first server */
     if (set_locks(r) < 0 || open_sessions(r, out->first_error, sizeof out->first_error) < 0 ||
-        be->session_open(r->cfg->address, "load-control", &control, out->first_error,
-                         sizeof out->first_error) < 0)
+        be->session_open(address_of(r->cfg->address, 0, first, sizeof first), "load-control",
+                         &control, out->first_error, sizeof out->first_error) < 0)
         goto done;
     if (be->history_mark && be->history_mark(control, &mark) < 0)
         goto control_failed;

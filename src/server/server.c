@@ -371,6 +371,11 @@ int sl_server_run(sl_server *srv)
 void sl_server_free(sl_server *srv)
 {
     sl_writer_stop(srv); /* first: it may be writing with the store */
+    /* A leader handing over applies its log first: the next one's rebuild
+     * then has nothing left to apply (it would otherwise, the fence refusing
+     * this server's apply once the lead has gone). */
+    if (srv->role == SL_ROLE_LEADER && sl_store_apply(srv->store) != 0)
+        sl_log(SL_LOG_WARN, "%s", sl_store_error(srv->store));
     sl_role_stop(srv);   /* then the lead goes: every commit of this server is done */
     sl_relay_free_all(srv);
     /* Shared mode: another server leads next. A wait already answering is

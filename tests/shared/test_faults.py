@@ -5,6 +5,8 @@ they work; then the zero-tolerance checks of the committed history.
   python3 test_faults.py             the smoke (CTest): each fault once, T = 2 s
   python3 test_faults.py --full [N]  the matrix: each fault N times (default 5),
                                      at random moments, and a table of timings
+  python3 test_faults.py --flap [S]  S seconds (default 60) of a random server
+                                     killed or stopped every 1-3 s
 
 Faults: kill -9, SIGTERM and SIGSTOP (below and above T) of the leader; the
 leader's PostgreSQL link frozen (a blackhole) and cut (reset); kill -9 of a
@@ -180,6 +182,41 @@ def run_matrix(reps, randomize, out=sys.stdout):
         c.close()
 
 
+def run_flapping(seconds, out=sys.stdout):
+    """A random server killed (-9) or stopped (SIGTERM) every 1-3 s, and
+    started again 1-3 s later, for seconds; then the same checks."""
+    c = Cluster(leader_timeout_ms=T_MS, fsync=True)
+    try:
+        work = Workload(c).start()
+        progress(work, now(), 20)
+        end = now() + seconds
+        rnd = random.Random()
+        actions = 0
+        while now() < end:
+            down = [s for s in c.servers if not s.alive()]
+            for s in down:
+                s.start()
+            victim = rnd.choice(c.servers)
+            victim.kill9() if rnd.random() < 0.5 else victim.terminate()
+            actions += 1
+            time.sleep(rnd.uniform(1, 3))  # the fault's rhythm, not a wait for state
+        for s in c.servers:
+            if not s.alive():
+                s.start()
+        c.wait_leader()
+        progress(work, now(), 10)
+        work.stop()
+        events = read_events(c.wait_leader().port)
+        problems = check_history(events, work)
+        out.write("  flapping for %d s: %d kills and stops, %d claims, %d grants, %d events, "
+                  "longest client gap %.3f s\n"
+                  % (seconds, actions, len(work.created), len(work.grants), len(events),
+                     work.longest_gap(end - seconds, end)))
+        return problems, c.logs()
+    finally:
+        c.close()
+
+
 def stats(xs):
     if not xs:
         return "-"
@@ -210,6 +247,14 @@ class TestFaultsSmoke(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if "--flap" in sys.argv:
+        i = sys.argv.index("--flap")
+        problems, logs = run_flapping(int(sys.argv[i + 1]) if len(sys.argv) > i + 1 else 60)
+        if problems:
+            print("PROBLEMS:\n" + "\n".join(problems))
+            sys.exit(1)
+        print("zero-tolerance checks: all zero")
+        sys.exit(0)
     if "--full" in sys.argv:
         i = sys.argv.index("--full")
         reps = int(sys.argv[i + 1]) if len(sys.argv) > i + 1 and sys.argv[i + 1].isdigit() else 5
