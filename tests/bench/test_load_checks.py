@@ -67,7 +67,7 @@ class Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlparse(self.path)
         srv = self.server
         with srv.lock:
-            if url.path == "/healthz":
+            if url.path in ("/healthz", "/v1/status"):
                 return self.reply(200, {"status": "ok", "next_seq": len(srv.events) + 1})
             if url.path == "/v1/events":
                 q = urllib.parse.parse_qs(url.query)
