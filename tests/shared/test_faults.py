@@ -85,6 +85,20 @@ def fault_freeze_link(c, work):
     return t0, epoch
 
 
+def fault_freeze_follower_link(c, work):
+    """A follower cut off from the database: it must not lead, and its
+    clients go on (its relays reach the leader over HTTP)."""
+    f = c.followers()[0]
+    t0 = now()
+    f.proxy.set("freeze")
+    time.sleep(2 * T_MS / 1000.0)  # the fault's length
+    if f.role() == "leader":
+        raise AssertionError("a follower cut off from the database took the lead")
+    progress(work, t0)
+    f.proxy.set("pass")
+    return t0, None
+
+
 def fault_cut_link(c, work):
     lead = c.leader()
     epoch = c.epoch()
@@ -120,6 +134,7 @@ FAULTS = [
     ("SIGSTOP leader 2 T", fault_stop_leader(2)),
     ("freeze leader-PostgreSQL link", fault_freeze_link),
     ("cut leader-PostgreSQL link", fault_cut_link),
+    ("freeze follower-PostgreSQL link", fault_freeze_follower_link),
     ("kill -9 follower", fault_kill_follower),
     ("PostgreSQL restart (immediate)", fault_pg_restart),
 ]
