@@ -698,14 +698,6 @@ void sl_relay_kick(sl_server *srv)
     }
 }
 
-bool sl_relay_any_waiting(const sl_server *srv)
-{
-    for (const sl_relay *r = srv->relays; r; r = r->next)
-        if (r->st == RL_WAITING)
-            return true;
-    return false;
-}
-
 void sl_relay_free_all(sl_server *srv)
 {
     while (srv->relays) {

@@ -154,7 +154,6 @@ void sl_role_headers(sl_server *srv, sl_http_req *req);
 /* ---- relay.c: requests relayed to the leader ----------------------------- */
 void sl_relay_start(sl_server *srv, sl_http_req *req, const char *path);
 void sl_relay_kick(sl_server *srv);
-bool sl_relay_any_waiting(const sl_server *srv);
 void sl_relay_free_all(sl_server *srv);
 
 /* ---- commit.c ------------------------------------------------------------ */

@@ -306,6 +306,30 @@ int sl__pg_ensure_live(sl_pg *pg, PGconn *c, char *err, size_t cap)
     return live ? 0 : sl__pg_reconnect(pg, c, err, cap);
 }
 
+const char sl__pg_pooler_message[] =
+    "the connection goes through a transaction pooler (PgBouncer in transaction mode?): "
+    "sluiced needs sessions of its own (its prepared statements, its lock, its "
+    "notifications); connect it to PostgreSQL directly, or through a pooler in session mode";
+
+/* Two sessions of one client are two backends, each the same from one
+ * statement to the next; through a transaction pooler they may share one
+ * (with a single server connection in the pool: every check below passes
+ * by chance otherwise only with several, and then the second catches it
+ * most of the time). */
+int sl__pg_pooled(PGconn *a, PGconn *b, char *err, size_t cap)
+{
+    int64_t a1 = 0, bp = 0, a2 = 0;
+    if (sl__pg_query_int(a, "SELECT pg_backend_pid()", &a1, err, cap) < 0 ||
+        sl__pg_query_int(b, "SELECT pg_backend_pid()", &bp, err, cap) < 0 ||
+        sl__pg_query_int(a, "SELECT pg_backend_pid()", &a2, err, cap) < 0)
+        return -1;
+    if (a1 == bp || a1 != a2) {
+        snprintf(err, cap, "%s", sl__pg_pooler_message);
+        return -1;
+    }
+    return 0;
+}
+
 int sl__pg_check_epoch(sl_pg *pg, char *err, size_t cap)
 {
     char epoch[24];
@@ -358,6 +382,8 @@ int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char
     if (recovery)
         return open_fail(pg, SL_STORE_EIO, err, errlen,
                          "the server is in recovery (a standby): point the URL at the primary");
+    if (sl__pg_pooled(pg->wc, pg->rc, why, sizeof(why)) != 0)
+        return open_fail(pg, SL_STORE_EIO, err, errlen, why);
     /* Both durabilities wait for PostgreSQL's own commit (its WAL flushed):
      * a commit acknowledged is one the database keeps, whatever fails. */
     (void)opts;

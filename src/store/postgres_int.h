@@ -97,6 +97,10 @@ int sl__pg_ensure(sl_pg *pg, PGconn *c, char *err, size_t cap);
  * (a round trip): for a new leader, before it loads. */
 int sl__pg_ensure_live(sl_pg *pg, PGconn *c, char *err, size_t cap);
 int sl__pg_reconnect(sl_pg *pg, PGconn *c, char *err, size_t cap);
+/* Whether a and b (two sessions of this server) go through a transaction
+ * pooler: -1 with sl__pg_pooler_message (or a failure) in err. */
+int sl__pg_pooled(PGconn *a, PGconn *b, char *err, size_t cap);
+extern const char sl__pg_pooler_message[];
 /* The fence alone, on the writer's connection: 0 while the leader row's
  * epoch is pg->epoch, else -1 with why in err. */
 int sl__pg_check_epoch(sl_pg *pg, char *err, size_t cap);

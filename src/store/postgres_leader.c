@@ -294,10 +294,7 @@ static PGconn *connect_session(sl_elector *e, bool lock, char *err, size_t cap)
     if (a != b || rec) {
         snprintf(err, cap, "%s",
                  rec ? "the server is in recovery (a standby): point the URL at the primary"
-                     : "the connection goes through a transaction pooler (its backend changed "
-                       "between two statements): shared mode needs sessions of its own for its "
-                       "lock and its notifications; connect sluiced to PostgreSQL directly, or "
-                       "through a pooler in session mode");
+                     : sl__pg_pooler_message);
         PQfinish(c);
         return NULL;
     }
@@ -375,7 +372,11 @@ static void *elector_main(void *arg)
         int64_t now = sl__pg_now_ms();
         int64_t wait = tick(e, now);
         struct pollfd p[3] = {{e->wake_r, POLLIN, 0}, {-1, POLLIN, 0}, {-1, POLLIN, 0}};
-        if (e->lock.c && e->lock.q != Q_NONE)
+        /* The lock session is watched between queries too: a session that
+         * PostgreSQL ended (a restart, a reset link, an administrator) is
+         * seen at once, not at the next heartbeat, while another server
+         * may already be taking the lead. */
+        if (e->lock.c)
             p[1].fd = PQsocket(e->lock.c);
         if (e->watch.c)
             p[2].fd = PQsocket(e->watch.c);
@@ -387,7 +388,9 @@ static void *elector_main(void *arg)
             while (read(e->wake_r, buf, sizeof(buf)) > 0)
                 ;
         }
-        if (p[1].revents && e->lock.c && consume(e, &e->lock, now) != 0)
+        if (p[1].revents && e->lock.c &&
+            (consume(e, &e->lock, now) != 0 ||
+             (e->lock.c && PQstatus(e->lock.c) != CONNECTION_OK)))
             lose(e, "the lock session broke", now);
         if (p[2].revents && e->watch.c && consume(e, &e->watch, now) != 0) {
             problem(e, "the watch session broke", e->watch.c);
