@@ -1,0 +1,84 @@
+"""test_cluster_script.py - scripts/cluster as a newcomer runs it: three
+servers on a throwaway PostgreSQL, their URLs printed, one leading; kill -9
+of the leader shows another taking over; a stop (SIGTERM: the script traps
+it as it traps Ctrl-C's SIGINT, which a shell ignores in a job started in
+the background, as CI's may be) stops everything and removes the
+temporary directory.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+from sluiced_fixture import health, wait_until  # noqa: E402
+
+
+def free_base():
+    """A port p with p, p+1 and p+2 free a moment ago."""
+    for _ in range(50):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        base = s.getsockname()[1]
+        s.close()
+        ok = True
+        for p in (base + 1, base + 2):
+            t = socket.socket()
+            try:
+                t.bind(("127.0.0.1", p))
+            except OSError:
+                ok = False
+            finally:
+                t.close()
+        if ok and base + 2 < 65536:
+            return base
+    raise AssertionError("no three free ports in a row")
+
+
+class TestClusterScript(unittest.TestCase):
+    def test_three_servers_a_takeover_and_a_clean_stop(self):
+        base = free_base()
+        env = dict(os.environ, SLUICE_CLUSTER_PORT=str(base))
+        proc = subprocess.Popen([os.path.join(ROOT, "scripts", "cluster")], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        out = []
+        reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+        reader.start()
+        try:
+            wait_until(lambda: any("Who leads" in line for line in out), 300,
+                       what="scripts/cluster ready")
+            text = "".join(out)
+            pids = [int(p) for p in re.findall(r"pid (\d+)", text)]
+            self.assertEqual(len(pids), 3, text)
+            self.assertIn("export SLUICE_SERVER=http://127.0.0.1:%d," % base, text)
+            ports = [base, base + 1, base + 2]
+            roles = wait_until(lambda: sorted((health(p) or {}).get("role", "?") for p in ports)
+                               == ["follower", "follower", "leader"] and True, 20,
+                               what="one leader, two followers")
+            self.assertTrue(roles)
+            lead = [p for p in ports if health(p)["role"] == "leader"][0]
+            os.kill(pids[ports.index(lead)], signal.SIGKILL)
+            wait_until(lambda: any((health(p) or {}).get("role") == "leader"
+                                   for p in ports if p != lead), 10, what="a takeover")
+            wait_until(lambda: sum("leader (epoch" in line for line in out) >= 2, 10,
+                       what="the script showing the new leader")
+            tmp = re.search(r"logs in (\S+)\)", text).group(1)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=60)
+            reader.join(10)
+        self.assertEqual(rc, 0, "".join(out))
+        self.assertFalse(os.path.exists(tmp), "the temporary directory is left behind")
+        for p in ports:
+            self.assertIsNone(health(p), "a server still answers after the stop")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
