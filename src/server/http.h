@@ -72,6 +72,9 @@ typedef struct sl_http_opts {
 } sl_http_opts;
 
 int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out);
+/* New limits (max_headers, max_body, max_connections, idle_ms) for what
+ * arrives from now on: a configuration reloaded. */
+void sl_http_set_limits(sl_http *h, const sl_http_opts *opts);
 /* Listens on host:port (a name or an address, v4 or v6). -1 and a message
  * in err when it cannot. */
 int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_t cap);

@@ -196,6 +196,14 @@ int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_
     return 0;
 }
 
+void sl_http_set_limits(sl_http *h, const sl_http_opts *opts)
+{
+    h->opts.max_headers = opts->max_headers;
+    h->opts.max_body = opts->max_body;
+    h->opts.max_connections = opts->max_connections;
+    h->opts.idle_ms = opts->idle_ms;
+}
+
 void sl_http_free(sl_http *h)
 {
     if (!h)

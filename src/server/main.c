@@ -110,6 +110,12 @@ static int apply_flags(const flags *f, sl_conf *conf)
     return 0;
 }
 
+/* SIGHUP (reload.c): the flags applied again over the file read again. */
+static int reapply_flags(sl_conf *conf, void *arg)
+{
+    return apply_flags(arg, conf);
+}
+
 int main(int argc, char **argv)
 {
     flags f = {0};
@@ -130,7 +136,11 @@ int main(int argc, char **argv)
         return 2;
     }
     sl_server srv;
-    int rc = sl_server_init(&srv, &conf) == 0 ? sl_server_run(&srv) : -1;
+    int rc = sl_server_init(&srv, &conf);
+    srv.config_path = f.config;
+    srv.apply_flags = reapply_flags;
+    srv.apply_flags_arg = &f;
+    rc = rc == 0 ? sl_server_run(&srv) : -1;
     sl_server_free(&srv);
     sl_conf_free(&conf);
     return rc == 0 ? 0 : 1;

@@ -59,6 +59,13 @@ static void prune_cb(evutil_socket_t fd, short what, void *arg)
     sl_server_touch(srv);
 }
 
+static void hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    sl_reload(arg);
+}
+
 static void retry_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -205,7 +212,7 @@ static void remove_dropped_semaphores(sl_server *srv, int64_t now)
  * docs/configuration.md): the file manages the semaphores it created; one
  * changed through the API belongs to the API from then on, and the file never
  * undoes that; one the file no longer lists is removed if unused. */
-static void apply_file_semaphores(sl_server *srv, int64_t now)
+void sl_server_apply_file_semaphores(sl_server *srv, int64_t now)
 {
     sl_store_set_source(srv->store, SL_SOURCE_FILE);
     for (size_t i = 0; i < srv->conf->nsemaphores; i++) {
@@ -276,7 +283,7 @@ int sl_server_rebuild(sl_server *srv)
     sl_log(SL_LOG_INFO, "store %s loaded in %ld ms: %zu claims (%zu held, %zu pending), "
                         "%zu semaphore configurations",
            srv->store_label, ms, st.claims, st.held, st.pending, st.configs);
-    apply_file_semaphores(srv, now);
+    sl_server_apply_file_semaphores(srv, now);
     /* What restoring and the file changed is committed before anyone asks. */
     sl_changes ch;
     sl_engine_changes(srv->eng, &ch);
@@ -333,6 +340,7 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
     srv->prune_ev = new_event(srv, -1, EV_PERSIST, prune_cb);
     srv->sigint_ev = new_event(srv, SIGINT, EV_SIGNAL, stop_cb);
     srv->sigterm_ev = new_event(srv, SIGTERM, EV_SIGNAL, stop_cb);
+    srv->sighup_ev = new_event(srv, SIGHUP, EV_SIGNAL | EV_PERSIST, hup_cb);
     srv->gen_next = 1;
     srv->batch = sl_store_batch_new();
     if (!srv->batch)
@@ -350,6 +358,7 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
         event_add(srv->prune_ev, &prune);
     event_add(srv->sigint_ev, NULL);
     event_add(srv->sigterm_ev, NULL);
+    event_add(srv->sighup_ev, NULL);
     signal(SIGPIPE, SIG_IGN);
     sl_commit_rearm_timer(srv);
     return 0;
@@ -391,7 +400,7 @@ void sl_server_free(sl_server *srv)
         sl_http_free(srv->http);
     sl_reply_free_scratch();
     struct event *evs[] = {srv->commit_ev, srv->timer_ev, srv->retry_ev,
-                           srv->prune_ev,  srv->sigint_ev, srv->sigterm_ev};
+                           srv->prune_ev,  srv->sigint_ev, srv->sigterm_ev, srv->sighup_ev};
     for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
         if (evs[i])
             event_free(evs[i]);

@@ -68,7 +68,12 @@ typedef struct sl_server {
     struct event *timer_ev;   /* the engine's next deadline */
     struct event *prune_ev;   /* trims the event log now and then */
     struct event *retry_ev;   /* retries a failed commit */
-    struct event *sigint_ev, *sigterm_ev;
+    struct event *sigint_ev, *sigterm_ev, *sighup_ev;
+    /* SIGHUP (reload.c): the file to read again, and how main applies its
+     * command-line flags over it (flags win, as at start). */
+    const char *config_path;
+    int (*apply_flags)(sl_conf *conf, void *arg);
+    void *apply_flags_arg;
     int64_t last_now;
     int64_t armed_at;         /* the deadline timer_ev is armed for */
     bool store_failed;        /* a commit failed: refuse changes until one succeeds */
@@ -128,6 +133,14 @@ void sl_log_set_level(sl_log_level level);
 int sl_server_rebuild(sl_server *srv);
 /* A new, empty engine for the configuration (the last one is freed). */
 void sl_server_new_engine(sl_server *srv);
+
+/* ---- reload.c: SIGHUP ------------------------------------------------------ */
+/* Reads the configuration file again and applies what can change live
+ * (tokens, semaphores, limits, log level); a file that does not load keeps
+ * the running configuration, with the error logged. */
+void sl_reload(sl_server *srv);
+/* server.c: the file's semaphores into the engine (start, takeover, reload). */
+void sl_server_apply_file_semaphores(sl_server *srv, int64_t now);
 
 /* ---- role.c: shared mode's roles ----------------------------------------- */
 /* Starts campaigning when the store is shared; else the server leads. */

@@ -124,9 +124,10 @@ unit=$P_UNIT/sluiced.service
 want_exec="ExecStart=$(under_prefix "$SBINDIR")/sluiced --config /etc/sluice/sluiced.yaml"
 if grep -qxF "$want_exec" "$unit"; then ok "unit: $want_exec"; else fail "unit has no line '$want_exec'"; fi
 if grep -q '@[A-Z_]*@' "$unit"; then fail "unit has an unreplaced @VARIABLE@"; fi
+# shellcheck disable=SC2016 # $MAINPID is systemd's, not the shell's
 for line in DynamicUser=yes StateDirectory=sluice ConfigurationDirectory=sluice \
             Restart=on-failure ProtectSystem=strict ProtectHome=yes PrivateTmp=yes \
-            NoNewPrivileges=yes \
+            NoNewPrivileges=yes 'ExecReload=/bin/kill -HUP $MAINPID' \
             'Documentation=man:sluiced(8) man:sluiced.yaml(5)' WantedBy=multi-user.target; do
     if grep -qxF "$line" "$unit"; then ok "unit: $line"; else fail "unit has no line '$line'"; fi
 done

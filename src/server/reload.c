@@ -1,0 +1,122 @@
+/* reload.c - SIGHUP: the configuration file read again and applied live,
+ * as a controller re-reads its ConfigMap (systemctl reload sluiced).
+ *
+ * The new file is loaded and checked whole before anything changes: a file
+ * that does not load (its error has the line and column) or does not check
+ * keeps the running configuration. Then, live: tokens (the next request is
+ * checked against the new ones), the HTTP limits (for what arrives from
+ * now on), the long-poll cap, retentions of the event log, the stream cap,
+ * the default timeout, the log level, and the semaphores of the file (the
+ * same rule as at start: the file manages those it created and never
+ * undoes the API's). What cannot change under a running server is kept,
+ * with a warning that it needs a restart: where it listens, its store and
+ * durability, shared mode's settings, and the engine's own settings
+ * (default lease, claim retention, max claims; a server taking the lead in
+ * shared mode builds its engine with the new ones). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+static bool same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void keep_str(char **dst, const char *running, const char *what)
+{
+    if (same_str(*dst, running))
+        return;
+    sl_log(SL_LOG_WARN, "reload: %s changed (\"%s\"); it takes effect at the next restart",
+           what, *dst ? *dst : "");
+    free(*dst);
+    *dst = running ? strdup(running) : NULL;
+    if (running && !*dst)
+        abort();
+}
+
+static void keep_int(int64_t *dst, int64_t running, const char *what)
+{
+    if (*dst == running)
+        return;
+    sl_log(SL_LOG_WARN, "reload: %s changed; it takes effect at the next restart", what);
+    *dst = running;
+}
+
+/* The settings a running server cannot take: the running values win. */
+static void keep_fixed(sl_conf *next, const sl_conf *run)
+{
+    keep_str(&next->listen, run->listen, "listen");
+    keep_str(&next->store, run->store, "store");
+    keep_str(&next->advertise, run->advertise, "advertise");
+    keep_int(&next->leader_timeout_ms, run->leader_timeout_ms, "leader_timeout");
+    int64_t d = next->durability;
+    keep_int(&d, run->durability, "durability");
+    next->durability = (sl_durability)d;
+    int64_t claims = (int64_t)next->max_claims;
+    keep_int(&claims, (int64_t)run->max_claims, "limits.max_claims");
+    next->max_claims = (size_t)claims;
+    /* The engine has these from when it was built. */
+    if (next->default_lease_ms != run->default_lease_ms ||
+        next->claim_retention_ms != run->claim_retention_ms)
+        sl_log(SL_LOG_WARN, "reload: default_lease and limits.claim_retention take effect when "
+                            "the engine is next built (a restart, or a takeover in shared mode)");
+}
+
+static int load(sl_server *srv, sl_conf *next)
+{
+    char err[1024];
+    sl_conf_defaults(next);
+    if (sl_conf_load_file(next, srv->config_path, err, sizeof(err)) != 0 ||
+        (srv->apply_flags && srv->apply_flags(next, srv->apply_flags_arg) != 0) ||
+        sl_conf_check(next, err, sizeof(err)) != 0) {
+        sl_log(SL_LOG_ERROR, "reload: %s; the running configuration is kept",
+               err[0] ? err : "the command line's flags do not apply");
+        sl_conf_free(next);
+        return -1;
+    }
+    return 0;
+}
+
+void sl_reload(sl_server *srv)
+{
+    if (!srv->config_path) {
+        sl_log(SL_LOG_WARN, "SIGHUP: no configuration file to read again (sluiced was started "
+                            "without --config)");
+        return;
+    }
+    sl_conf next;
+    if (load(srv, &next) != 0)
+        return;
+    keep_fixed(&next, srv->conf);
+    /* The swap: requests are handled between loop turns, and no request
+     * keeps a pointer into the configuration across turns. */
+    sl_conf old = *srv->conf;
+    *srv->conf = next;
+    sl_conf_free(&old);
+    sl_log_set_level(srv->conf->log_level);
+    sl_http_opts limits = {.max_headers = srv->conf->max_headers,
+                           .max_body = srv->conf->max_body,
+                           .max_connections = srv->conf->max_connections,
+                           .idle_ms = srv->conf->idle_timeout_ms};
+    sl_http_set_limits(srv->http, &limits);
+    if (sl_role_serves(srv) && !srv->store_failed) {
+        /* A configuration is saved with the source of the batch it is
+         * captured in: what the API changed before goes out first, then
+         * the file's changes, each in batches of their own. */
+        sl_commit_drain(srv);
+        /* The file's rule reads each semaphore's saved source from the
+         * state tables: bring them up to date first, with the writer
+         * (which applies them too) stopped meanwhile. */
+        sl_writer_stop(srv);
+        if (sl_store_apply(srv->store) != 0)
+            sl_log(SL_LOG_WARN, "reload: %s", sl_store_error(srv->store));
+        if (sl_writer_start(srv) != 0)
+            abort();
+        sl_server_apply_file_semaphores(srv, sl_server_now(srv));
+        sl_commit_drain(srv);
+        sl_store_set_source(srv->store, SL_SOURCE_API);
+    }
+    sl_log(SL_LOG_INFO, "reload: %s read again: %zu semaphores, %zu tokens",
+           srv->config_path, srv->conf->nsemaphores, srv->conf->ntokens);
+}
