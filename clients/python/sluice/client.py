@@ -1,0 +1,773 @@
+"""The sluice client: HTTP transport with failover, claims, holds and events.
+
+Everything here uses the Python standard library only.
+"""
+from __future__ import annotations
+
+import functools
+import http.client
+import json
+import os
+import random
+import re
+import socket
+import threading
+import time
+import urllib.parse
+import uuid
+from contextlib import contextmanager
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
+
+Duration = Union[int, float, str]
+"""A duration: seconds as a number, or a string such as ``"250ms"``, ``"30s"``, ``"1h30m"``."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_SERVER = "http://127.0.0.1:7700"
+#: Claim states in which the claim is still alive.
+LIVE_STATES = ("pending", "held", "revoking")
+#: 503 codes that mean "ask again, maybe elsewhere".
+RETRY_CODES = ("no_leader", "leader_changed", "not_leader", "unavailable")
+MAX_WAIT_S = 30.0  # the server's default cap on one long poll (max_wait)
+BACKOFF_FIRST_S = 0.05
+BACKOFF_MAX_S = 1.0
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class SluiceError(Exception):
+    """An error answered by the API (``{"error": {"code", "message"}}``) or met on the way.
+
+    :ivar status: the HTTP status (0 when no server answered).
+    :ivar code: the API's error code, such as ``bad_request`` or ``conflict``.
+    :ivar message: the API's message in words.
+    """
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}" if status else f"{code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class BadRequest(SluiceError):
+    """400, 413 or 422: the request was refused as it was written."""
+
+
+class Unauthorized(SluiceError):
+    """401 or 403: no token, an unknown token, or a token that may not do this."""
+
+
+class NotFound(SluiceError):
+    """404: no such claim or lock."""
+
+
+class Conflict(SluiceError):
+    """409: the claim cannot do that in its state (renewing an ended claim, a reused key)."""
+
+
+class ClaimEnded(Conflict):
+    """The claim ended (canceled, superseded, expired, ...) while it was waited on.
+
+    :ivar claim: the claim as last read.
+    """
+
+    def __init__(self, claim: "Claim") -> None:
+        super().__init__(409, "claim_ended",
+                         f"claim {claim.id} is {claim.state}: {claim.raw.get('reason') or ''}")
+        self.claim = claim
+
+
+class Unavailable(SluiceError):
+    """503 (or no server reachable) after every retry of the failover."""
+
+
+class Timeout(SluiceError):
+    """A wait ran out while the claim was still pending."""
+
+
+def _error_for(status: int, code: str, message: str) -> SluiceError:
+    if status in (400, 413, 414, 422, 431):
+        return BadRequest(status, code, message)
+    if status in (401, 403):
+        return Unauthorized(status, code, message)
+    if status == 404:
+        return NotFound(status, code, message)
+    if status == 409:
+        return Conflict(status, code, message)
+    if status in (502, 503):
+        return Unavailable(status, code, message)
+    return SluiceError(status, code, message)
+
+
+# --------------------------------------------------------------------------- durations
+
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
+
+
+def parse_duration(value: Optional[Duration]) -> Optional[float]:
+    """Seconds for a duration given as a number of seconds or a string (``"1m30s"``, ``"250ms"``).
+
+    ``None`` stays ``None``. Raises :class:`ValueError` on a string that is not a duration.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(f"a duration may not be negative: {value!r}")
+        return float(value)
+    text = value.strip()
+    try:
+        return parse_duration(float(text))
+    except ValueError:
+        pass
+    total, pos = 0.0, 0
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    while pos < len(text):
+        m = _PART.match(text, pos)
+        if not m:
+            raise ValueError(f"not a duration: {value!r} (write e.g. 250ms, 30s, 1h30m)")
+        total += float(m.group(1)) * scale[m.group(2)]
+        pos = m.end()
+    if not text:
+        raise ValueError("an empty duration")
+    return total
+
+
+def _wire_duration(value: Duration) -> Union[str, float]:
+    """A duration as the API takes it: strings pass as they are (the server checks them and
+    says what is wrong), numbers are seconds."""
+    if isinstance(value, str):
+        return value
+    return float(parse_duration(value) or 0.0)
+
+
+def _query_duration(seconds: float) -> str:
+    return f"{max(0, int(round(seconds * 1000)))}ms"
+
+
+# --------------------------------------------------------------------------- claims
+
+
+class Claim:
+    """A claim as the server last described it.
+
+    :ivar id: the claim's id.
+    :ivar state: ``pending``, ``held``, ``revoking`` or an ended state (``released``,
+        ``withdrawn``, ``expired``, ``timed_out``, ``superseded``, ``canceled``).
+    :ivar holder: who claims.
+    :ivar raw: the claim's JSON as a dict.
+    :ivar lost: a :class:`threading.Event` that :meth:`Client.hold` sets when the claim is
+        lost (revoked, canceled, expired) while held.
+    :ivar replayed: whether the creation was answered as an idempotent replay.
+    """
+
+    def __init__(self, raw: Mapping[str, Any], replayed: bool = False) -> None:
+        self.raw: Dict[str, Any] = dict(raw)
+        self.lost = threading.Event()
+        self.replayed = replayed
+        self._lock = threading.Lock()
+
+    def _update(self, raw: Mapping[str, Any]) -> "Claim":
+        with self._lock:
+            self.raw = dict(raw)
+        return self
+
+    @property
+    def id(self) -> str:
+        """The claim's id (22 characters, sorting by creation time)."""
+        return str(self.raw["id"])
+
+    @property
+    def state(self) -> str:
+        """The claim's state as last read."""
+        return str(self.raw.get("state"))
+
+    @property
+    def holder(self) -> Optional[str]:
+        """The claim's holder name."""
+        h = self.raw.get("holder")
+        return None if h is None else str(h)
+
+    @property
+    def reason(self) -> str:
+        """Why the claim is in its state, in words."""
+        return str(self.raw.get("reason") or "")
+
+    @property
+    def locks(self) -> List[Dict[str, Any]]:
+        """The claim's locks: ``{"kind", "name", "slots", "token", "position"}`` each."""
+        return list(self.raw.get("locks") or [])
+
+    @property
+    def tokens(self) -> Dict[str, int]:
+        """The fencing token of each lock by name, once granted (empty while pending)."""
+        return {str(l["name"]): int(l["token"]) for l in self.locks if l.get("token") is not None}
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the claim's first lock, or None (pending, or no locks)."""
+        for l in self.locks:
+            if l.get("token") is not None:
+                return int(l["token"])
+        return None
+
+    @property
+    def lease(self) -> float:
+        """The claim's lease in seconds (0 for none)."""
+        return parse_duration(self.raw.get("lease") or 0) or 0.0
+
+    @property
+    def held(self) -> bool:
+        """Whether the claim is held (granted and not revoked)."""
+        return self.state == "held"
+
+    @property
+    def live(self) -> bool:
+        """Whether the claim is pending, held or revoking."""
+        return self.state in LIVE_STATES
+
+    def __repr__(self) -> str:
+        return f"Claim(id={self.id!r}, state={self.state!r}, holder={self.holder!r}, tokens={self.tokens!r})"
+
+
+ClaimRef = Union[Claim, str]
+
+
+def _claim_id(claim: ClaimRef) -> str:
+    return claim.id if isinstance(claim, Claim) else str(claim)
+
+
+def default_holder() -> str:
+    """The default holder name, ``HOST/PID``."""
+    return f"{socket.gethostname()}/{os.getpid()}"
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class _Response:
+    def __init__(self, status: int, headers: Dict[str, str], body: Any) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+
+class _Retryable(Exception):
+    def __init__(self, error: SluiceError, retry_after: Optional[float] = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+def _split_servers(servers: Union[str, Sequence[str], None]) -> List[str]:
+    if servers is None:
+        servers = os.environ.get("SLUICE_SERVER") or DEFAULT_SERVER
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for i, item in enumerate(items, 1):
+        url = item.strip().rstrip("/")
+        if not url:
+            raise ValueError(f"server entry {i} is empty")
+        if "://" not in url:
+            url = "http://" + url
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"server entry {i} ({item!r}) is not an http:// URL")
+        out.append(url)
+    if not out:
+        raise ValueError("no server given")
+    return out
+
+
+class Client:
+    """A client of one sluice cluster.
+
+    :param servers: the server's URL, or several (a list, or one string separated by commas):
+        requests go to the server that answered last, and move on to the next one when it
+        cannot be reached or answers that the cluster is between leaders. Default:
+        ``$SLUICE_SERVER``, else ``http://127.0.0.1:7700``.
+    :param token: a bearer token (default ``$SLUICE_TOKEN``).
+    :param timeout: seconds one attempt may take beyond the long poll it waits on.
+    :param retry_for: seconds the failover keeps trying before it gives up (about 15).
+    """
+
+    def __init__(self, servers: Union[str, Sequence[str], None] = None, token: Optional[str] = None,
+                 timeout: float = 30.0, retry_for: float = 15.0) -> None:
+        self.servers = _split_servers(servers)
+        self.token = token if token is not None else (os.environ.get("SLUICE_TOKEN") or None)
+        self.timeout = float(timeout)
+        self.retry_for = float(retry_for)
+        self._current = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ HTTP
+
+    @property
+    def server(self) -> str:
+        """The server requests go to first: the one that answered last."""
+        return self.servers[self._current]
+
+    def _headers(self, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+        h = {"Accept": "application/json", "User-Agent": "sluice-python/0.1"}
+        if self.token:
+            h["Authorization"] = f"Bearer {self.token}"
+        if extra:
+            h.update(extra)
+        return h
+
+    def _connect(self, server: str, timeout: float) -> http.client.HTTPConnection:
+        parts = urllib.parse.urlsplit(server)
+        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        return cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+
+    def _once(self, server: str, method: str, path: str, body: Optional[bytes],
+              headers: Dict[str, str], timeout: float) -> _Response:
+        """One attempt on one server; connection trouble and 'ask elsewhere' raise _Retryable."""
+        base = urllib.parse.urlsplit(server).path.rstrip("/")
+        conn = self._connect(server, timeout)
+        try:
+            try:
+                conn.request(method, base + path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+            except (OSError, http.client.HTTPException) as e:
+                raise _Retryable(Unavailable(0, "unreachable", f"cannot reach {server}: {e}"))
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+        finally:
+            conn.close()
+        parsed: Any = None
+        if data:
+            try:
+                parsed = json.loads(data.decode("utf-8"))
+            except ValueError:
+                parsed = None
+        err = parsed.get("error") if isinstance(parsed, dict) else None
+        if resp.status >= 400 or isinstance(err, dict):
+            code = str(err.get("code", "")) if isinstance(err, dict) else ""
+            message = str(err.get("message", "")) if isinstance(err, dict) else data.decode("utf-8", "replace")
+            status = resp.status if resp.status >= 400 else 503
+            error = _error_for(status, code or "error", message)
+            if status == 502 or (status == 503 and code in RETRY_CODES):
+                ra = None
+                try:
+                    ra = float(hdrs.get("retry-after", ""))
+                except ValueError:
+                    pass
+                raise _Retryable(error, ra)
+            raise error
+        return _Response(resp.status, hdrs, parsed)
+
+    def _request(self, method: str, path: str, body: Any = None,
+                 query: Optional[Mapping[str, Any]] = None,
+                 headers: Optional[Mapping[str, str]] = None, wait: float = 0.0) -> _Response:
+        """Send a request with failover; return the answer or raise a SluiceError."""
+        if query:
+            path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        hdrs = self._headers(headers)
+        if data is not None:
+            hdrs["Content-Type"] = "application/json"
+        deadline = time.monotonic() + self.retry_for + wait
+        backoff = BACKOFF_FIRST_S
+        attempts = 0
+        with self._lock:
+            index = self._current
+        round_start = index
+        while True:
+            attempts += 1
+            server = self.servers[index]
+            try:
+                resp = self._once(server, method, path, data, hdrs, self.timeout + wait)
+            except _Retryable as r:
+                now = time.monotonic()
+                if now >= deadline:
+                    e = r.error
+                    raise Unavailable(e.status, e.code,
+                                      f"none of the {len(self.servers)} servers answered in "
+                                      f"{self.retry_for + wait:.1f} s ({attempts} attempts); "
+                                      f"the last: {e.message}") from None
+                index = (index + 1) % len(self.servers)
+                if r.retry_after is not None or index == round_start or r.error.status:
+                    pause = r.retry_after if r.retry_after is not None else backoff
+                    time.sleep(max(0.0, min(pause, deadline - now)))
+                    backoff = min(backoff * 2, BACKOFF_MAX_S)
+                    round_start = index
+                continue
+            except SluiceError:
+                with self._lock:
+                    self._current = index
+                raise
+            with self._lock:
+                self._current = index
+            return resp
+
+    # ------------------------------------------------------------ claims
+
+    def acquire(self, mutex: Union[str, Sequence[str], None] = None,
+                semaphores: Union[Mapping[str, int], Sequence[str], None] = None,
+                tags: Optional[Mapping[str, str]] = None, group: Optional[str] = None,
+                cancel: Optional[str] = None, holder: Optional[str] = None,
+                priority: Optional[int] = None, lease: Optional[Duration] = None,
+                timeout: Optional[Duration] = None, wait: Optional[Duration] = None,
+                grace: Optional[Duration] = None, rebalance_key: Optional[str] = None,
+                idempotency_key: Optional[str] = None) -> Claim:
+        """Create a claim (``POST /v1/claims``) and return it, pending or held.
+
+        :param mutex: a mutex name, or several.
+        :param semaphores: ``{name: slots}``, or a list of names (one slot each).
+        :param tags: ``{key: value}``; each may add the semaphore ``tag/key=value``.
+        :param group: a concurrency group (the lock ``group/NAME``).
+        :param cancel: ``"none"``, ``"pending"`` or ``"in-progress"`` (the group's older claims).
+        :param holder: who claims; default ``HOST/PID``. For CI, ``RUN/STEP`` is the convention.
+        :param priority: higher goes first.
+        :param lease: renew within this or lose the claim (0 for none).
+        :param timeout: the server ends the claim ``timed_out`` if still pending after this.
+        :param wait: let the server answer only once granted or after this long.
+        :param idempotency_key: the ``Idempotency-Key`` (default: a fresh uuid4); retries
+            after a broken connection or a failover send the same key, so no claim is doubled.
+        """
+        locks: List[Dict[str, Any]] = []
+        for m in [mutex] if isinstance(mutex, str) else list(mutex or []):
+            locks.append({"mutex": m})
+        if isinstance(semaphores, Mapping):
+            for name, slots in semaphores.items():
+                locks.append({"semaphore": name, "slots": int(slots)})
+        else:
+            for name in [semaphores] if isinstance(semaphores, str) else list(semaphores or []):
+                locks.append({"semaphore": name})
+        body: Dict[str, Any] = {"holder": holder if holder is not None else default_holder()}
+        if locks:
+            body["locks"] = locks
+        if tags:
+            body["tags"] = dict(tags)
+        if group is not None:
+            body["group"] = group
+        if cancel is not None:
+            body["cancel"] = cancel
+        if priority is not None:
+            body["priority"] = priority
+        if rebalance_key is not None:
+            body["rebalance_key"] = rebalance_key
+        for field, value in (("lease", lease), ("timeout", timeout), ("grace", grace), ("wait", wait)):
+            if value is not None:
+                body[field] = _wire_duration(value)
+        wait_s = min(parse_duration(wait) or 0.0, MAX_WAIT_S)
+        key = idempotency_key or str(uuid.uuid4())
+        resp = self._request("POST", "/v1/claims", body=body, wait=wait_s,
+                             headers={"Idempotency-Key": key})
+        return Claim(resp.body, replayed=resp.headers.get("idempotent-replayed") == "true")
+
+    def get(self, claim: ClaimRef, wait: Optional[Duration] = None,
+            seen: Optional[str] = None) -> Claim:
+        """Read a claim (``GET /v1/claims/{id}``); with ``wait``, a long poll until its
+        state is not ``seen``. A :class:`Claim` passed in is updated in place."""
+        cid = _claim_id(claim)
+        wait_s = min(parse_duration(wait) or 0.0, MAX_WAIT_S)
+        query = {"wait": _query_duration(wait_s), "seen": seen} if wait_s > 0 else None
+        resp = self._request("GET", f"/v1/claims/{urllib.parse.quote(cid, safe='')}",
+                             query=query, wait=wait_s)
+        return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
+
+    def wait_held(self, claim: ClaimRef, timeout: Optional[Duration] = None) -> Claim:
+        """Wait until the claim is granted; return it.
+
+        Long-polls ``GET /v1/claims/{id}?wait=...&seen=pending``. Raises :class:`Timeout`
+        when ``timeout`` seconds pass while it is pending (the claim is left as it is), or
+        when the server ended it ``timed_out``; :class:`ClaimEnded` when it ended otherwise.
+        """
+        c = claim if isinstance(claim, Claim) else self.get(claim)
+        limit = parse_duration(timeout)
+        deadline = None if limit is None else time.monotonic() + limit
+        while True:
+            if c.state in ("held", "revoking"):
+                return c
+            if c.state == "timed_out":
+                raise Timeout(0, "timed_out", f"claim {c.id} timed out while pending")
+            if c.state != "pending":
+                raise ClaimEnded(c)
+            left = MAX_WAIT_S if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout(0, "timeout", f"claim {c.id} still pending after {limit} s")
+            self.get(c, wait=min(left, MAX_WAIT_S), seen="pending")
+
+    def renew(self, claim: ClaimRef) -> Claim:
+        """Extend the claim's lease (``POST /v1/claims/{id}/renew``); 409 once it ended."""
+        cid = _claim_id(claim)
+        resp = self._request("POST", f"/v1/claims/{urllib.parse.quote(cid, safe='')}/renew")
+        return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
+
+    def release(self, claim: ClaimRef) -> Claim:
+        """Release a held claim or withdraw a pending one (``DELETE /v1/claims/{id}``).
+        An ended claim is answered unchanged."""
+        cid = _claim_id(claim)
+        resp = self._request("DELETE", f"/v1/claims/{urllib.parse.quote(cid, safe='')}")
+        return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
+
+    def cancel(self, claim: ClaimRef) -> Claim:
+        """An operator's cancel (``POST /v1/claims/{id}/cancel``): the claim ends ``canceled``."""
+        cid = _claim_id(claim)
+        resp = self._request("POST", f"/v1/claims/{urllib.parse.quote(cid, safe='')}/cancel")
+        return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
+
+    def why(self, claim: ClaimRef) -> Dict[str, Any]:
+        """Why a pending claim waits (``GET /v1/claims/{id}/why``), as the API answers it."""
+        cid = _claim_id(claim)
+        return dict(self._request("GET", f"/v1/claims/{urllib.parse.quote(cid, safe='')}/why").body)
+
+    def claims(self, state: Optional[str] = None, holder: Optional[str] = None,
+               lock: Optional[str] = None) -> List[Claim]:
+        """Every claim (``GET /v1/claims``, all pages), optionally filtered.
+
+        ``lock`` is a lock key, ``mtx/NAME`` or ``sem/NAME``: that lock's holders, then
+        its waiters."""
+        out: List[Claim] = []
+        after = None
+        while True:
+            body = self._request("GET", "/v1/claims", query={
+                "state": state, "holder": holder, "lock": lock, "after": after}).body
+            out.extend(Claim(c) for c in body.get("claims", []))
+            after = body.get("next")
+            if not after:
+                return out
+
+    def queue(self) -> List[Dict[str, Any]]:
+        """The queue of pending claims in order (``GET /v1/queue``, all pages)."""
+        out: List[Dict[str, Any]] = []
+        after = None
+        while True:
+            body = self._request("GET", "/v1/queue", query={"after": after}).body
+            out.extend(body.get("queue", []))
+            after = body.get("next")
+            if not after:
+                return out
+
+    # ------------------------------------------------------------ locks, status
+
+    def set_semaphore(self, name: str, limit: int, strategy: Optional[str] = None,
+                      lease: Optional[Duration] = None) -> Dict[str, Any]:
+        """Create or change a semaphore (``PUT /v1/semaphores/{name}``)."""
+        body: Dict[str, Any] = {"limit": limit}
+        if strategy is not None:
+            body["strategy"] = strategy
+        if lease is not None:
+            body["lease"] = _wire_duration(lease)
+        path = f"/v1/semaphores/{urllib.parse.quote(name, safe='/:=*')}"
+        return dict(self._request("PUT", path, body=body).body)
+
+    def status(self) -> Dict[str, Any]:
+        """The leader's figures (``GET /v1/status``: role, claims, next_seq, ...)."""
+        return dict(self._request("GET", "/v1/status").body)
+
+    # ------------------------------------------------------------ events
+
+    def events(self, since: int = 0, limit: Optional[int] = None,
+               wait: Optional[Duration] = None, claim: Optional[str] = None) -> Dict[str, Any]:
+        """One page of the event log (``GET /v1/events``): ``{"events": [...], "next": N}``.
+        Page on with ``since=page["next"]``."""
+        wait_s = min(parse_duration(wait) or 0.0, MAX_WAIT_S)
+        query: Dict[str, Any] = {"since": since, "limit": limit, "claim": claim}
+        if wait_s > 0:
+            query["wait"] = _query_duration(wait_s)
+        return dict(self._request("GET", "/v1/events", query=query, wait=wait_s).body)
+
+    def follow_events(self, since: Optional[int] = None) -> Iterator[Dict[str, Any]]:
+        """Yield events as they happen, from ``/v1/events/stream`` (server-sent events).
+
+        ``since``: start after that seq (default: from now on). After a disconnect the
+        stream is opened again (on the next server, after a pause) with ``Last-Event-ID``
+        set to the last event yielded, so no event is missed or repeated. Runs until the
+        caller stops iterating; gives up with :class:`Unavailable` after ``retry_for``
+        seconds without any server.
+        """
+        last = since
+        if last is None:
+            last = int(self.status().get("next_seq", 1)) - 1
+        backoff = BACKOFF_FIRST_S
+        failing_since: Optional[float] = None
+        index = self._current
+        while True:
+            server = self.servers[index]
+            base = urllib.parse.urlsplit(server).path.rstrip("/")
+            hdrs = self._headers({"Accept": "text/event-stream", "Last-Event-ID": str(last)})
+            conn = self._connect(server, max(self.timeout, 40.0))  # comments come every 15 s
+            error: Optional[SluiceError] = None
+            try:
+                conn.request("GET", f"{base}/v1/events/stream?since={last}", headers=hdrs)
+                resp = conn.getresponse()
+                if resp.status != 200:
+                    data = resp.read()
+                    try:
+                        err = json.loads(data.decode("utf-8")).get("error", {})
+                    except (ValueError, AttributeError):
+                        err = {}
+                    error = _error_for(resp.status, str(err.get("code", "error")),
+                                       str(err.get("message", "")))
+                    if not (resp.status == 502 or err.get("code") in RETRY_CODES):
+                        raise error
+                else:
+                    self._current = index
+                    failing_since, backoff = None, BACKOFF_FIRST_S
+                    seq: Optional[int] = None
+                    data_lines: List[str] = []
+                    while True:
+                        raw = resp.readline()
+                        if not raw:
+                            break
+                        line = raw.decode("utf-8").rstrip("\r\n")
+                        if line == "":
+                            if data_lines:
+                                event = json.loads("\n".join(data_lines))
+                                data_lines = []
+                                if seq is not None:
+                                    last = seq
+                                yield event
+                            seq = None
+                            continue
+                        if line.startswith(":"):
+                            continue
+                        field, _, val = line.partition(":")
+                        val = val[1:] if val.startswith(" ") else val
+                        if field == "id":
+                            try:
+                                seq = int(val)
+                            except ValueError:
+                                seq = None
+                        elif field == "data":
+                            data_lines.append(val)
+            except (OSError, http.client.HTTPException) as e:
+                error = Unavailable(0, "unreachable", f"cannot reach {server}: {e}")
+            finally:
+                conn.close()
+            now = time.monotonic()
+            if failing_since is None:
+                failing_since = now
+            elif now - failing_since > self.retry_for:
+                raise error or Unavailable(0, "unreachable", "the event stream could not be reopened")
+            index = (index + 1) % len(self.servers)
+            time.sleep(backoff * (1 + random.random() / 2))
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    # ------------------------------------------------------------ holding
+
+    @contextmanager
+    def hold(self, mutex: Union[str, Sequence[str], None] = None,
+             semaphores: Union[Mapping[str, int], Sequence[str], None] = None,
+             tags: Optional[Mapping[str, str]] = None, group: Optional[str] = None,
+             cancel: Optional[str] = None, holder: Optional[str] = None,
+             priority: Optional[int] = None, lease: Optional[Duration] = "30s",
+             timeout: Optional[Duration] = None,
+             on_lost: Optional[Callable[[Claim], None]] = None) -> Iterator[Claim]:
+        """Claim, wait until held, keep the lease renewed, and release on exit.
+
+        ``with client.hold(mutex="deploy", lease="30s") as claim: ...`` — inside,
+        ``claim.token`` / ``claim.tokens`` are the fencing tokens. A daemon thread renews
+        the lease every lease/3 and long-polls the claim in between; when the claim is lost
+        (renew answers 409, or its state is no longer ``held``: revoked, canceled, expired)
+        it sets ``claim.lost`` and calls ``on_lost(claim)`` (on that thread). On exit the
+        thread stops and the claim is released (errors of that release are swallowed once
+        the claim was lost).
+
+        ``timeout``: how long to wait for the grant; when it runs out the claim is withdrawn
+        (``DELETE``) and :class:`Timeout` is raised. The server is given the same timeout.
+        """
+        claim = self.acquire(mutex=mutex, semaphores=semaphores, tags=tags, group=group,
+                             cancel=cancel, holder=holder, priority=priority, lease=lease,
+                             timeout=timeout)
+        try:
+            self.wait_held(claim, timeout=timeout)
+        except BaseException:
+            try:
+                self.release(claim)
+            except SluiceError:
+                pass
+            raise
+        stop = threading.Event()
+        keeper = threading.Thread(target=self._keep, args=(claim, stop, on_lost),
+                                  name=f"sluice-keeper-{claim.id}", daemon=True)
+        keeper.start()
+        try:
+            yield claim
+        finally:
+            stop.set()
+            try:
+                self.release(claim)
+            except SluiceError:
+                if not claim.lost.is_set():
+                    keeper.join(timeout=1.0)
+                    if not claim.lost.is_set():
+                        raise
+            keeper.join(timeout=self.timeout)
+
+    def holding(self, **hold_args: Any) -> Callable[[F], F]:
+        """A decorator: the function runs inside :meth:`hold` with these arguments.
+
+        >>> @client.holding(mutex="nightly-report")      # doctest: +SKIP
+        ... def report(): ...
+        """
+
+        def decorate(fn: F) -> F:
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                with self.hold(**hold_args):
+                    return fn(*args, **kwargs)
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+    def _keep(self, claim: Claim, stop: threading.Event,
+              on_lost: Optional[Callable[[Claim], None]]) -> None:
+        """The keeper thread: renew every lease/3, long-poll the claim between renewals."""
+        lease = claim.lease
+        interval = lease / 3 if lease > 0 else 10.0
+        last_ok = time.monotonic()
+
+        def lost() -> None:
+            if stop.is_set() or claim.lost.is_set():
+                return
+            claim.lost.set()
+            if on_lost is not None:
+                try:
+                    on_lost(claim)
+                except Exception:  # a callback's failure must not kill the keeper silently
+                    pass
+
+        next_renew = time.monotonic() + interval
+        while not stop.is_set():
+            try:
+                now = time.monotonic()
+                if lease > 0 and now >= next_renew:
+                    self.renew(claim)
+                    last_ok = time.monotonic()
+                    next_renew = last_ok + interval
+                elif lease > 0:
+                    # a long poll is a sign of life too; it answers at once on a change
+                    self.get(claim, wait=max(0.001, next_renew - now), seen="held")
+                else:
+                    self.get(claim, wait=interval, seen="held")
+                if claim.state != "held":
+                    lost()
+                    return
+            except (Conflict, NotFound):
+                lost()
+                return
+            except SluiceError:
+                if lease > 0 and time.monotonic() - last_ok >= lease:
+                    lost()
+                    return
+                stop.wait(min(1.0, interval))

@@ -1,0 +1,447 @@
+"""Tests of the sluice Python client against a real sluiced.
+
+The server binary comes from $SLUICED (CTest sets it); each test class starts one on a free
+loopback port with an SQLite store in a temporary directory, waits for GET /healthz, and
+stops it with SIGTERM, requiring exit status 0.
+
+Run: SLUICED=build/release/src/server/sluiced PYTHONPATH=clients/python \
+     python3 -m unittest discover -s clients/python/tests -v
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+from typing import Any, List, Optional
+
+import sluice
+
+READY_DEADLINE_S = 10.0
+STOP_DEADLINE_S = 30.0
+
+
+def free_port() -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+    finally:
+        s.close()
+
+
+class Server:
+    """One sluiced on a free loopback port with an SQLite store in a temporary directory."""
+
+    def __init__(self) -> None:
+        binary = os.environ.get("SLUICED")
+        if not binary or not os.path.isfile(binary):
+            raise unittest.SkipTest("set SLUICED to the sluiced binary")
+        self.binary = binary
+        self.dir = tempfile.mkdtemp(prefix="sluice-py-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: Optional[subprocess.Popen[bytes]] = None
+        self.log = os.path.join(self.dir, "sluiced.log")
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [self.binary, "--listen", f"127.0.0.1:{self.port}",
+                 "--store", f"sqlite:{os.path.join(self.dir, 'sluice.db')}", "--log-level", "warn"],
+                stdout=log, stderr=log)
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sluiced exited with {self.proc.returncode}: {self.output()}")
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1.0) as r:
+                    if r.status == 200:
+                        return
+            except (OSError, urllib.error.URLError):
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sluiced did not answer /healthz in {READY_DEADLINE_S} s")
+            time.sleep(0.02)
+
+    def stop(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=STOP_DEADLINE_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = -9
+        self.proc = None
+        return rc
+
+    def output(self) -> str:
+        try:
+            with open(self.log, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def cleanup(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def raw(url: str, method: str, path: str, body: Any = None,
+        headers: Optional[dict] = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url + path, data=data, method=method, headers=headers or {})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read().decode())
+
+
+def wait_until(cond: Any, deadline_s: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + deadline_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached in {deadline_s} s")
+        time.sleep(0.01)
+
+
+class ClientTest(unittest.TestCase):
+    server: Server
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.server = Server()
+        try:
+            cls.server.start()
+        except BaseException:
+            cls.server.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        try:
+            rc = cls.server.stop()
+            if rc != 0:
+                raise AssertionError(f"sluiced exited {rc}: {cls.server.output()}")
+        finally:
+            cls.server.cleanup()
+
+    def setUp(self) -> None:
+        self.client = sluice.Client(self.server.url, timeout=10.0)
+
+    def live_claims(self, mutex: str) -> List[sluice.Claim]:
+        return [c for c in self.client.claims(lock=f"mtx/{mutex}") if c.live]
+
+    # -------------------------------------------------------------- basics
+
+    def test_acquire_release(self) -> None:
+        c = self.client.acquire(mutex="basic", holder="run-1/build", lease="5s")
+        self.assertEqual(c.state, "held")
+        self.assertEqual(c.holder, "run-1/build")
+        self.assertEqual(len(c.id), 22)
+        self.assertIsNotNone(c.token)
+        self.assertEqual(c.tokens, {"basic": c.token})
+        self.assertEqual(c.lease, 5.0)
+        got = self.client.get(c.id)
+        self.assertEqual(got.id, c.id)
+        self.assertEqual(self.client.why(c)["state"], "held")
+        self.client.release(c)
+        self.assertEqual(c.state, "released")
+        self.assertEqual(self.client.status()["role"], "leader")
+
+    def test_default_holder(self) -> None:
+        c = self.client.acquire(mutex="holder-default")
+        self.assertEqual(c.holder, f"{socket.gethostname()}/{os.getpid()}")
+        self.client.release(c)
+
+    def test_durations(self) -> None:
+        self.assertEqual(sluice.parse_duration("1h30m"), 5400.0)
+        self.assertEqual(sluice.parse_duration("250ms"), 0.25)
+        self.assertEqual(sluice.parse_duration(2), 2.0)
+        self.assertEqual(sluice.parse_duration("1.5s"), 1.5)
+        with self.assertRaises(ValueError):
+            sluice.parse_duration("1d")
+
+    def test_servers_from_env_and_lists(self) -> None:
+        old = os.environ.get("SLUICE_SERVER")
+        os.environ["SLUICE_SERVER"] = " a:1 , http://b:2/ "
+        try:
+            self.assertEqual(sluice.Client().servers, ["http://a:1", "http://b:2"])
+        finally:
+            if old is None:
+                del os.environ["SLUICE_SERVER"]
+            else:
+                os.environ["SLUICE_SERVER"] = old
+        self.assertEqual(sluice.Client(["x:1", "y:2"]).servers, ["http://x:1", "http://y:2"])
+        with self.assertRaises(ValueError):
+            sluice.Client("a:1,,b:2")
+
+    # -------------------------------------------------------------- exclusion
+
+    def test_mutual_exclusion(self) -> None:
+        order: List[str] = []
+        tokens: List[int] = []
+        first_in = threading.Event()
+        release_first = threading.Event()
+
+        def first() -> None:
+            with self.client.hold(mutex="excl", lease="5s") as c:
+                tokens.append(c.token or 0)
+                order.append("first in")
+                first_in.set()
+                release_first.wait(10)
+                order.append("first out")
+
+        t = threading.Thread(target=first)
+        t.start()
+        self.assertTrue(first_in.wait(10))
+        second_done = threading.Event()
+
+        def second() -> None:
+            with self.client.hold(mutex="excl", lease="5s") as c:
+                order.append("second in")
+                tokens.append(c.token or 0)
+            second_done.set()
+
+        t2 = threading.Thread(target=second)
+        t2.start()
+        try:
+            wait_until(lambda: any(c.state == "pending" for c in self.live_claims("excl")),
+                       what="second claim pending")
+            self.assertFalse(second_done.is_set())
+        finally:
+            release_first.set()
+        t.join(10)
+        t2.join(10)
+        self.assertEqual(order, ["first in", "first out", "second in"])
+        self.assertEqual(len(tokens), 2)
+        self.assertGreater(tokens[1], tokens[0])
+
+    def test_semaphore_slots(self) -> None:
+        self.client.set_semaphore("pool", 3)
+        a = self.client.acquire(semaphores={"pool": 2})
+        b = self.client.acquire(semaphores={"pool": 1})
+        c = self.client.acquire(semaphores=["pool"])
+        self.assertEqual((a.state, b.state, c.state), ("held", "held", "pending"))
+        ids = {a.id, b.id, c.id}
+        self.assertEqual([q["id"] for q in self.client.queue() if q["id"] in ids], [c.id])
+        self.client.release(b)
+        self.client.wait_held(c, timeout=5)
+        self.assertEqual(c.state, "held")
+        with self.assertRaises(sluice.BadRequest):
+            self.client.acquire(semaphores={"pool": 4})
+        for x in (a, c):
+            self.client.release(x)
+
+    # -------------------------------------------------------------- leases
+
+    def test_lease_renewal(self) -> None:
+        with self.client.hold(mutex="lease", lease="1s") as c:
+            time.sleep(3.0)
+            self.assertFalse(c.lost.is_set())
+            self.assertEqual(self.client.get(c.id).state, "held")
+        self.assertEqual(self.client.get(c.id).state, "released")
+
+    def test_loss_detection(self) -> None:
+        called: List[sluice.Claim] = []
+        with self.client.hold(mutex="loss", lease="1s", on_lost=called.append) as c:
+            raw(self.server.url, "POST", f"/v1/claims/{c.id}/cancel")
+            self.assertTrue(c.lost.wait(5), "lost not set after cancel")
+        self.assertEqual(len(called), 1)
+        self.assertIs(called[0], c)
+        self.assertEqual(self.client.get(c.id).state, "canceled")
+
+    def test_loss_detection_long_lease(self) -> None:
+        # With a 30 s lease the keeper's long poll sees the cancel at once.
+        with self.client.hold(mutex="loss-long", lease="30s") as c:
+            start = time.monotonic()
+            self.client.cancel(c.id)
+            self.assertTrue(c.lost.wait(5))
+            self.assertLess(time.monotonic() - start, 3.0)
+
+    def test_timeout(self) -> None:
+        blocker = self.client.acquire(mutex="busy")
+        start = time.monotonic()
+        with self.assertRaises(sluice.Timeout):
+            with self.client.hold(mutex="busy", timeout=0.5):
+                self.fail("held a busy mutex")
+        self.assertLess(time.monotonic() - start, 5.0)
+        self.assertEqual([c.id for c in self.live_claims("busy")], [blocker.id])
+        self.client.release(blocker)
+        self.assertEqual(self.live_claims("busy"), [])
+
+    def test_decorator(self) -> None:
+        @self.client.holding(mutex="decorated", lease="2s")
+        def job(x: int) -> int:
+            held = [c for c in self.live_claims("decorated") if c.state == "held"]
+            return x + len(held)
+
+        self.assertEqual(job(1), 2)
+        self.assertEqual(self.live_claims("decorated"), [])
+
+    # -------------------------------------------------------------- idempotency, errors
+
+    def test_idempotency(self) -> None:
+        a = self.client.acquire(mutex="idem", idempotency_key="key-1")
+        b = self.client.acquire(mutex="idem", idempotency_key="key-1")
+        self.assertEqual(a.id, b.id)
+        self.assertFalse(a.replayed)
+        self.assertTrue(b.replayed)
+        self.assertEqual(len(self.live_claims("idem")), 1)
+        with self.assertRaises(sluice.Conflict):
+            self.client.acquire(mutex="other", idempotency_key="key-1")
+        self.client.release(a)
+
+    def test_errors(self) -> None:
+        with self.assertRaises(sluice.BadRequest) as cm:
+            self.client.acquire(mutex="x", lease="1d")
+        e = cm.exception
+        self.assertIsInstance(e, sluice.SluiceError)
+        self.assertEqual((e.status, e.code), (400, "bad_request"))
+        self.assertIn("day unit", e.message)
+        with self.assertRaises(sluice.BadRequest) as cm:
+            self.client.acquire(mutex="a//b")
+        self.assertIn("locks[0]", cm.exception.message)
+        with self.assertRaises(sluice.NotFound) as nf:
+            self.client.get("AAAAAAAAAAAAAAAAAAAAAA")
+        self.assertEqual(nf.exception.status, 404)
+        c = self.client.acquire(mutex="err")
+        self.client.release(c)
+        with self.assertRaises(sluice.Conflict):
+            self.client.renew(c)
+
+    # -------------------------------------------------------------- failover
+
+    def test_retry_same_key(self) -> None:
+        """A creation whose answer was lost is sent again with the same key: one claim."""
+        proxy = DropAfterForward(self.server.url)
+        try:
+            client = sluice.Client([proxy.url, self.server.url], timeout=5.0)
+            c = client.acquire(mutex="retried")
+            self.assertTrue(c.replayed)
+            self.assertEqual(len(proxy.keys), 1)
+            self.assertEqual([x.id for x in self.live_claims("retried")], [c.id])
+            client.release(c)
+        finally:
+            proxy.close()
+
+    def test_failover_dead_first(self) -> None:
+        dead = f"http://127.0.0.1:{free_port()}"
+        client = sluice.Client([dead, self.server.url], timeout=5.0)
+        start = time.monotonic()
+        c = client.acquire(mutex="failover")
+        self.assertLess(time.monotonic() - start, 3.0)
+        self.assertEqual(c.state, "held")
+        self.assertEqual(client.server, self.server.url)  # sticky
+        self.assertEqual(client.get(c).state, "held")
+        client.release(c)
+        only_dead = sluice.Client(dead, retry_for=0.3)
+        with self.assertRaises(sluice.Unavailable):
+            only_dead.status()
+
+
+class DropAfterForward:
+    """A server that passes each request to the real one and hangs up without answering:
+    the creation got through, its answer was lost."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.keys: List[str] = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                lines = head.decode().split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = dict(l.split(": ", 1) for l in lines[1:] if ": " in l)
+                length = int(headers.get("Content-Length", "0"))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                self.keys.append(headers.get("Idempotency-Key", ""))
+                req = urllib.request.Request(self.target + path, data=body or None,
+                                             method=method, headers=headers)
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    r.read()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class EventsTest(unittest.TestCase):
+    """follow_events across a server restart (its own server, as it is stopped)."""
+
+    def setUp(self) -> None:
+        self.server = Server()
+        self.server.start()
+
+    def tearDown(self) -> None:
+        try:
+            if self.server.proc is not None:
+                self.assertEqual(self.server.stop(), 0, self.server.output())
+        finally:
+            self.server.cleanup()
+
+    def test_follow_events_resumes(self) -> None:
+        client = sluice.Client(self.server.url, timeout=5.0)
+        page = client.events(since=0)
+        start = page["next"]
+        got: List[dict] = []
+        done = threading.Event()
+        errors: List[BaseException] = []
+
+        def reader() -> None:
+            try:
+                for ev in client.follow_events(since=start):
+                    got.append(ev)
+                    if ev.get("type") == "claim.released" and ev.get("holder") == "after":
+                        done.set()
+                        return
+            except BaseException as e:  # reported by the test
+                errors.append(e)
+                done.set()
+
+        t = threading.Thread(target=reader, daemon=True)
+        t.start()
+        a = client.acquire(mutex="ev", holder="before")
+        client.release(a)
+        wait_until(lambda: any(e.get("type") == "claim.released" for e in got), what="first events")
+        self.assertEqual(self.server.stop(), 0, self.server.output())
+        self.server.start()  # same port, same store
+        b = client.acquire(mutex="ev", holder="after")
+        client.release(b)
+        self.assertTrue(done.wait(20), f"events seen: {got}")
+        self.assertEqual(errors, [])
+        seqs = [e["seq"] for e in got]
+        self.assertEqual(seqs, sorted(set(seqs)), "an event missed or repeated")
+        self.assertEqual(seqs, list(range(start + 1, start + 1 + len(seqs))))
+        self.assertEqual(client.events(since=start)["events"][0]["seq"], start + 1)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
