@@ -93,6 +93,36 @@ class ServerFailure(AssertionError):
     pass
 
 
+# Every answer request() and start_request() get is checked against
+# docs/openapi.yaml (openapi_check.py) unless SLUICE_OPENAPI_CHECK=0; a
+# mismatch raises AssertionError naming the path, the status and what did not
+# match. SLUICE_OPENAPI_STATS=1 prints how many answers were checked at exit.
+_OPENAPI = None
+
+
+def _openapi_enabled():
+    return os.environ.get("SLUICE_OPENAPI_CHECK", "1") != "0"
+
+
+def _openapi_check(method, path, status, headers, body, body_read=True, count=True):
+    global _OPENAPI
+    if not _openapi_enabled():
+        return
+    if _OPENAPI is None:
+        sys.path.insert(0, HERE)
+        import openapi_check
+        _OPENAPI = openapi_check
+        if os.environ.get("SLUICE_OPENAPI_STATS") == "1":
+            import atexit
+            atexit.register(lambda: sys.stderr.write(
+                "openapi_check: %(validated)d answers checked, %(bodies)d JSON bodies "
+                "validated\n" % openapi_check.stats))
+    before = dict(_OPENAPI.stats)
+    _OPENAPI.check(method, path, status, headers, body, body_read=body_read)
+    if not count:  # the same answer's body, its status and headers counted already
+        _OPENAPI.stats["validated"] = before["validated"]
+
+
 # SLUICE_TEST_STORE=postgres runs every server of a test process on one
 # throwaway PostgreSQL (pg_fixture.py), each on a database of its own.
 # SLUICE_TEST_STORE=cluster does the same with three servers per database
@@ -466,7 +496,9 @@ class Sluiced:
             conn.request(method, path, body=data, headers=h)
             r = conn.getresponse()
             payload = r.read()
-            return Response(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)
+            got = Response(r.status, {k.lower(): v for k, v in r.getheaders()}, payload)
+            _openapi_check(method, path, got.status, got.headers, payload)
+            return got
         finally:
             conn.close()
 
@@ -481,7 +513,21 @@ class Sluiced:
             data = json.dumps(body).encode("utf-8")
             h["Content-Type"] = "application/json"
         conn.request(method, path, body=data, headers=h)
-        return conn, conn.getresponse()
+        resp = conn.getresponse()
+        if _openapi_enabled():
+            # Status, headers and content type now; a JSON body once it is
+            # read whole (resp.read()), as the long polls' tests do.
+            hdrs = {k.lower(): v for k, v in resp.getheaders()}
+            _openapi_check(method, path, resp.status, hdrs, None, body_read=False)
+            read = resp.read
+
+            def read_checked(amt=None):
+                data = read(amt)
+                if amt is None:
+                    _openapi_check(method, path, resp.status, hdrs, data, count=False)
+                return data
+            resp.read = read_checked
+        return conn, resp
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)

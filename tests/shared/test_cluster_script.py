@@ -42,18 +42,34 @@ def free_base():
 
 
 class TestClusterScript(unittest.TestCase):
+    def start(self):
+        """scripts/cluster on three free ports; again (twice at most) when it
+        exits before it is ready: a port it chose for a server or for
+        PostgreSQL was taken between the choice and the start by one of the
+        tests that run beside this one. Its output says why."""
+        for attempt in range(3):
+            base = free_base()
+            env = dict(os.environ, SLUICE_CLUSTER_PORT=str(base))
+            proc = subprocess.Popen([os.path.join(ROOT, "scripts", "cluster")], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+            out = []
+            reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
+            reader.start()
+            wait_until(lambda: any("Who leads" in line for line in out) or
+                       proc.poll() is not None, 300, what="scripts/cluster ready or exited")
+            if proc.poll() is None:
+                return base, proc, out, reader
+            reader.join(10)
+            if attempt == 2:
+                raise AssertionError("scripts/cluster exited %d:\n%s" % (proc.returncode,
+                                                                          "".join(out)))
+            sys.stderr.write("scripts/cluster exited %d before it was ready, again:\n%s"
+                             % (proc.returncode, "".join(out)))
+
     def test_three_servers_a_takeover_and_a_clean_stop(self):
-        base = free_base()
-        env = dict(os.environ, SLUICE_CLUSTER_PORT=str(base))
-        proc = subprocess.Popen([os.path.join(ROOT, "scripts", "cluster")], env=env,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        out = []
-        reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
-        reader.start()
+        base, proc, out, reader = self.start()
         try:
-            wait_until(lambda: any("Who leads" in line for line in out), 300,
-                       what="scripts/cluster ready")
             text = "".join(out)
             pids = [int(p) for p in re.findall(r"pid (\d+)", text)]
             self.assertEqual(len(pids), 3, text)
