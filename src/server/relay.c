@@ -556,7 +556,8 @@ static void send_to_leader(sl_relay *r)
     r->epoch = r->srv->view.epoch;
     /* A leader that accepts the connection and never answers (stopped, or
      * its link to this server frozen while it still leads): given up on
-     * after its wait and the hold, checked at each kick. */
+     * after its wait and the hold, checked at each kick (the elector's view
+     * changes at least every second: a follower's poll, a leader's beat). */
     int64_t wait = r->wait_end >= 0 ? r->wait_end - mono_ms() : 0;
     r->answer_by = mono_ms() + (wait > 0 ? wait : 0) + SL_RELAY_HOLD_MS;
     r->st = RL_SENDING;
@@ -676,8 +677,6 @@ void sl_relay_start(sl_server *srv, sl_http_req *req, const char *path)
  * what was sent to an older epoch and is not answered is sent again. */
 void sl_relay_kick(sl_server *srv)
 {
-    if (srv->relays)
-        sl_role_wait(srv); /* kicked again soon: late answers are found */
     sl_relay *next;
     for (sl_relay *r = srv->relays; r; r = next) {
         next = r->next;

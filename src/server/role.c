@@ -178,10 +178,7 @@ static void step_down(sl_server *srv, const char *why)
     sl_store_sever(srv->store);
     sl_writer_stop(srv);
     srv->stepping_down = true;
-    sl_reply_flush(srv, 0, false);
-    sl_waits_free_all(srv);
-    sl_streams_free_all(srv);
-    sl_reply_flush(srv, 0, false);
+    sl_server_end_answers(srv);
     srv->stepping_down = false;
     event_del(srv->timer_ev);
     event_del(srv->retry_ev);

@@ -377,6 +377,14 @@ int sl_server_run(sl_server *srv)
     return rc < 0 ? -1 : 0;
 }
 
+void sl_server_end_answers(sl_server *srv)
+{
+    sl_reply_flush(srv, 0, false); /* held answers may be waits not yet started */
+    sl_waits_free_all(srv);
+    sl_streams_free_all(srv);
+    sl_reply_flush(srv, 0, false); /* answers the waits and streams gave at their end */
+}
+
 void sl_server_free(sl_server *srv)
 {
     sl_writer_stop(srv); /* first: it may be writing with the store */
@@ -392,10 +400,7 @@ void sl_server_free(sl_server *srv)
      * sends them to the next leader (a 200 whose body is an error would be
      * taken for the answer). */
     srv->stepping_down = srv->role != SL_ROLE_SINGLE;
-    sl_reply_flush(srv, 0, false); /* then: held answers may be waits not yet started */
-    sl_waits_free_all(srv);
-    sl_streams_free_all(srv);
-    sl_reply_flush(srv, 0, false); /* answers the waits and streams gave at their end */
+    sl_server_end_answers(srv);
     if (srv->http)
         sl_http_free(srv->http);
     sl_reply_free_scratch();

@@ -131,6 +131,10 @@ void sl_log_set_level(sl_log_level level);
  * semaphores and commits what that changed (at start, and when this server
  * takes the lead). */
 int sl_server_rebuild(sl_server *srv);
+/* Answers everything still owed from the engine's state: held answers
+ * (failed), waits and streams (ended); for a stop, or a leader stepping
+ * down (stepping_down set: relays are told to try the next leader). */
+void sl_server_end_answers(sl_server *srv);
 /* A new, empty engine for the configuration (the last one is freed). */
 void sl_server_new_engine(sl_server *srv);
 

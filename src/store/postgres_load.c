@@ -9,24 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "claim_row.h"
 #include "postgres_int.h"
 
 #define PAGE "10000"
 
-enum {
-    C_ARRIVAL, C_ID, C_HOLDER, C_STATE, C_PRIORITY, C_CREATED, C_ARRIVED, C_RKEY, C_GROUP,
-    C_CANCEL, C_GRACE, C_LEASE, C_TIMEOUT, C_LIFE, C_GRANTED, C_GRANT_SEQ, C_REVOKE_AT, C_ENDED,
-    C_REASON, C_BY, C_LOCKS, C_TAGS, C_IDEM, C_IDEM_FP, C_COUNT
-};
-
-typedef struct claim_row {
-    sl_claim_rec rec;
-    sl_claim_lock_rec locks[SL_CLAIM_LOCKS_MAX];
-    sl_tag tags[SL_TAGS_MAX];
-    char what[160];
-    char scratch[SL_ROWS_JSON_MAX + 1];
-    char scratch2[SL_ROWS_JSON_MAX + 1];
-} claim_row;
+typedef sl_claim_row claim_row;
 
 static int bad_row(sl_pg *pg, const char *what, const char *name, const char *why)
 {
@@ -145,95 +133,28 @@ static int load_locks(sl_pg *pg, sl_engine *eng, sl_store_load_stats *stats, cha
     return rc;
 }
 
-static bool row_json(claim_row *row, const char *what, int rc, size_t n)
+/* The claim reader's accessors (claim_row.h) over one row of a result. */
+typedef struct pg_row {
+    const PGresult *r;
+    int i;
+} pg_row;
+
+static bool cc_int(void *src, int col, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (rc == 0)
-        return true;
-    snprintf(row->what, sizeof(row->what), "its %s %s", what,
-             rc == -1 ? "are not a JSON array of arrays"
-             : rc == -2 ? "are too many"
-                        : "are malformed");
-    (void)n;
-    return false;
+    const pg_row *p = src;
+    return int_at(p->r, p->i, col, lo, hi, out);
 }
 
-/* One claims row into row->rec; false with row->what when damaged. */
-static bool read_claim(const PGresult *r, int i, claim_row *row)
+static bool cc_text(void *src, int col, size_t max, bool nullable, const char **out, size_t *len)
 {
-    static const struct {
-        int col;
-        int64_t lo, hi;
-    } ints[] = {
-        {C_ARRIVAL, INT64_MIN, INT64_MAX},     {C_STATE, SL_PENDING, SL_CANCELED},
-        {C_PRIORITY, INT32_MIN, INT32_MAX},    {C_CREATED, INT64_MIN, INT64_MAX},
-        {C_ARRIVED, INT64_MIN, INT64_MAX},     {C_CANCEL, SL_CANCEL_NONE, SL_CANCEL_IN_PROGRESS},
-        {C_GRACE, INT64_MIN, INT64_MAX},       {C_LEASE, INT64_MIN, INT64_MAX},
-        {C_TIMEOUT, INT64_MIN, INT64_MAX},     {C_LIFE, INT64_MIN, INT64_MAX},
-        {C_GRANTED, INT64_MIN, INT64_MAX},     {C_GRANT_SEQ, INT64_MIN, INT64_MAX},
-        {C_REVOKE_AT, INT64_MIN, INT64_MAX},   {C_ENDED, INT64_MIN, INT64_MAX},
-        {C_REASON, SL_REASON_NONE, SL_REASON_OPERATOR}, {C_IDEM_FP, INT64_MIN, INT64_MAX},
-    };
-    static const struct {
-        int col;
-        size_t max;
-        bool nullable;
-    } texts[] = {{C_ID, SL_ID_MAX, false},       {C_HOLDER, SL_HOLDER_MAX, false},
-                 {C_RKEY, SL_NAME_MAX, true},    {C_GROUP, SL_NAME_MAX, true},
-                 {C_BY, SL_ID_MAX, true},        {C_IDEM, SL_IDEM_MAX, true},
-                 {C_LOCKS, SL_ROWS_JSON_MAX, false}, {C_TAGS, SL_ROWS_JSON_MAX, false}};
-    int64_t x[C_COUNT] = {0};
-    const char *t[C_COUNT] = {0};
-    for (size_t k = 0; k < sizeof(ints) / sizeof(ints[0]); k++)
-        if (!int_at(r, i, ints[k].col, ints[k].lo, ints[k].hi, &x[ints[k].col])) {
-            snprintf(row->what, sizeof(row->what),
-                     "its column %s is missing or out of range", PQfname(r, ints[k].col));
-            return false;
-        }
-    for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++)
-        if (!text_at(r, i, texts[k].col, texts[k].max, texts[k].nullable, &t[texts[k].col])) {
-            snprintf(row->what, sizeof(row->what), "its column %s is missing or too long",
-                     PQfname(r, texts[k].col));
-            return false;
-        }
-    sl_claim_view *v = &row->rec.v;
-    memset(&row->rec, 0, sizeof(row->rec));
-    v->id = t[C_ID];
-    v->holder = t[C_HOLDER];
-    v->rebalance_key = t[C_RKEY];
-    v->group = t[C_GROUP];
-    v->by = t[C_BY];
-    v->idem = t[C_IDEM];
-    v->idem_fp = (uint64_t)x[C_IDEM_FP];
-    v->arrival = (uint64_t)x[C_ARRIVAL];
-    v->state = (sl_state)x[C_STATE];
-    v->priority = (int32_t)x[C_PRIORITY];
-    v->created_ms = x[C_CREATED];
-    v->arrived_ms = x[C_ARRIVED];
-    v->cancel = (sl_cancel)x[C_CANCEL];
-    v->grace_ms = x[C_GRACE];
-    v->lease_ms = x[C_LEASE];
-    v->timeout_ms = x[C_TIMEOUT];
-    v->life_ms = x[C_LIFE];
-    v->expires_ms = -1;
-    v->granted_ms = x[C_GRANTED];
-    v->grant_seq = (uint64_t)x[C_GRANT_SEQ];
-    v->revoke_at_ms = x[C_REVOKE_AT];
-    v->ended_ms = x[C_ENDED];
-    v->reason = (sl_reason)x[C_REASON];
-    size_t n = 0;
-    int rc = sl__rows_parse_locks(t[C_LOCKS], (size_t)PQgetlength(r, i, C_LOCKS), row->scratch,
-                                  row->locks, SL_CLAIM_LOCKS_MAX, &n);
-    v->nlocks = n;
-    if (!row_json(row, "locks", rc, n))
-        return false;
-    rc = sl__rows_parse_tags(t[C_TAGS], (size_t)PQgetlength(r, i, C_TAGS), row->scratch2,
-                             row->tags, SL_TAGS_MAX, &n);
-    v->ntags = n;
-    if (!row_json(row, "tags", rc, n))
-        return false;
-    row->rec.locks = row->locks;
-    row->rec.tags = row->tags;
-    return true;
+    const pg_row *p = src;
+    *len = (size_t)PQgetlength(p->r, p->i, col);
+    return text_at(p->r, p->i, col, max, nullable, out);
+}
+
+static const char *cc_name(void *src, int col)
+{
+    return PQfname(((const pg_row *)src)->r, col);
 }
 
 static void count(sl_store_load_stats *stats, sl_state state)
@@ -251,10 +172,8 @@ static int load_claims(sl_pg *pg, sl_engine *eng, sl_store_load_stats *stats, ch
                        size_t cap)
 {
     if (sl__pg_simple(pg->rc,
-                      "DECLARE sl_claims NO SCROLL CURSOR FOR SELECT arrival, id, holder, state,"
-                      " priority, created, arrived, rebalance_key, grp, cancel, grace, lease,"
-                      " timeout, life, granted, grant_seq, revoke_at, ended, reason, by_claim,"
-                      " locks, tags, idem, idem_fp FROM claims ORDER BY arrival",
+                      "DECLARE sl_claims NO SCROLL CURSOR FOR SELECT " SL_CLAIM_COLUMNS
+                      " FROM claims ORDER BY arrival",
                       why, cap) != 0)
         return fail(pg, why);
     claim_row *row = malloc(sizeof(*row));
@@ -270,9 +189,10 @@ static int load_claims(sl_pg *pg, sl_engine *eng, sl_store_load_stats *stats, ch
         int n = PQntuples(r);
         for (int i = 0; rc == 0 && i < n; i++) {
             sl_error err;
-            if (!read_claim(r, i, row))
-                rc = bad_row(pg, "claim", PQgetisnull(r, i, C_ID) ? "(no id)" : PQgetvalue(r, i, C_ID),
-                             row->what);
+            pg_row src = {r, i};
+            sl_claim_cols cols = {cc_int, cc_text, cc_name, &src};
+            if (!sl__claim_row_read(&cols, row))
+                rc = bad_row(pg, "claim", row->rec.v.id ? row->rec.v.id : "(no id)", row->what);
             else if (sl_engine_restore_claim(eng, &row->rec, &err) != 0)
                 rc = bad_row(pg, "claim", row->rec.v.id, err.what);
             else

@@ -13,50 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "claim_row.h"
 #include "sqlite_int.h"
 
-/* One claim row turned into a restore record; strings point into the row
- * and the parsed JSON until the next row. */
-typedef struct claim_row {
-    sl_claim_rec rec;
-    sl_claim_lock_rec locks[SL_CLAIM_LOCKS_MAX];
-    sl_tag tags[SL_TAGS_MAX];
-    char what[160];                /* why the row was refused */
-    char scratch[SL_ROWS_JSON_MAX + 1]; /* the decoded strings of locks, then tags */
-    char scratch2[SL_ROWS_JSON_MAX + 1];
-} claim_row;
+typedef sl_claim_row claim_row;
 
-enum {
-    C_ARRIVAL,
-    C_ID,
-    C_HOLDER,
-    C_STATE,
-    C_PRIORITY,
-    C_CREATED,
-    C_ARRIVED,
-    C_RKEY,
-    C_GROUP,
-    C_CANCEL,
-    C_GRACE,
-    C_LEASE,
-    C_TIMEOUT,
-    C_LIFE,
-    C_GRANTED,
-    C_GRANT_SEQ,
-    C_REVOKE_AT,
-    C_ENDED,
-    C_REASON,
-    C_BY,
-    C_LOCKS,
-    C_TAGS,
-    C_IDEM,
-    C_IDEM_FP,
-};
-
-static const char claims_sql[] =
-    "SELECT arrival, id, holder, state, priority, created, arrived, rebalance_key, grp,"
-    " cancel, grace, lease, timeout, life, granted, grant_seq, revoke_at, ended, reason,"
-    " by_claim, locks, tags, idem, idem_fp FROM claims ORDER BY arrival";
+static const char claims_sql[] = "SELECT " SL_CLAIM_COLUMNS " FROM claims ORDER BY arrival";
 
 /* Columns are read through their sqlite3_value: one sqlite3_column_*
  * call per column instead of two or three (each of those checks the
@@ -203,120 +165,21 @@ static int load_locks(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stats)
 
 /* ---- claims -------------------------------------------------------------- */
 
-/* The words for a JSON column's parse result (sl__sq_parse_*'s codes). */
-static bool row_json(claim_row *r, const char *what, const char *shape, int rc, size_t n)
+/* The claim reader's accessors (claim_row.h) over a stepped statement. */
+static bool cc_int(void *src, int col, int64_t lo, int64_t hi, int64_t *out)
 {
-    if (rc == 0)
-        return true;
-    if (rc == -1)
-        snprintf(r->what, sizeof(r->what), "its %ss are not a JSON array of arrays", what);
-    else if (rc == -2)
-        snprintf(r->what, sizeof(r->what), "it has too many %ss", what);
-    else
-        snprintf(r->what, sizeof(r->what), "its %s %zu is malformed (not %s)", what, n, shape);
-    return false;
+    return col_int(src, col, lo, hi, out);
 }
 
-static bool row_locks(sqlite3_stmt *s, claim_row *r)
+static bool cc_text(void *src, int col, size_t max, bool nullable, const char **out, size_t *len)
 {
-    const char *text;
-    if (!col_text(s, C_LOCKS, SL_ROWS_JSON_MAX, false, &text)) {
-        snprintf(r->what, sizeof(r->what), "its locks are missing or too long");
-        return false;
-    }
-    size_t n = 0;
-    int rc = sl__rows_parse_locks(text, (size_t)sqlite3_column_bytes(s, C_LOCKS), r->scratch,
-                                r->locks, SL_CLAIM_LOCKS_MAX, &n);
-    r->rec.v.nlocks = n;
-    return row_json(r, "lock", "[kind, name, slots, via, token]", rc, n);
+    *len = (size_t)sqlite3_column_bytes(src, col);
+    return col_text(src, col, max, nullable, out);
 }
 
-static bool row_tags(sqlite3_stmt *s, claim_row *r)
+static const char *cc_name(void *src, int col)
 {
-    const char *text;
-    if (!col_text(s, C_TAGS, SL_ROWS_JSON_MAX, false, &text)) {
-        snprintf(r->what, sizeof(r->what), "its tags are missing or too long");
-        return false;
-    }
-    size_t n = 0;
-    int rc = sl__rows_parse_tags(text, (size_t)sqlite3_column_bytes(s, C_TAGS), r->scratch2, r->tags,
-                               SL_TAGS_MAX, &n);
-    r->rec.v.ntags = n;
-    return row_json(r, "tag", "[key, value]", rc, n);
-}
-
-/* The row's scalar columns into r->rec.v; the first bad one is named. */
-static bool row_fields(sqlite3_stmt *s, claim_row *r)
-{
-    sl_claim_view *v = &r->rec.v;
-    int64_t x[C_IDEM_FP + 1];
-    static const struct {
-        int col;
-        int64_t lo, hi;
-    } ints[] = {
-        {C_ARRIVAL, INT64_MIN, INT64_MAX},
-        {C_STATE, SL_PENDING, SL_CANCELED},
-        {C_PRIORITY, INT32_MIN, INT32_MAX},
-        {C_CREATED, INT64_MIN, INT64_MAX},
-        {C_ARRIVED, INT64_MIN, INT64_MAX},
-        {C_CANCEL, SL_CANCEL_NONE, SL_CANCEL_IN_PROGRESS},
-        {C_GRACE, INT64_MIN, INT64_MAX},
-        {C_LEASE, INT64_MIN, INT64_MAX},
-        {C_TIMEOUT, INT64_MIN, INT64_MAX},
-        {C_LIFE, INT64_MIN, INT64_MAX},
-        {C_GRANTED, INT64_MIN, INT64_MAX},
-        {C_GRANT_SEQ, INT64_MIN, INT64_MAX},
-        {C_REVOKE_AT, INT64_MIN, INT64_MAX},
-        {C_ENDED, INT64_MIN, INT64_MAX},
-        {C_REASON, SL_REASON_NONE, SL_REASON_OPERATOR},
-        {C_IDEM_FP, INT64_MIN, INT64_MAX},
-    };
-    for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
-        if (!col_int(s, ints[i].col, ints[i].lo, ints[i].hi, &x[ints[i].col])) {
-            snprintf(r->what, sizeof(r->what),
-                     "its column %s is missing, of the wrong type or out of range",
-                     sqlite3_column_name(s, ints[i].col));
-            return false;
-        }
-    static const struct {
-        int col;
-        size_t max;
-        bool nullable;
-    } texts[] = {{C_HOLDER, SL_HOLDER_MAX, false},
-                 {C_RKEY, SL_NAME_MAX, true},
-                 {C_GROUP, SL_NAME_MAX, true},
-                 {C_BY, SL_ID_MAX, true},
-                 {C_IDEM, SL_IDEM_MAX, true}};
-    const char *t[C_IDEM_FP + 1];
-    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
-        if (!col_text(s, texts[i].col, texts[i].max, texts[i].nullable, &t[texts[i].col])) {
-            snprintf(r->what, sizeof(r->what), "its column %s is missing or too long",
-                     sqlite3_column_name(s, texts[i].col));
-            return false;
-        }
-    v->holder = t[C_HOLDER];
-    v->rebalance_key = t[C_RKEY];
-    v->group = t[C_GROUP];
-    v->by = t[C_BY];
-    v->idem = t[C_IDEM];
-    v->idem_fp = (uint64_t)x[C_IDEM_FP];
-    v->arrival = (uint64_t)x[C_ARRIVAL];
-    v->state = (sl_state)x[C_STATE];
-    v->priority = (int32_t)x[C_PRIORITY];
-    v->created_ms = x[C_CREATED];
-    v->arrived_ms = x[C_ARRIVED];
-    v->cancel = (sl_cancel)x[C_CANCEL];
-    v->grace_ms = x[C_GRACE];
-    v->lease_ms = x[C_LEASE];
-    v->timeout_ms = x[C_TIMEOUT];
-    v->life_ms = x[C_LIFE];
-    v->expires_ms = -1; /* derived by the engine */
-    v->granted_ms = x[C_GRANTED];
-    v->grant_seq = (uint64_t)x[C_GRANT_SEQ];
-    v->revoke_at_ms = x[C_REVOKE_AT];
-    v->ended_ms = x[C_ENDED];
-    v->reason = (sl_reason)x[C_REASON];
-    return true;
+    return sqlite3_column_name(src, col);
 }
 
 /* ---- claims: read on a thread of their own -------------------------------
@@ -417,18 +280,14 @@ static void batch_add(batch *b, const claim_row *r)
 /* One row into r: 0, or -1 with the row's name and what is wrong in b. */
 static int read_row(sqlite3_stmt *s, claim_row *r, batch *b)
 {
-    memset(&r->rec.v, 0, sizeof(r->rec.v));
-    const char *id;
-    if (!col_text(s, C_ID, SL_ID_MAX, false, &id)) {
-        snprintf(b->bad_name, sizeof(b->bad_name), "(arrival %lld)",
-                 (long long)sqlite3_column_int64(s, 0));
-        snprintf(b->bad_what, sizeof(b->bad_what), "its id is missing or too long");
-        return -1;
-    }
-    r->rec.v.id = id;
-    if (row_fields(s, r) && row_locks(s, r) && row_tags(s, r))
+    sl_claim_cols cols = {cc_int, cc_text, cc_name, s};
+    if (sl__claim_row_read(&cols, r))
         return 0;
-    snprintf(b->bad_name, sizeof(b->bad_name), "%s", id);
+    if (r->rec.v.id)
+        snprintf(b->bad_name, sizeof(b->bad_name), "%s", r->rec.v.id);
+    else
+        snprintf(b->bad_name, sizeof(b->bad_name), "(arrival %lld)",
+                 (long long)sqlite3_column_int64(s, SL_CC_ARRIVAL));
     snprintf(b->bad_what, sizeof(b->bad_what), "%s", r->what);
     return -1;
 }
