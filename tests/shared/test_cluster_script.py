@@ -41,6 +41,11 @@ def free_base():
     raise AssertionError("no three free ports in a row")
 
 
+def epochs_shown(out):
+    """The leaders' epochs in the script's lines of roles so far."""
+    return [int(e) for line in out for e in re.findall(r"leader \(epoch (\d+)\)", line)]
+
+
 class TestClusterScript(unittest.TestCase):
     def start(self):
         """scripts/cluster on three free ports; again (twice at most) when it
@@ -79,11 +84,13 @@ class TestClusterScript(unittest.TestCase):
                                == ["follower", "follower", "leader"] and True, 20,
                                what="one leader, two followers")
             self.assertTrue(roles)
+            # The script's first line of roles (it comes after its heading).
+            shown = wait_until(lambda: epochs_shown(out), 20, what="the script showing a leader")
             lead = [p for p in ports if health(p)["role"] == "leader"][0]
             os.kill(pids[ports.index(lead)], signal.SIGKILL)
             wait_until(lambda: any((health(p) or {}).get("role") == "leader"
                                    for p in ports if p != lead), 10, what="a takeover")
-            wait_until(lambda: sum("leader (epoch" in line for line in out) >= 2, 10,
+            wait_until(lambda: max(epochs_shown(out) or [0]) > max(shown), 20,
                        what="the script showing the new leader")
             tmp = re.search(r"logs in (\S+)\)", text).group(1)
         finally:
