@@ -14,6 +14,7 @@ from the first command-line argument: python3 test_api.py path/to/sluiced.
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -49,8 +50,33 @@ def main():
     unittest.main(verbosity=2)
 
 
+def _ephemeral_low():
+    """The lowest port the kernel hands to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    """A loopback port that was free a moment ago (bind to 0, read, close)."""
+    """A loopback port that was free a moment ago, chosen below the kernel's
+    ephemeral range. A port from bind(0) comes from that range, which every
+    outgoing connection (to PostgreSQL, between servers) draws from too: a
+    server restarted on its old port could find it taken by some client's
+    socket. Below the range only another test's listener can take it."""
+    low = min(_ephemeral_low(), 65536)
+    top = max(low - 1, 20000)
+    for _ in range(200):
+        port = random.randint(10000, top)
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind(("127.0.0.1", 0))
@@ -189,18 +215,31 @@ class _Peer:
         self.stderr_path = None
 
     def start(self):
-        self.port = free_port()
-        self.runs += 1
-        self.stderr_path = os.path.join(self.owner.dir, "peer%d.%d.log" % (self.n, self.runs))
-        cmd = self.owner._command(self.port)
+        """Starts the peer and waits until it says it listens. Another process
+        may take the port between free_port() and the bind (tests run in
+        parallel): then the peer exits at once and starts again elsewhere."""
         if not _LIVE_PEERS:
             import atexit
             atexit.register(_kill_peers)
         if self not in _LIVE_PEERS:
             _LIVE_PEERS.append(self)
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                         preexec_fn=_die_with_parent)
+        for attempt in range(5):
+            self.port = free_port()
+            self.runs += 1
+            self.stderr_path = os.path.join(self.owner.dir, "peer%d.%d.log" % (self.n, self.runs))
+            cmd = self.owner._command(self.port)
+            with open(self.stderr_path, "wb") as err:
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err,
+                                             stderr=err, preexec_fn=_die_with_parent)
+            wait_until(lambda: not self.alive() or " listening on http://" in self.stderr(),
+                       READY_DEADLINE_S, what="peer %d listening" % self.n)
+            if self.alive():
+                return
+            rc = self.proc.wait()
+            self.proc = None
+            if "cannot listen" not in self.stderr() or attempt == 4:
+                raise ServerFailure("peer sluiced exited with status %d before it listened:\n%s"
+                                    % (rc, self.stderr()))
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
