@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# run.sh - the action's second step: the inputs (INPUT_*) become `sluice run`
+# flags and INPUT_RUN runs under them with GitHub's own bash options
+# (bash --noprofile --norc -eo pipefail). The step's status is the script's;
+# a run that a newer one of its group replaced or stopped is a failure, or a
+# success with cancelled: success, and says so in a warning either way.
+set -euo pipefail
+
+fail() { echo "::error::$*"; exit 2; }
+
+# Comma- or newline-separated values, trimmed, empty ones dropped.
+items() { tr ',' '\n' <<<"$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' | sed '/^$/d'; }
+
+args=()
+while IFS= read -r v; do args+=(--mutex "$v"); done < <(items "${INPUT_MUTEX:-}")
+while IFS= read -r v; do args+=(--semaphore "$v"); done < <(items "${INPUT_SEMAPHORE:-}")
+while IFS= read -r v; do args+=(--tag "$v"); done < <(items "${INPUT_TAG:-}")
+if [ -n "${INPUT_GROUP:-}" ]; then
+    case "${INPUT_CANCEL_IN_PROGRESS:-false}" in
+        true) cancel=in-progress ;;
+        false) cancel=pending ;;
+        *) fail "cancel-in-progress must be true or false, not '${INPUT_CANCEL_IN_PROGRESS}'" ;;
+    esac
+    args+=(--group "$INPUT_GROUP" --cancel "$cancel")
+fi
+[ "${#args[@]}" -gt 0 ] || fail "nothing to hold: give at least one of mutex, semaphore, tag or group"
+case "${INPUT_CANCELLED:-failure}" in
+    failure | success) ;;
+    *) fail "cancelled must be failure or success, not '${INPUT_CANCELLED}'" ;;
+esac
+[ -z "${INPUT_GRACE:-}" ] || args+=(--grace "$INPUT_GRACE")
+[ -z "${INPUT_PRIORITY:-}" ] || args+=(--priority "$INPUT_PRIORITY")
+[ -z "${INPUT_LEASE:-}" ] || args+=(--lease "$INPUT_LEASE")
+[ -z "${INPUT_TIMEOUT:-}" ] || args+=(--timeout "$INPUT_TIMEOUT")
+[ -z "${INPUT_HOLDER:-}" ] || args+=(--holder "$INPUT_HOLDER")
+[ -z "${INPUT_SERVER:-}" ] || export SLUICE_SERVER="$INPUT_SERVER"
+[ -z "${INPUT_TOKEN:-}" ] || export SLUICE_TOKEN="$INPUT_TOKEN"
+
+script="$(mktemp "${RUNNER_TEMP:-/tmp}/sluice-step.XXXXXX")"
+trap 'rm -f "$script"' EXIT
+printf '%s\n' "${INPUT_RUN:?the run input is required}" > "$script"
+
+# The claim's id and first token, for the step's outputs, written by the
+# command's own environment as soon as the locks are held.
+outputs='echo "claim-id=$SLUICE_CLAIM_ID" >> "$GITHUB_OUTPUT"; echo "fencing-token=$SLUICE_FENCING_TOKEN" >> "$GITHUB_OUTPUT"'
+
+set +e
+sluice run "${args[@]}" -- bash --noprofile --norc -eo pipefail -c "$outputs"'; . "$0"' "$script"
+rc=$?
+set -e
+case $rc in
+    124 | 125)
+        echo "::warning::a newer run of group '${INPUT_GROUP:-}' replaced or stopped this one (sluice exit $rc)"
+        [ "${INPUT_CANCELLED:-failure}" = success ] && exit 0 ;;
+esac
+exit $rc
