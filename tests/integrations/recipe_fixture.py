@@ -14,6 +14,7 @@ never on time.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,3 +109,43 @@ def read(path):
 
 def dump(obj):
     return json.dumps(obj, indent=1, sort_keys=True)
+
+
+class Job:
+    """A CI job's script running in the background, in a process group of
+    its own (so a failed test can stop it whole)."""
+
+    def __init__(self, test, argv, env, cwd):
+        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        test.addCleanup(self.kill)
+        self.rc, self.out = None, ""
+
+    def kill(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.communicate()
+
+    def finish(self, timeout=DEADLINE_S):
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError("%s did not finish within %.0f s" % (self.proc.args, timeout))
+        self.rc, self.out = self.proc.returncode, out.decode("utf-8", "replace")
+        return self
+
+    def __repr__(self):
+        return "<job %s: rc %s\n%s>" % (self.proc.args, self.rc, self.out)
+
+
+def write_exec(path, text):
+    """A script file a job runs (the user's own ./deploy.sh and such)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return path
