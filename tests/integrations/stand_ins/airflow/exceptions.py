@@ -1,0 +1,2 @@
+class AirflowException(Exception):
+    """airflow.exceptions.AirflowException: a task's failure."""
