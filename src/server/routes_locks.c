@@ -126,9 +126,13 @@ static void lock_get(sl_ctx *c, sl_kind kind, const char *name)
     sl_lock_view v;
     const sl_lock *lock = NULL;
     if (sl_lock_lookup(c->srv->eng, kind, name, &v, &lock) != 0) {
-        sl_reply_error(c, 404, "not_found",
-                       "no semaphore %s: configure it with PUT /v1/semaphores/%s or a pattern",
-                       name, name);
+        /* Only a semaphore can be missing: every valid mutex name exists, unused. */
+        if (kind == SL_KIND_SEMAPHORE)
+            sl_reply_error(c, 404, "not_found",
+                           "no semaphore %s: configure it with PUT /v1/semaphores/%s or a pattern",
+                           name, name);
+        else
+            sl_reply_error(c, 404, "not_found", "no mutex %s", name);
         return;
     }
     sl_reply_json(c, 200, sl_json_lock(c->srv, &v, lock, true));
