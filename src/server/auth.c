@@ -7,6 +7,7 @@
  * names start with one of its prefixes: every lock of a claim counts, those
  * its tags and group add included (the engine asks, through the request's
  * `allow`, once it knows which locks the tags add). */
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -50,15 +51,20 @@ int sl_auth_check(sl_ctx *c)
     return -1;
 }
 
+static bool under(char *const *prefixes, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
 bool sl_auth_allows(const sl_ctx *c, const char *name)
 {
     if (c->auth.admin)
         return true;
     const sl_conf_token *t = c->auth.token;
-    for (size_t i = 0; t && i < t->nprefixes; i++)
-        if (strncmp(name, t->prefixes[i], strlen(t->prefixes[i])) == 0)
-            return true;
-    return false;
+    return t && under(t->prefixes, t->nprefixes, name);
 }
 
 /* A lock key ("mtx/NAME", "sem/NAME") or, for a claim that takes no lock,
@@ -104,4 +110,52 @@ void sl_auth_bind_claim(const sl_ctx *c, sl_claim_req *req, sl_auth_claim *a)
     a->holder = req->holder;
     req->allow = allow_cb;
     req->allow_ud = a;
+}
+
+struct sl_event_scope {
+    size_t n;
+    char *prefixes[]; /* each allocated with the scope, after the array */
+};
+
+sl_event_scope *sl_auth_event_scope(const sl_ctx *c)
+{
+    if (c->auth.admin)
+        return NULL;
+    const sl_conf_token *t = c->auth.token;
+    size_t n = t ? t->nprefixes : 0, bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(t->prefixes[i]) + 1;
+    sl_event_scope *s = malloc(sizeof(*s) + n * sizeof(char *) + bytes);
+    if (!s)
+        abort();
+    s->n = n;
+    char *at = (char *)&s->prefixes[n];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(t->prefixes[i]) + 1;
+        memcpy(at, t->prefixes[i], len);
+        s->prefixes[i] = at;
+        at += len;
+    }
+    return s;
+}
+
+/* ev->locks is the store's JSON array of lock keys ("mtx/NAME", "sem/NAME"). */
+bool sl_event_scope_allows(const sl_event_scope *s, const sl_store_event *ev)
+{
+    if (!s)
+        return true;
+    json_t *locks = json_loads(ev->locks ? ev->locks : "[]", 0, NULL);
+    size_t n = json_array_size(locks);
+    bool ok = n > 0 || under(s->prefixes, s->n, ev->holder);
+    for (size_t i = 0; ok && i < n; i++) {
+        const char *key = json_string_value(json_array_get(locks, i));
+        ok = key && strlen(key) > 4 && under(s->prefixes, s->n, key + 4);
+    }
+    json_decref(locks);
+    return ok;
+}
+
+void sl_event_scope_free(sl_event_scope *s)
+{
+    free(s);
 }

@@ -291,6 +291,15 @@ typedef struct sl_auth_claim {
     const char *holder;
 } sl_auth_claim;
 void sl_auth_bind_claim(const sl_ctx *c, sl_claim_req *req, sl_auth_claim *a);
+/* What a request may read of the event log: a limited token sees the
+ * events whose every lock is under its prefixes (an event of a claim that
+ * takes no lock goes by its holder), the rule of sl_auth_allows_claim.
+ * A copy of the prefixes, because a parked reader outlives the
+ * configuration a reload frees. NULL: everything (admins, no tokens). */
+typedef struct sl_event_scope sl_event_scope;
+sl_event_scope *sl_auth_event_scope(const sl_ctx *c);
+bool sl_event_scope_allows(const sl_event_scope *s, const sl_store_event *ev);
+void sl_event_scope_free(sl_event_scope *s);
 
 /* ---- idempotency.c: Idempotency-Key ------------------------------------- */
 typedef struct sl_idem_req {
@@ -340,10 +349,10 @@ void sl_waits_events_changed(sl_server *srv);
 /* A claim is about to be purged: its waits answer now. */
 void sl_waits_claim_purged(sl_server *srv, const sl_claim *claim);
 void sl_waits_free_all(sl_server *srv);
-/* {"events": [...], "next": M} from the store; *count events in it. NULL
- * when the store failed. */
+/* {"events": [...], "next": M} from the store, the events scope lets
+ * through (NULL: all); *count events in it. NULL when the store failed. */
 json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, size_t limit,
-                       size_t *count);
+                       const sl_event_scope *scope, size_t *count);
 
 /* ---- stream.c: server-sent events ---------------------------------------- */
 void sl_stream_open(sl_ctx *c, uint64_t since);

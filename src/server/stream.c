@@ -16,7 +16,8 @@
 struct sl_stream {
     sl_server *srv;
     sl_http_req *req;
-    uint64_t last; /* the last seq sent */
+    uint64_t last; /* the last seq sent, or passed over as not for this reader */
+    sl_event_scope *scope;
     struct event *heartbeat;
     sl_stream *prev, *next;
     bool started, gone, catching_up;
@@ -27,17 +28,20 @@ typedef struct fill_ctx {
     sl_buf *buf;
     uint64_t last;
     size_t count;
+    const sl_event_scope *scope;
 } fill_ctx;
 
 static int add_event(void *ud, const sl_store_event *ev)
 {
     fill_ctx *f = ud;
+    f->last = ev->seq;
+    if (!sl_event_scope_allows(f->scope, ev))
+        return SL_STORE_EVENT_SKIP;
     json_t *o = sl_json_event(ev);
     sl_buf_addf(f->buf, "id: %llu\ndata: ", (unsigned long long)ev->seq);
     sl_json_to_buffer(o, f->buf); /* one line, its newline included */
     sl_buf_add(f->buf, "\n", 1);
     json_decref(o);
-    f->last = ev->seq;
     f->count++;
     return 0;
 }
@@ -60,6 +64,7 @@ static void finish(sl_stream *s)
     sl_http_req_on_gone(s->req, NULL, NULL);
     sl_http_on_drained(s->req, NULL, NULL);
     event_free(s->heartbeat);
+    sl_event_scope_free(s->scope);
     free(s);
 }
 
@@ -96,7 +101,7 @@ static int send_page(sl_stream *s)
         sl_log(SL_LOG_WARN, "an event stream fell %zu bytes behind; cut off", unsent);
         return -1;
     }
-    fill_ctx f = {sl_reply_scratch(), s->last, 0};
+    fill_ctx f = {sl_reply_scratch(), s->last, 0, s->scope};
     uint64_t next = 0;
     if (sl_store_events(s->srv->store, s->last, NULL, STREAM_PAGE, add_event, &f, &next) != 0)
         return -1;
@@ -178,6 +183,7 @@ void sl_stream_open(sl_ctx *c, uint64_t since)
     s->srv = srv;
     s->req = c->req;
     s->last = since;
+    s->scope = sl_auth_event_scope(c);
     s->heartbeat = event_new(srv->base, -1, EV_PERSIST, heartbeat_cb, s);
     s->next = srv->streams;
     if (srv->streams)

@@ -29,6 +29,7 @@ struct sl_wait {
     uint64_t since; /* event waits */
     char claim_id[SL_ID_MAX + 1];
     size_t limit;
+    sl_event_scope *scope; /* what of the log the reader may see */
     struct event *timer;
     struct timeval wait_tv;
     sl_wait *prev, *next;
@@ -98,13 +99,14 @@ static void finish(sl_wait *w)
         sl_http_req_on_gone(w->req, NULL, NULL);
     event_free(w->timer);
     json_decref(w->final);
+    sl_event_scope_free(w->scope);
     free(w);
 }
 
 static json_t *events_page(sl_wait *w, size_t *count)
 {
     json_t *page = sl_events_page(w->srv, w->since, w->claim_id[0] ? w->claim_id : NULL,
-                                  w->limit, count);
+                                  w->limit, w->scope, count);
     return page ? page : json_pack("{s:[],s:I}", "events", "next", (json_int_t)w->since);
 }
 
@@ -291,6 +293,7 @@ void sl_wait_events(sl_ctx *c, uint64_t since, const char *claim_id, size_t limi
     sl_wait *w = wait_new(c, SL_WAIT_EVENTS, 200, wait_ms);
     w->since = since;
     w->limit = limit;
+    w->scope = sl_auth_event_scope(c);
     if (claim_id)
         snprintf(w->claim_id, sizeof(w->claim_id), "%s", claim_id);
     link_wait(w);

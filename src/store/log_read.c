@@ -75,8 +75,11 @@ int sl__log_scan_record(sl_store *st, sl_store_batch *b, int64_t id, const void 
         if (ev.seq <= sc->since)
             continue;
         sc->last = ev.seq;
+        int rc = sc->fn(sc->ud, &ev);
+        if (rc == SL_STORE_EVENT_SKIP)
+            continue;
         sc->passed++;
-        sc->stopped = sc->fn(sc->ud, &ev) != 0;
+        sc->stopped = rc != 0;
     }
     return 0;
 }

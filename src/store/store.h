@@ -163,11 +163,14 @@ typedef struct sl_store_event {
     const char *reason; /* words, may be empty */
 } sl_store_event;
 
-/* Return non-zero to stop early. */
+/* Return 0 to take the event, SL_STORE_EVENT_SKIP to pass it over (a
+ * reader that may not see it: it counts as examined, so `next` moves past
+ * it, but not toward the limit), anything else to stop early. */
 typedef int (*sl_store_event_fn)(void *ud, const sl_store_event *ev);
+#define SL_STORE_EVENT_SKIP (-1)
 
 /* Calls fn for the events with seq > since (and of that claim, when claim
- * is not NULL), oldest first, at most limit. *next is docs/api.md's `next`: the
+ * is not NULL), oldest first, until it took limit of them. *next is docs/api.md's `next`: the
  * last seq examined, i.e. the last one passed to fn when the limit was
  * reached or fn stopped, else the last seq in the log, or since when that
  * is higher (an empty log, a since past the end). fn must not call

@@ -83,11 +83,13 @@ LOCK_ROUTES = {
     "DELETE /v1/semaphores/team-a/scratch":  (401, 401, 204, 204, 403),
 }
 
-# Routes that span every namespace: admins only; /healthz needs no token.
+# The event log answers any known token, each its own events (checked in
+# test_events_show_only_the_namespace); /metrics spans every namespace:
+# admins only; /healthz needs no token.
 GLOBAL_ROUTES = {
-    "GET /v1/events":           (401, 401, 200, 403, 403),
-    "GET /v1/events?wait":      (401, 401, 200, 403, 403),
-    "GET /v1/events/stream":    (401, 401, 200, 403, 403),
+    "GET /v1/events":           (401, 401, 200, 200, 200),
+    "GET /v1/events?wait":      (401, 401, 200, 200, 200),
+    "GET /v1/events/stream":    (401, 401, 200, 200, 200),
     "GET /metrics":             (401, 401, 200, 403, 403),
     "GET /healthz":             (200, 200, 200, 200, 200),
 }
@@ -241,6 +243,73 @@ class TestAuthMatrix(ServerTestCase):
                     r = self.call(route, caller)
                     self.check(LOCK_ROUTES, route, caller, r)
         self.srv.release(held["id"])
+
+    def test_events_show_only_the_namespace(self):
+        """A limited token reads the events whose every lock is under its
+        prefixes (a claim without locks: its holder), in pages, long polls
+        and the stream; limit counts only those, next moves past the rest."""
+        since = self.srv.events(0, limit=1)["next"]
+        since = self.srv.get("/v1/events?since=%d&limit=10000" % since).json["next"]
+        a = self.new_claim("explicit")
+        b = self.srv.post("/v1/claims", {"holder": "team-b/run", "locks": [
+            {"semaphore": "team-b/db"}]}, token=TEAM_B).json
+        both = self.srv.post("/v1/claims", {"holder": "team-a/both", "locks": [
+            {"mutex": "team-a/x"}, {"mutex": "team-b/x"}]}, token=ADMIN).json
+        free = self.srv.post("/v1/claims", {"holder": "team-a/free",
+                                            "tags": {"env": "none"}}, token=TEAM_A).json
+        self.srv.put("/v1/semaphores/team-b/db", {"limit": 5})
+        for cid in (a["id"], b["id"], both["id"], free["id"]):
+            self.srv.release(cid)
+        everything = self.srv.get("/v1/events?since=%d" % since).json
+        want = {"inside": {a["id"], free["id"]}, "outside": {b["id"]}}
+        pages = {caller: self.srv.get("/v1/events?since=%d" % since, token=TOKENS[caller]).json
+                 for caller in want}
+        for caller, claims in want.items():
+            with self.subTest(caller=caller):
+                page = pages[caller]
+                self.assertEqual({e["claim"] for e in page["events"]} - {None}, claims, page)
+                self.assertEqual(page["next"], everything["next"])
+                configured = [e for e in page["events"] if e["claim"] is None]
+                self.assertEqual(bool(configured), caller == "outside", page)
+                # limit=1 a page at a time: every event once, in order.
+                seen, at = [], since
+                while True:  # (later events, the other caller's polls', are not counted)
+                    one = self.srv.get("/v1/events?since=%d&limit=1" % at,
+                                       token=TOKENS[caller]).json
+                    self.assertLessEqual(len(one["events"]), 1, one)
+                    if not one["events"] or one["events"][0]["seq"] > page["next"]:
+                        break
+                    seen += one["events"]
+                    at = one["next"]
+                self.assertEqual(seen, page["events"])
+                # A long poll answers with the next event the token may see,
+                # not with another namespace's.
+                conn, resp = self.srv.start_request(
+                    "GET", "/v1/events?since=%d&wait=20s" % everything["next"],
+                    token=TOKENS[caller])
+                try:
+                    other = "team-b/later" if caller == "inside" else "team-a/later"
+                    mine = "team-a/later" if caller == "inside" else "team-b/later"
+                    for holder in (other, mine):
+                        c = self.srv.post("/v1/claims", {"holder": holder, "locks": [
+                            {"mutex": holder}]}, token=ADMIN).json
+                        self.srv.release(c["id"])
+                    got = json.loads(resp.read())
+                    self.assertEqual({e["holder"] for e in got["events"]}, {mine}, got)
+                finally:
+                    conn.close()
+                # The stream: the same events as the page.
+                conn, resp = self.srv.start_request("GET", "/v1/events/stream?since=%d" % since,
+                                                    token=TOKENS[caller])
+                try:
+                    ids = []
+                    while len(ids) < len(page["events"]):
+                        line = resp.fp.readline().decode()
+                        if line.startswith("data: "):
+                            ids.append(json.loads(line[6:])["seq"])
+                    self.assertEqual(ids, [e["seq"] for e in page["events"]])
+                finally:
+                    conn.close()
 
     def test_global_routes(self):
         for route in GLOBAL_ROUTES:

@@ -360,11 +360,14 @@ typedef struct seen {
     uint64_t seqs[SEEN_MAX];
     size_t n;
     size_t stop_after; /* 0: never stop */
+    const char *skip;  /* events of this holder are passed over (a reader who may not see them) */
 } seen;
 
 static int collect(void *ud, const sl_store_event *ev)
 {
     seen *s = ud;
+    if (s->skip && (!ev->holder || strcmp(ev->holder, s->skip) == 0))
+        return SL_STORE_EVENT_SKIP;
     assert_true(s->n < SEEN_MAX);
     snprintf(s->rows[s->n], sizeof(s->rows[0]), "%llu %lld %s %s %s %s %s",
              (unsigned long long)ev->seq, (long long)ev->time_ms, ev->type,
@@ -374,13 +377,14 @@ static int collect(void *ud, const sl_store_event *ev)
 }
 
 /* The seqs passed and `next`, as "4 5 7 | 9". */
-static const char *query(sl_store *st, uint64_t since, const char *claim, size_t limit,
-                         size_t stop_after)
+static const char *query_skipping(sl_store *st, uint64_t since, const char *claim,
+                                  size_t limit, size_t stop_after, const char *skip)
 {
     static char out[512];
     seen s;
     memset(&s, 0, sizeof(s));
     s.stop_after = stop_after;
+    s.skip = skip;
     uint64_t next = 12345;
     assert_int_equal(sl_store_events(st, since, claim, limit, collect, &s, &next), 0);
     size_t n = 0;
@@ -389,6 +393,12 @@ static const char *query(sl_store *st, uint64_t since, const char *claim, size_t
         n += (size_t)snprintf(out + n, sizeof(out) - n, "%llu ", (unsigned long long)s.seqs[i]);
     snprintf(out + n, sizeof(out) - n, "| %llu", (unsigned long long)next);
     return out;
+}
+
+static const char *query(sl_store *st, uint64_t since, const char *claim, size_t limit,
+                         size_t stop_after)
+{
+    return query_skipping(st, since, claim, limit, stop_after, NULL);
 }
 
 static void events_rows_and_paging(void **state)
@@ -449,6 +459,12 @@ static void events_rows_and_paging(void **state)
     assert_string_equal(query(st, 5, "b", 1, 0), "7 | 7");
     assert_string_equal(query(st, 7, "b", 1, 0), "| 9");
     assert_string_equal(query(st, 0, "nobody", 10, 0), "| 9");
+    /* Events the reader passes over (wf/a's, and the semaphores' with no
+     * holder) count as examined but not toward the limit. */
+    assert_string_equal(query_skipping(st, 0, NULL, 2, 0, "wf/a"), "4 5 | 5");
+    assert_string_equal(query_skipping(st, 5, NULL, 2, 0, "wf/a"), "7 | 9");
+    assert_string_equal(query_skipping(st, 7, NULL, 2, 0, "wf/a"), "| 9");
+    assert_string_equal(query_skipping(st, 0, "a", 10, 0, "wf/a"), "| 9");
     /* The callback stops early: next is the last it saw. */
     assert_string_equal(query(st, 0, NULL, 100, 2), "1 2 | 2");
     assert_string_equal(query(st, 0, "a", 100, 1), "2 | 2");
