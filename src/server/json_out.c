@@ -157,12 +157,12 @@ json_t *sl_json_claim(sl_server *srv, const sl_claim *claim)
     return o;
 }
 
-static json_t *lock_holders(const sl_lock *lock)
+static json_t *lock_holders(const sl_lock *lock, size_t max)
 {
     json_t *arr = json_array();
     sl_holder_view hv[64];
     size_t offset = 0, n;
-    while (offset < SL_LIST_MAX && (n = sl_lock_holders(lock, offset, hv, 64)) > 0) {
+    while (offset < max && (n = sl_lock_holders(lock, offset, hv, max - offset < 64 ? max - offset : 64)) > 0) {
         for (size_t i = 0; i < n; i++) {
             sl_claim_view v;
             sl_claim_get(hv[i].claim, &v);
@@ -190,12 +190,13 @@ static void waiter_reason(sl_server *srv, const sl_claim *claim, const char *key
             sl_rule_words(&whys[i], buf, cap);
 }
 
-static json_t *lock_waiters(sl_server *srv, const sl_lock *lock, const char *key)
+static json_t *lock_waiters(sl_server *srv, const sl_lock *lock, const char *key, size_t max)
 {
     json_t *arr = json_array();
     sl_waiter_view wv[64];
     size_t offset = 0, n;
-    while (offset < SL_LIST_MAX && (n = sl_lock_waiters(srv->eng, lock, offset, wv, 64)) > 0) {
+    while (offset < max &&
+           (n = sl_lock_waiters(srv->eng, lock, offset, wv, max - offset < 64 ? max - offset : 64)) > 0) {
         for (size_t i = 0; i < n; i++) {
             sl_claim_view v;
             sl_claim_get(wv[i].claim, &v);
@@ -212,7 +213,8 @@ static json_t *lock_waiters(sl_server *srv, const sl_lock *lock, const char *key
     return arr;
 }
 
-json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full)
+json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock,
+                     size_t list_max)
 {
     json_t *o = json_pack(
         "{s:s,s:s,s:I,s:s,s:o,s:o,s:I,s:I}", "kind",
@@ -223,12 +225,12 @@ json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock,
     /* Only skip semaphores have the field: on the others it means nothing. */
     if (v->kind == SL_KIND_SEMAPHORE && v->strategy == SL_SKIP)
         json_object_set_new(o, "overtake_limit", sl_json_duration(v->overtake_ms));
-    if (full) {
-        json_object_set_new(o, "holders", lock ? lock_holders(lock) : json_array());
-        json_object_set_new(o, "pending", lock ? lock_waiters(srv, lock, v->key) : json_array());
-    } else {
-        json_object_set_new(o, "holders_count", json_integer((json_int_t)v->nholders));
-        json_object_set_new(o, "pending_count", json_integer((json_int_t)v->npending));
+    json_object_set_new(o, "holders_count", json_integer((json_int_t)v->nholders));
+    json_object_set_new(o, "pending_count", json_integer((json_int_t)v->npending));
+    if (list_max > 0) {
+        json_object_set_new(o, "holders", lock ? lock_holders(lock, list_max) : json_array());
+        json_object_set_new(o, "pending",
+                            lock ? lock_waiters(srv, lock, v->key, list_max) : json_array());
     }
     return o;
 }

@@ -104,9 +104,15 @@ static void sem_put(sl_ctx *c, const char *name)
     json_decref(body);
 }
 
+/* The query a lock's GET takes: limit= bounds its holders and pending
+ * lists (their counts are always whole). */
+static const char *const lock_query[] = {"limit", NULL};
+
 static void lock_get(sl_ctx *c, sl_kind kind, const char *name)
 {
-    if (!name_ok(c, name, kind == SL_KIND_SEMAPHORE) || !allowed(c, name))
+    uint64_t list_max = SL_LIST_MAX;
+    if (!name_ok(c, name, kind == SL_KIND_SEMAPHORE) || !allowed(c, name) ||
+        sl_query_uint(c, "limit", SL_LIST_MAX, &list_max) != 0)
         return;
     size_t len = strlen(name);
     if (kind == SL_KIND_SEMAPHORE && name[len - 1] == '*') {
@@ -116,8 +122,6 @@ static void lock_get(sl_ctx *c, sl_kind kind, const char *name)
             return;
         }
         json_t *o = sl_json_config_entry(c->srv, cfg);
-        json_object_del(o, "holders_count");
-        json_object_del(o, "pending_count");
         json_object_set_new(o, "holders", json_array());
         json_object_set_new(o, "pending", json_array());
         sl_reply_json(c, 200, o);
@@ -135,7 +139,12 @@ static void lock_get(sl_ctx *c, sl_kind kind, const char *name)
             sl_reply_error(c, 404, "not_found", "no mutex %s", name);
         return;
     }
-    sl_reply_json(c, 200, sl_json_lock(c->srv, &v, lock, true));
+    json_t *o = sl_json_lock(c->srv, &v, lock, (size_t)list_max);
+    if (list_max == 0) {
+        json_object_set_new(o, "holders", json_array());
+        json_object_set_new(o, "pending", json_array());
+    }
+    sl_reply_json(c, 200, o);
 }
 
 static int by_name(const void *a, const void *b)
@@ -179,14 +188,14 @@ static void sem_list(sl_ctx *c)
         if (cv.pattern)
             json_array_append_new(arr, sl_json_config_entry(c->srv, cfg));
         else if (sl_lock_lookup(eng, SL_KIND_SEMAPHORE, cv.name, &v, &lock) == 0)
-            json_array_append_new(arr, sl_json_lock(c->srv, &v, lock, false));
+            json_array_append_new(arr, sl_json_lock(c->srv, &v, lock, 0));
     }
     for (const sl_lock *l = sl_lock_next(eng, NULL); l; l = sl_lock_next(eng, l)) {
         sl_lock_view v;
         sl_lock_get(l, &v);
         if (v.kind == SL_KIND_SEMAPHORE && v.from_pattern && (v.nholders || v.npending) &&
             sl_auth_allows(c, v.name))
-            json_array_append_new(arr, sl_json_lock(c->srv, &v, l, false));
+            json_array_append_new(arr, sl_json_lock(c->srv, &v, l, 0));
     }
     sl_reply_json(c, 200, json_pack("{s:o}", "semaphores", sorted(arr)));
 }
@@ -199,7 +208,7 @@ static void mutex_list(sl_ctx *c)
         sl_lock_view v;
         sl_lock_get(l, &v);
         if (v.kind == SL_KIND_MUTEX && (v.nholders || v.npending) && sl_auth_allows(c, v.name))
-            json_array_append_new(arr, sl_json_lock(c->srv, &v, l, false));
+            json_array_append_new(arr, sl_json_lock(c->srv, &v, l, 0));
     }
     sl_reply_json(c, 200, json_pack("{s:o}", "mutexes", sorted(arr)));
 }
@@ -226,7 +235,8 @@ static void method_not_allowed(sl_ctx *c, const char *allow)
 /* rest == NULL: answer the semaphore just configured (after a PUT). */
 void sl_route_semaphores(sl_ctx *c, const char *rest)
 {
-    if (rest && !sl_query_only(c, NULL))
+    bool one = rest && *rest && c->method == SL_HTTP_GET;
+    if (rest && !sl_query_only(c, one ? lock_query : NULL))
         return;
     if (!rest) {
         lock_get(c, SL_KIND_SEMAPHORE, c->path + strlen("/v1/semaphores/"));
@@ -259,7 +269,7 @@ void sl_route_semaphores(sl_ctx *c, const char *rest)
 void sl_route_mutexes(sl_ctx *c, const char *rest)
 {
     c->route = *rest ? SL_ROUTE_MUTEX : SL_ROUTE_MUTEXES;
-    if (!sl_query_only(c, NULL))
+    if (!sl_query_only(c, *rest && c->method == SL_HTTP_GET ? lock_query : NULL))
         return;
     if (c->method != SL_HTTP_GET) {
         method_not_allowed(c, "GET");

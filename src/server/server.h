@@ -319,7 +319,11 @@ json_t *sl_json_claim(sl_server *srv, const sl_claim *claim);
 /* json_claim.c: the same claim as compact JSON and a newline, written into
  * buf without building jansson values (the answers to claim requests). */
 void sl_json_claim_write(sl_server *srv, const sl_claim *claim, sl_buf *buf);
-json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock, bool full);
+/* A lock with holders_count and pending_count; with list_max > 0 also its
+ * first list_max holders and pending claims (a lock's page), else not (a
+ * listing's entry). */
+json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock,
+                     size_t list_max);
 json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg);
 json_t *sl_json_why(sl_server *srv, const sl_claim *claim);
 json_t *sl_json_event(const sl_store_event *ev); /* docs/api.md's event, from the log */

@@ -1394,6 +1394,32 @@ class TestPages(ApiCase):
         for c in made:
             self.srv.release(c["id"])
 
+    def test_lock_lists_limited(self):
+        """GET of one lock with limit=N: the first N holders and waiters, in
+        the lock's order, with counts of all; limit=0 the counts alone."""
+        sem = self.name("s")
+        self.srv.sem_put(sem, 3)
+        made = [self.srv.claim("ll-%02d" % i, [("s", sem)]) for i in range(9)]
+        whole = self.srv.get("/v1/semaphores/" + q(sem)).json
+        self.assertEqual((whole["holders_count"], whole["pending_count"]), (3, 6))
+        self.assertEqual((len(whole["holders"]), len(whole["pending"])), (3, 6))
+        for n in (0, 1, 2, 5):
+            part = self.srv.get("/v1/semaphores/%s?limit=%d" % (q(sem), n)).json
+            self.assertEqual((part["holders_count"], part["pending_count"]), (3, 6))
+            self.assertEqual(part["holders"], whole["holders"][:n])
+            self.assertEqual(part["pending"], whole["pending"][:n])
+        m = self.name("m")
+        self.srv.claim("ll-m", [("m", m)])
+        one = self.srv.get("/v1/mutexes/%s?limit=1" % q(m)).json
+        self.assertEqual((one["holders_count"], len(one["holders"])), (1, 1))
+        for bad in ("limit=100001", "limit=x", "limt=1"):
+            self.assertError(self.srv.get("/v1/semaphores/%s?%s" % (q(sem), bad)), 400,
+                             "bad_request")
+        self.assertError(self.srv.put("/v1/semaphores/%s?limit=1" % q(sem), {"limit": 3}), 400,
+                         "bad_request")
+        for c in made:
+            self.srv.release(c["id"])
+
     def test_bad_page_arguments(self):
         for path in ("/v1/claims?limit=0", "/v1/queue?limit=10001", "/v1/claims?after=zz",
                      "/v1/queue?after=1.2", "/v1/claims?lock=mtx/x&after=12",
