@@ -130,7 +130,14 @@ typedef struct claim_filter {
     bool has_state;
     sl_state state;
     const char *holder;
+    const char *run; /* holders RUN or RUN/STEP (the RUN/STEP convention of docs/ui.md) */
 } claim_filter;
+
+static bool of_run(const char *run, const char *holder)
+{
+    size_t n = strlen(run);
+    return strncmp(holder, run, n) == 0 && (holder[n] == '\0' || holder[n] == '/');
+}
 
 static bool claim_matches(sl_ctx *c, const sl_claim *claim, const claim_filter *f)
 {
@@ -139,6 +146,8 @@ static bool claim_matches(sl_ctx *c, const sl_claim *claim, const claim_filter *
     if (f->has_state && v.state != f->state)
         return false;
     if (f->holder && strcmp(f->holder, v.holder) != 0)
+        return false;
+    if (f->run && !of_run(f->run, v.holder))
         return false;
     return sl_auth_allows_claim(c, claim);
 }
@@ -223,11 +232,18 @@ static void claims_all(sl_ctx *c, const sl_claim *cl, const claim_filter *f, pag
 
 void sl_route_claims_list(sl_ctx *c)
 {
-    static const char *const known[] = {"state", "holder", "lock", "limit", "after", NULL};
+    static const char *const known[] = {"state", "holder", "run", "lock", "limit", "after", NULL};
     if (!sl_query_only(c, known))
         return;
     const char *s = sl_query_get(c, "state");
-    claim_filter f = {s != NULL, SL_PENDING, sl_query_get(c, "holder")};
+    claim_filter f = {s != NULL, SL_PENDING, sl_query_get(c, "holder"), sl_query_get(c, "run")};
+    if (f.run && (!*f.run || strlen(f.run) > SL_HOLDER_MAX)) {
+        sl_reply_error(c, 400, "bad_request",
+                       "run= must be 1 to %d characters: RUN lists the claims of holder RUN "
+                       "and of holders RUN/...",
+                       SL_HOLDER_MAX);
+        return;
+    }
     if (s && sl_state_parse(s, &f.state) != 0) {
         sl_reply_error(c, 400, "bad_request",
                        "state=\"%.64s\" is not a claim state: pending, held, revoking, released, "

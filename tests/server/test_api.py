@@ -710,6 +710,37 @@ class TestWaits(ApiCase):
         self.srv.release(b["id"])
         self.srv.release(a["id"])
 
+    def test_claims_of_a_run(self):
+        """run=RUN lists the claims of holder RUN and of holders RUN/...
+        (the RUN/STEP convention), not those of RUN2/... nor RUNX."""
+        run = self.name("run")
+        m = self.name("m")
+        mine = [self.srv.claim(h, [("m", m)]) for h in (run, run + "/build", run + "/test/unit")]
+        others = [self.srv.claim(h, [("m", m)]) for h in (run + "x", run + "2/build", "x/" + run)]
+
+        def ids(query):
+            r = self.srv.get("/v1/claims?" + query)
+            self.assertEqual(r.status, 200, r)
+            return sorted(x["id"] for x in r.json["claims"])
+
+        self.assertEqual(ids("run=" + q(run)), sorted(c["id"] for c in mine))
+        self.assertEqual(ids("run=%s&state=pending" % q(run)),
+                         sorted(c["id"] for c in mine[1:]))
+        self.assertEqual(ids("run=%s/test&lock=mtx/%s" % (q(run), q(m))), [mine[2]["id"]])
+        paged, after = [], None
+        while True:
+            body = self.srv.get("/v1/claims?run=%s&limit=1%s" % (
+                q(run), "&after=" + q(after) if after else "")).json
+            paged += [x["id"] for x in body["claims"]]
+            after = body.get("next")
+            if not after:
+                break
+        self.assertEqual(paged, [c["id"] for c in mine])
+        self.assertError(self.srv.get("/v1/claims?run="), 400, "bad_request")
+        self.assertError(self.srv.get("/v1/claims?run=" + "r" * 254), 400, "bad_request")
+        for c in reversed(mine + others):
+            self.srv.release(c["id"])
+
     def test_get_wait_seen_differs(self):
         """seen that differs from the state answers at once; a bad wait or
         seen is 400."""
