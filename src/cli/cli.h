@@ -4,7 +4,7 @@
  * parses flags, calls the library and prints what comes back, as aligned
  * tables for people or as the server's own JSON for scripts. It holds no
  * protocol code. Each command lives in its own file (run.c, acquire.c,
- * sem.c, queue.c, events.c, status.c); this header is their common ground:
+ * sem.c, queue.c, events.c, status.c, argo.c); this header is their common ground:
  * exit statuses, the global context, flag parsing, durations, tables. */
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
@@ -311,5 +311,7 @@ int cli_queue(cli *c, int argc, char **argv);
 int cli_claims(cli *c, int argc, char **argv);
 int cli_events(cli *c, int argc, char **argv);
 int cli_status(cli *c, int argc, char **argv);
+int cli_import(cli *c, int argc, char **argv);
+int cli_argo(cli *c, int argc, char **argv);
 
 #endif

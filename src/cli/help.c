@@ -23,6 +23,8 @@ static const char overview[] =
     "  claims     every claim: list, info ID\n"
     "  events     the event log (--follow to watch it)\n"
     "  status     the server, its store and its counts\n"
+    "  import     import argo: Argo Workflows' semaphore ConfigMaps as semaphores\n"
+    "  argo       argo flags: an Argo workflow's synchronization as run's lock flags\n"
     "  help       help on a command: sluice help run\n"
     "\n"
     "Global flags (anywhere before run's --):\n"
@@ -215,6 +217,59 @@ static const char status_help[] =
     "  sluice --server http://10.0.0.5:7700 status\n"
     "  sluice --server http://db1:7700,http://db2:7700 status\n";
 
+static const char import_help[] =
+    "Usage: sluice import argo [--namespace NS] [--apply] FILE...\n"
+    "\n"
+    "Reads Kubernetes YAML (several documents, or a kind: List; - is standard input)\n"
+    "and turns each key of each ConfigMap's data into a semaphore with that limit,\n"
+    "named as Argo Workflows names it: NAMESPACE/ConfigMap/CONFIGMAP/KEY. Other kinds\n"
+    "are skipped (one line each on stderr). KEY-strategy: rebalanced (or default), or a\n"
+    "semaphoreStrategies key mapping keys to strategies, sets a key's strategy: Argo's\n"
+    "default is sluice's strict.\n"
+    "\n"
+    "Without --apply, prints the semaphores as a sluiced.yaml fragment to paste into the\n"
+    "server's configuration file ({\"semaphores\": [...]} with --json); with --apply,\n"
+    "configures them on the server, as 'sluice sem set' does, one line each.\n"
+    "\n"
+    "  --namespace NS   the namespace of ConfigMaps without metadata.namespace (the\n"
+    "                   namespace of the workflows that use them)\n"
+    "  --apply          configure the semaphores on the server\n"
+    "\n"
+    "Exit statuses: 0 done; 1 the server refused a semaphore; 2 bad flags or input (the\n"
+    "message says FILE:LINE:COLUMN and what to change); 3 the server could not be reached.\n"
+    "\n"
+    "Examples:\n"
+    "  kubectl get configmap my-config -n argo -o yaml | sluice import argo -\n"
+    "  sluice import argo --apply semaphores.yaml\n"
+    "  sluice import argo --namespace ci configmaps.yaml\n";
+
+static const char argo_help[] =
+    "Usage: sluice argo flags [--namespace NS] [--template NAME] FILE\n"
+    "\n"
+    "Prints the 'sluice run' lock flags that match the synchronization block of an Argo\n"
+    "Workflow, WorkflowTemplate, ClusterWorkflowTemplate or CronWorkflow in FILE (- is\n"
+    "standard input): spec.synchronization, or with --template that of the template\n"
+    "NAME. Both of Argo's forms are read (semaphore/mutex and semaphores/mutexes):\n"
+    "  a ConfigMap semaphore      --semaphore NS/ConfigMap/CONFIGMAP/KEY\n"
+    "  a database semaphore       --semaphore NS/Database/KEY\n"
+    "  a mutex                    --mutex NS/Mutex/NAME (database: NS/Database/NAME)\n"
+    "  rebalanceKey               --rebalance-key KEY\n"
+    "  priority                   --priority N (a template's, else the workflow's)\n"
+    "A lock's namespace is its own, else the workflow's, else --namespace. Words are\n"
+    "shell-quoted where needed; --json prints {\"semaphores\", \"mutexes\", \"priority\",\n"
+    "\"rebalance_key\"}. An Argo expression ({{workflow.parameters.x}}) is kept, with a\n"
+    "warning on stderr: replace it with its value.\n"
+    "\n"
+    "  --namespace NS   the namespace the workflow runs in, when it names none\n"
+    "  --template NAME  the synchronization block of template NAME\n"
+    "\n"
+    "Exit statuses: 0 printed; 2 bad flags, or no such block (the message lists the\n"
+    "templates that have one).\n"
+    "\n"
+    "Examples:\n"
+    "  sluice argo flags workflow.yaml\n"
+    "  eval \"sluice run $(sluice argo flags --template deploy wf.yaml) -- ./deploy.sh\"\n";
+
 bool cli_help(const char *command, FILE *out)
 {
     if (!command) {
@@ -227,6 +282,7 @@ bool cli_help(const char *command, FILE *out)
         {"release", release_help}, {"renew", renew_help},   {"sem", sem_help},
         {"pools", sem_help},       {"mutex", mutex_help},   {"queue", queue_help},
         {"claims", claims_help},   {"events", events_help}, {"status", status_help},
+        {"import", import_help},   {"argo", argo_help},
     };
     if (strcmp(command, "run") == 0) {
         fputs(run_help, out);

@@ -258,7 +258,8 @@ static const command commands[] = {
     {"run", cli_run},       {"acquire", cli_acquire}, {"release", cli_release},
     {"renew", cli_renew},   {"sem", cli_sem},         {"pools", cli_sem},
     {"mutex", cli_mutex},   {"queue", cli_queue},     {"claims", cli_claims},
-    {"events", cli_events}, {"status", cli_status},   {NULL, NULL},
+    {"events", cli_events}, {"status", cli_status},   {"import", cli_import},
+    {"argo", cli_argo},     {NULL, NULL},
 };
 
 static void setup_output(cli *c)
