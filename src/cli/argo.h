@@ -1,4 +1,4 @@
-/* argo.h - what argo.c and argo_yaml.c share: Kubernetes YAML read with
+/* argo.h - what argo.c, argo_import.c, argo_flags.c and argo_yaml.c share: Kubernetes YAML read with
  * libyaml's document API (yaml_parser_load), and messages that point at
  * FILE:LINE:COLUMN.
  *
@@ -78,5 +78,21 @@ bool argo_name_ok(const char *s);
 void argo_shell_quote(const char *s, cli_buf *out);
 /* s as a JSON string (with its quotes), appended to out. */
 void argo_json_str(const char *s, cli_buf *out);
+
+/* ---- argo.c: what both commands share ---- */
+
+enum { ARGO_NAMESPACE = 1, ARGO_APPLY, ARGO_TEMPLATE };
+
+/* The rule of lock names, in the words of messages. */
+extern const char argo_name_rule[];
+
+/* The flags of both commands and their positional arguments (pos: argc
+ * entries, *n used). 0, -1 after --help, or an exit status. */
+int argo_parse_args(cli *c, const cli_flag *flags, int argc, char **argv, const char **pos,
+                    int *n, const char **ns, const char **tmpl, bool *apply);
+/* The Kubernetes kind of an object, or NULL. */
+const char *argo_kind(const ay_obj *o);
+/* metadata.name, else metadata.generateName (a Workflow's), or NULL. */
+const char *argo_name(const ay_obj *o);
 
 #endif
