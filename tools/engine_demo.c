@@ -128,7 +128,7 @@ static void release(demo *d, const char *id)
     show_events(d);
 }
 
-/* API.md's GET /v1/claims/{id}/why, in words. */
+/* docs/api.md's GET /v1/claims/{id}/why, in words. */
 static void why(demo *d, const char *id)
 {
     sl_why w[4];

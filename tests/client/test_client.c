@@ -435,7 +435,7 @@ static void test_times(void **state)
     }
 }
 
-/* The parser refuses an answer that is not what API.md says, naming the
+/* The parser refuses an answer that is not what docs/api.md says, naming the
  * field, and leaves nothing allocated. */
 static void test_parse_refuses(void **state)
 {

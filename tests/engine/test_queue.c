@@ -1,6 +1,6 @@
 /* test_queue.c - queues and admission on strict and skip locks (queue.c).
  *
- * Covers DESIGN.md's "Ordering and admission" and docs/engine.md's "Order and
+ * Covers docs/design.md's "Who goes first" and docs/engine.md's "Order and
  * admission": strict (no overtaking, slots reserved by the waiters ahead even
  * while they wait for another lock, a waiter behind a blocked one let in only
  * when there is room for both), skip (first fit, blocked claims skipped),
