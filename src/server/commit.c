@@ -93,6 +93,7 @@ static int capture(sl_server *srv)
     srv->batch_events = ch.nevents;
     srv->batch_seq = ch.next_seq;
     sl_metrics_events(&srv->metrics, ch.events, ch.nevents);
+    sl_hist_feed(srv, ch.events, ch.nevents);
     if (srv->prune_due) {
         sl_store_batch_prune(srv->batch, srv->prune_before);
         srv->prune_due = false;

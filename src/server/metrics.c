@@ -14,6 +14,7 @@ static const char *const route_labels[SL_ROUTE_COUNT] = {
     "/v1/claims",    "/v1/claims/{id}", "/v1/claims/{id}/renew", "/v1/claims/{id}/why",
     "/v1/queue",     "/v1/events",     "/v1/events/stream",
     "/v1/claims/{id}/cancel", "relayed", "/v1/status",
+    "/v1/history",
 };
 
 const char *sl_route_label(sl_route_id r)
@@ -31,12 +32,20 @@ void sl_histogram_observe(sl_histogram *h, double seconds)
     h->sum += seconds;
 }
 
-void sl_metrics_http(sl_metrics *m, sl_route_id route, int status)
+const char *sl_metrics_method_name(sl_http_method method)
+{
+    static const char *const names[] = {"GET",   "HEAD",    "POST", "PUT",
+                                        "DELETE", "PATCH", "OPTIONS", "OTHER"};
+    return (unsigned)method < sizeof(names) / sizeof(names[0]) ? names[method] : "OTHER";
+}
+
+void sl_metrics_http(sl_metrics *m, sl_route_id route, sl_http_method method, int status)
 {
     sl_http_count *row = m->http[(unsigned)route < SL_ROUTE_COUNT ? route : SL_ROUTE_OTHER];
     for (size_t i = 0; i < SL_STATUS_SLOTS; i++) {
-        if (row[i].status == status || row[i].status == 0) {
+        if ((row[i].status == status && row[i].method == method) || row[i].status == 0) {
             row[i].status = status;
+            row[i].method = method;
             row[i].count++;
             return;
         }
@@ -148,12 +157,14 @@ void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, sl_buf *out)
                         "sluice_store_commits_total{result=\"ok\"} %llu\n"
                         "sluice_store_commits_total{result=\"error\"} %llu\n",
                         (unsigned long long)m->commits, (unsigned long long)m->commit_failures);
-    sl_buf_addf(out, "# HELP sluice_http_requests_total HTTP requests, by route and "
+    sl_buf_addf(out, "# HELP sluice_http_requests_total HTTP requests, by route, method and "
                              "status.\n# TYPE sluice_http_requests_total counter\n");
     for (int r = 0; r < SL_ROUTE_COUNT; r++)
         for (size_t i = 0; i < SL_STATUS_SLOTS && m->http[r][i].status; i++)
-            sl_buf_addf(out, "sluice_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n",
-                                route_labels[r], m->http[r][i].status,
-                                (unsigned long long)m->http[r][i].count);
+            sl_buf_addf(out,
+                        "sluice_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} "
+                        "%llu\n",
+                        route_labels[r], sl_metrics_method_name(m->http[r][i].method),
+                        m->http[r][i].status, (unsigned long long)m->http[r][i].count);
     render_locks(out, eng);
 }

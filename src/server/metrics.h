@@ -3,7 +3,8 @@
  * Per-lock limit, used, holders and pending are read from the engine when
  * scraped; what is counted here is what the engine does not remember:
  * claims by outcome, the time claims waited before their grant, HTTP
- * requests by route and status, and the store's commit latency. */
+ * requests by route, method and status, and the store's commit latency.
+ * Per-lock wait histograms are the history's (history.h). */
 #ifndef SL_SERVER_METRICS_H
 #define SL_SERVER_METRICS_H
 
@@ -13,6 +14,7 @@
 
 #include "buf.h"
 #include "engine.h"
+#include "http.h"
 
 #define SL_HIST_BUCKETS 14
 
@@ -23,10 +25,11 @@ typedef struct sl_histogram {
 } sl_histogram;
 
 #define SL_ROUTE_MAX 24
-#define SL_STATUS_SLOTS 16
+#define SL_STATUS_SLOTS 32 /* distinct (method, status) pairs per route */
 
 typedef struct sl_http_count {
-    int status;
+    int status; /* 0: the slot is free */
+    sl_http_method method;
     uint64_t count;
 } sl_http_count;
 
@@ -60,12 +63,17 @@ typedef enum {
     SL_ROUTE_CLAIM_CANCEL,
     SL_ROUTE_RELAYED, /* shared mode: relayed to the leader */
     SL_ROUTE_STATUS,
+    SL_ROUTE_HISTORY,
     SL_ROUTE_COUNT
 } sl_route_id;
 
 const char *sl_route_label(sl_route_id r);
 void sl_histogram_observe(sl_histogram *h, double seconds);
-void sl_metrics_http(sl_metrics *m, sl_route_id route, int status);
+/* One answer, by route, method (SL_HTTP_OTHER when the request was not
+ * read far enough to know it) and status. */
+void sl_metrics_http(sl_metrics *m, sl_route_id route, sl_http_method method, int status);
+/* "GET", ..., "OTHER": the method label. */
+const char *sl_metrics_method_name(sl_http_method method);
 /* Counts what a batch's events say happened. */
 void sl_metrics_events(sl_metrics *m, const sl_event *events, size_t n);
 /* Appends the Prometheus text of everything, the engine's locks included. */

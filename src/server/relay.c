@@ -374,7 +374,7 @@ static void answer_error(sl_relay *r, int status, const char *code, const char *
     json_decref(body);
     if (status == 503)
         sl_http_add_header(r->down, "Retry-After", "1");
-    sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, status);
+    sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, sl_http_req_method(r->down), status);
     if (r->streamed) { /* the status went out already: cut the answer short */
         close_upstream(r);
         sl_http_stream_abort(r->down);
@@ -396,7 +396,8 @@ static void finish(sl_relay *r)
         return;
     }
     if (r->st == RL_STREAMING) { /* a long poll: its body, whole, then the end */
-        sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, (int)r->parser.status_code);
+        sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, sl_http_req_method(r->down),
+                        (int)r->parser.status_code);
         sl_http_stream_chunk(r->down, sl_buf_data(&r->body), sl_buf_size(&r->body));
         sl_http_stream_end(r->down);
         relay_free(r);
@@ -404,7 +405,7 @@ static void finish(sl_relay *r)
     }
     const char *ctype = pass_headers(r);
     int status = (int)r->parser.status_code;
-    sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, status);
+    sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, sl_http_req_method(r->down), status);
     sl_http_reply(r->down, status, ctype, sl_buf_data(&r->body), sl_buf_size(&r->body));
     relay_free(r);
 }

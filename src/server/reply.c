@@ -82,7 +82,7 @@ void sl_json_to_buffer(json_t *body, sl_buf *out)
 static void send_bytes(sl_server *srv, sl_http_req *req, sl_route_id route, int status,
                        const char *ctype, const void *body, size_t len)
 {
-    sl_metrics_http(&srv->metrics, route, status);
+    sl_metrics_http(&srv->metrics, route, sl_http_req_method(req), status);
     sl_http_reply(req, status, ctype, body, len);
 }
 

@@ -280,7 +280,7 @@ bool sl_role_route(sl_server *srv, sl_http_req *req, const char *path)
         sl_http_add_header(req, "Retry-After", "1");
         static const char body[] =
             "{\"error\":{\"code\":\"not_leader\",\"message\":\"this server does not lead\"}}\n";
-        sl_metrics_http(&srv->metrics, SL_ROUTE_RELAYED, 503);
+        sl_metrics_http(&srv->metrics, SL_ROUTE_RELAYED, sl_http_req_method(req), 503);
         sl_http_reply(req, 503, "application/json", body, sizeof(body) - 1);
         return false;
     }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 
+#include "history.h"
 #include "server.h"
 
 /* /healthz and /metrics take GET (and HEAD); anything else is 405. */
@@ -89,6 +90,7 @@ void sl_route_metrics(sl_ctx *c)
     }
     sl_buf *b = sl_reply_scratch();
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
+    sl_history_render_metrics(c->srv->history, b);
     sl_buf_addf(b,
                 "# HELP sluice_store_log_unapplied Batches in the store's log not yet applied to "
                 "its state tables.\n# TYPE sluice_store_log_unapplied gauge\n"

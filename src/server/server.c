@@ -113,7 +113,8 @@ static int parse_listen(const char *listen, char *host, size_t cap, unsigned *po
 static void own_answer(void *ud, int status)
 {
     sl_server *srv = ud;
-    sl_metrics_http(&srv->metrics, SL_ROUTE_OTHER, status);
+    /* The request may not have been read far enough to know its method. */
+    sl_metrics_http(&srv->metrics, SL_ROUTE_OTHER, SL_HTTP_OTHER, status);
 }
 
 static int open_http(sl_server *srv)
@@ -237,6 +238,7 @@ void sl_server_apply_file_semaphores(sl_server *srv, int64_t now)
 
 void sl_server_new_engine(sl_server *srv)
 {
+    sl_hist_stop(srv);
     sl_engine_free(srv->eng);
     srv->eng = engine_for(srv->conf);
 }
@@ -295,6 +297,7 @@ int sl_server_rebuild(sl_server *srv)
     srv->seq_done = ch.next_seq;
     sl_engine_changes_clear(srv->eng);
     sl_store_set_source(srv->store, SL_SOURCE_API);
+    sl_hist_rebuild(srv);
     return 0;
 }
 
@@ -345,6 +348,7 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
     srv->batch = sl_store_batch_new();
     if (!srv->batch)
         abort();
+    sl_hist_start(srv);
     if (open_store(srv) != 0 || sl_role_start(srv) != 0)
         return -1;
     /* A shared store's server loads only once it leads (role.c). */
@@ -412,6 +416,7 @@ void sl_server_free(sl_server *srv)
     if (srv->store)
         sl_store_close(srv->store);
     sl_store_batch_free(srv->batch);
+    sl_hist_free(srv);
     free(srv->wake_ids);
     sl_engine_free(srv->eng);
     if (srv->base)

@@ -114,6 +114,13 @@ typedef struct sl_server {
     char leader_host[256];    /* the leader's host:port (Host header) */
     bool leader_resolved;
     sl_relay *relays;
+    /* The per-lock history (history_run.c). */
+    struct sl_history *history;
+    struct event *hist_ev;      /* samples every step */
+    struct event *hist_page_ev; /* the rebuild's next page of the log */
+    uint64_t hist_fed;          /* events up to this seq are in the history */
+    uint64_t hist_since, hist_upto; /* the rebuild reads the log after since, up to upto */
+    int64_t hist_started;       /* when the rebuild started (monotonic ms), for the log */
 } sl_server;
 
 /* ---- server.c ------------------------------------------------------------ */
@@ -137,6 +144,20 @@ int sl_server_rebuild(sl_server *srv);
 void sl_server_end_answers(sl_server *srv);
 /* A new, empty engine for the configuration (the last one is freed). */
 void sl_server_new_engine(sl_server *srv);
+
+/* ---- history_run.c: the per-lock history (history.h) --------------------- */
+void sl_hist_start(sl_server *srv);
+void sl_hist_free(sl_server *srv);
+/* After the engine was rebuilt from the store: the history is read back
+ * from the event log, a page per turn of the loop. */
+void sl_hist_rebuild(sl_server *srv);
+/* The engine is dropped (a new one comes): the history is forgotten. */
+void sl_hist_stop(sl_server *srv);
+/* A batch's events as it is captured (those not in yet). */
+void sl_hist_feed(sl_server *srv, const sl_event *events, size_t n);
+/* The engine's events not in yet, then a sampling at now (not while
+ * rebuilding): the history is up to date. */
+void sl_hist_catch_up(sl_server *srv, int64_t now);
 
 /* ---- reload.c: SIGHUP ------------------------------------------------------ */
 /* Reads the configuration file again and applies what can change live
@@ -272,6 +293,8 @@ void sl_route_health(sl_ctx *c);
 void sl_route_status(sl_ctx *c); /* routes_ops.c: the leader's /healthz under /v1/ */
 void sl_route_metrics(sl_ctx *c);
 void sl_route_ui(sl_ctx *c);
+/* routes_history.c: GET /v1/history?lock=KEY, a lock's samples and waits. */
+void sl_route_history(sl_ctx *c);
 /* Mutations are refused while the store cannot commit: 503 sent, true. */
 bool sl_refuse_if_store_failed(sl_ctx *c);
 

@@ -159,7 +159,8 @@ static void start(void *arg, bool committed)
     }
     sl_http_add_header(s->req, "Cache-Control", "no-store");
     sl_http_add_header(s->req, "X-Accel-Buffering", "no");
-    sl_metrics_http(&s->srv->metrics, SL_ROUTE_EVENTS_STREAM, 200);
+    sl_metrics_http(&s->srv->metrics, SL_ROUTE_EVENTS_STREAM, sl_http_req_method(s->req),
+                    200);
     sl_http_stream_start(s->req, 200, "text/event-stream");
     s->started = true;
     struct timeval hb = {SL_STREAM_HEARTBEAT_MS / 1000, 0};

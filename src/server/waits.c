@@ -253,7 +253,7 @@ static void start(void *arg, bool committed)
         return;
     }
     sl_http_add_header(w->req, "Cache-Control", "no-store");
-    sl_metrics_http(&w->srv->metrics, w->route, w->status);
+    sl_metrics_http(&w->srv->metrics, w->route, sl_http_req_method(w->req), w->status);
     w->armed = true;
     evtimer_add(w->timer, &w->wait_tv);
     sl_http_stream_start(w->req, w->status, "application/json"); /* may find it gone */

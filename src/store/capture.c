@@ -8,6 +8,7 @@
  * made again and granted, so the new row must be the one left. A changed
  * claim that is no longer the one its id finds was purged in this batch
  * and is not written. */
+#include <stdio.h>
 #include <string.h>
 
 #include "record.h"
@@ -94,6 +95,40 @@ static void capture_config(sl_store *st, sl_engine *eng, const char *name, sl_st
     sl__batch_int(b, cv.overtake_ms);
 }
 
+/* The slots a claim takes on each of its locks, as "1,2", parallel to the
+ * event's lock keys: with the held flag below, a reader of the log can
+ * replay each lock's occupancy (the server's history rebuild). */
+static void event_slots(const sl_claim *c, size_t nlocks, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < nlocks && len < cap; i++) {
+        sl_claim_lock_view lv;
+        sl_claim_lock_peek(c, i, &lv);
+        int w = snprintf(buf + len, cap - len, "%s%u", i ? "," : "", (unsigned)lv.slots);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+/* Whether the claim held its locks just before this event: what tells a
+ * held claim's end from a pending one's (expired and canceled can be
+ * either). An end is a claim's last event and a grant is never undone, so
+ * a claim ending with a grant time held until then; a claim's other events
+ * say it by their type. */
+static int64_t event_held(const sl_event *ev, const sl_claim_view *v)
+{
+    switch (ev->type) {
+    case SL_EV_CLAIM_QUEUED:
+    case SL_EV_CLAIM_WAITING:
+    case SL_EV_CLAIM_ACQUIRED:
+        return 0;
+    default:
+        return v->granted_ms >= 0;
+    }
+}
+
 static int capture_event(sl_store *st, sl_engine *eng, const sl_event *ev, sl_store_batch *b)
 {
     sl_claim_view v;
@@ -113,6 +148,15 @@ static int capture_event(sl_store *st, sl_engine *eng, const sl_event *ev, sl_st
     sl__batch_str(b, v.holder);
     sl__batch_text(b, st->locks_json.p, st->locks_json.n);
     sl__batch_str(b, reason);
+    if (ev->claim) {
+        char slots[SL_ROWS_SLOTS_MAX + 1];
+        event_slots(ev->claim, v.nlocks, slots, sizeof(slots));
+        sl__batch_str(b, slots);
+        sl__batch_int(b, event_held(ev, &v));
+    } else {
+        sl__batch_str(b, NULL);
+        sl__batch_str(b, NULL);
+    }
     b->nevents++;
     if (ev->time_ms > b->time_hi)
         b->time_hi = ev->time_ms;

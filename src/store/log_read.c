@@ -31,11 +31,21 @@ static bool op_event(const sl_store_batch *b, const sb_op *op, sl_store_event *e
         return false;
     ev->seq = (uint64_t)p[0].i;
     ev->time_ms = p[1].i;
-    return param_text(b, &p[2], EV_TYPE_MAX, false, &ev->type) &&
-           param_text(b, &p[3], SL_ID_MAX, true, &ev->claim) &&
-           param_text(b, &p[4], SL_HOLDER_MAX, true, &ev->holder) &&
-           param_text(b, &p[5], EV_LOCKS_MAX, false, &ev->locks) &&
-           param_text(b, &p[6], SL_ROWS_REASON_MAX, false, &ev->reason);
+    ev->held = -1;
+    if (!(param_text(b, &p[2], EV_TYPE_MAX, false, &ev->type) &&
+          param_text(b, &p[3], SL_ID_MAX, true, &ev->claim) &&
+          param_text(b, &p[4], SL_HOLDER_MAX, true, &ev->holder) &&
+          param_text(b, &p[5], EV_LOCKS_MAX, false, &ev->locks) &&
+          param_text(b, &p[6], SL_ROWS_REASON_MAX, false, &ev->reason)))
+        return false;
+    /* Appended later (record.h): absent from older records. */
+    if (op->nparams > 7 && !param_text(b, &p[7], SL_ROWS_SLOTS_MAX, true, &ev->slots))
+        return false;
+    if (op->nparams > 8 && p[8].type == SB_INT)
+        ev->held = p[8].i != 0;
+    else if (op->nparams > 8 && p[8].type != SB_NULL)
+        return false;
+    return true;
 }
 
 

@@ -32,7 +32,8 @@ typedef enum {
     SL_REC_LOCK_DELETE = 4,   /* key */
     SL_REC_CONFIG_UPSERT = 5, /* name, limit, strategy, lease, source, overtake */
     SL_REC_CONFIG_DELETE = 6, /* name */
-    SL_REC_EVENT = 7,         /* seq, time, type, claim, holder, locks, reason */
+    SL_REC_EVENT = 7,         /* seq, time, type, claim, holder, locks, reason, slots, held
+                               * (slots and held appended later: older records lack them) */
     SL_REC_COUNTERS = 8,      /* next_seq, next_arrival, next_grant, token_floor */
     SL_REC_OP_MAX = 8,
 } sl_rec_op;

@@ -18,6 +18,10 @@
  * text, a claim id and a lock key fit with room to spare. */
 #define SL_ROWS_REASON_MAX 512
 
+/* An event's slots text ("1,2": store.h's sl_store_event.slots): a number
+ * of at most 10 digits and a comma per lock of a claim. */
+#define SL_ROWS_SLOTS_MAX (SL_CLAIM_LOCKS_MAX * 11)
+
 typedef struct sl_rows_buf {
     char *p;
     size_t n, cap;

@@ -161,6 +161,13 @@ typedef struct sl_store_event {
     const char *holder; /* NULL for semaphore events */
     const char *locks;  /* a JSON array of lock keys: ["mtx/a","sem/b"] */
     const char *reason; /* words, may be empty */
+    /* Internal, for replaying lock occupancy (never in the API's event): the
+     * slots the claim takes on each of locks, "1,2" in the same order, and
+     * whether it held its locks just before this event (1) or not (0). NULL
+     * and -1 for semaphore events and in records written before they were
+     * recorded. */
+    const char *slots;
+    int held;
 } sl_store_event;
 
 /* Return 0 to take the event, SL_STORE_EVENT_SKIP to pass it over (a

@@ -1124,10 +1124,10 @@ class TestOps(ApiCase):
                      'sluice_lock_limit{lock="sem/%s"} 3' % s,
                      "# TYPE sluice_http_requests_total counter"):
             self.assertIn(line + "\n", text)
-        self.assertRegex(text, r'sluice_http_requests_total\{route="/v1/claims",status="201"\} '
-                               r'[1-9]\d*\n')
+        self.assertRegex(text, r'sluice_http_requests_total\{route="/v1/claims",method="POST",'
+                               r'status="201"\} [1-9]\d*\n')
         self.assertRegex(text, r'sluice_http_requests_total\{route="/v1/claims/\{id\}",'
-                               r'status="404"\} [1-9]\d*\n')
+                               r'method="GET",status="404"\} [1-9]\d*\n')
         self.assertRegex(text, r"\nsluice_store_log_unapplied \d+\n")
         for name in ("sluice_claim_wait_seconds_bucket", "sluice_store_commit_seconds_count",
                      "sluice_claims_ended_total"):

@@ -95,7 +95,7 @@ class TestCancel(ServerTestCase):
         self.cancel(c["id"])
         text = self.srv.get("/metrics").body.decode()
         self.assertRegex(text, r'sluice_http_requests_total\{route="/v1/claims/\{id\}/cancel",'
-                               r'status="200"\} [1-9]')
+                               r'method="POST",status="200"\} [1-9]')
 
 
 class TestCancelAuth(ServerTestCase):

@@ -29,6 +29,7 @@ OPERATIONS = {
     ("GET", "/v1/semaphores/{name}"), ("PUT", "/v1/semaphores/{name}"),
     ("DELETE", "/v1/semaphores/{name}"),
     ("GET", "/v1/mutexes"), ("GET", "/v1/mutexes/{name}"),
+    ("GET", "/v1/history"),
     ("POST", "/v1/claims"), ("GET", "/v1/claims"),
     ("GET", "/v1/claims/{id}"), ("DELETE", "/v1/claims/{id}"),
     ("POST", "/v1/claims/{id}/renew"), ("GET", "/v1/claims/{id}/why"),
@@ -272,6 +273,9 @@ class TestTour(unittest.TestCase):
         want(s.get("/v1/semaphores"), 200)
         want(s.get("/v1/semaphores/oa/db"), 200)
         want(s.get("/v1/semaphores/oa/skip"), 200)
+        want(s.get("/v1/history?lock=sem/oa/db"), 200)
+        want(s.get("/v1/history?lock=mtx/oa/m&window=24h"), 200)
+        want(s.get("/v1/history?lock=sem/%s" % q("oa/pat-*")), 400)
         # Listings and a page.
         page = want(s.get("/v1/claims?limit=1"), 200).json
         self.assertIn("next", page)

@@ -705,6 +705,55 @@ static void prune_keeps_newest(void **state)
     t_free(eng);
 }
 
+/* The internal fields that let a reader replay lock occupancy (the server's
+ * history): each claim event's slots per lock, parallel to its lock keys,
+ * and whether the claim held its locks just before the event; semaphore
+ * events have neither. */
+typedef struct replay_seen {
+    char rows[SEEN_MAX][128];
+    size_t n;
+} replay_seen;
+
+static int collect_replay(void *ud, const sl_store_event *ev)
+{
+    replay_seen *s = ud;
+    assert_true(s->n < SEEN_MAX);
+    snprintf(s->rows[s->n++], sizeof(s->rows[0]), "%s %s %d", ev->type,
+             ev->slots ? ev->slots : "-", ev->held);
+    return 0;
+}
+
+static void events_record_slots_and_held(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    sl_error err;
+    assert_int_equal(sl_sem_set(eng, "db", 3, SL_STRICT, 0, 10, &err), 0);
+    t_claim(eng, 20, "id=a holder=h s:db*2 m:m");
+    t_claim(eng, 30, "id=b holder=h s:db*2");
+    ts_commit(st, eng);
+    assert_int_equal(sl_claim_cancel(eng, t_find(eng, "b"), 40), 0); /* pending */
+    assert_int_equal(sl_claim_cancel(eng, t_find(eng, "a"), 50), 0); /* held */
+    ts_commit(st, eng);
+    replay_seen s;
+    memset(&s, 0, sizeof(s));
+    uint64_t next = 0;
+    assert_int_equal(sl_store_events(st, 0, NULL, 100, collect_replay, &s, &next), 0);
+    assert_int_equal(s.n, 7);
+    assert_string_equal(s.rows[0], "semaphore.updated - -1");
+    assert_string_equal(s.rows[1], "claim.queued 2,1 0");
+    assert_string_equal(s.rows[2], "claim.acquired 2,1 0");
+    assert_string_equal(s.rows[3], "claim.queued 2 0");
+    assert_string_equal(s.rows[4], "claim.waiting 2 0");
+    assert_string_equal(s.rows[5], "claim.canceled 2 0");
+    assert_string_equal(s.rows[6], "claim.canceled 2,1 1");
+    sl_store_close(st);
+    ts_rmdir(dir);
+    t_free(eng);
+}
+
 /* A file at version 2 keeps its event log: each event becomes a record of
  * its own with the same seq and fields, time_hi never goes down (an event
  * time that went back, as a clock stepping back between runs leaves it,
@@ -744,6 +793,11 @@ static void version_2_events_migrate(void **state)
     assert_string_equal(s.rows[2], "5 90 semaphore.updated - - [\"sem/s\"] limit 1");
     assert_string_equal(s.rows[3], "6 120 claim.released x h [\"mtx/m\"] released by its holder");
     assert_string_equal(query(st, 4, "x", 10, 0), "6 | 6");
+    /* Records from before the replay fields: none, read as unknown. */
+    replay_seen rs;
+    memset(&rs, 0, sizeof(rs));
+    assert_int_equal(sl_store_events(st, 0, NULL, 100, collect_replay, &rs, &next), 0);
+    assert_string_equal(rs.rows[1], "claim.acquired - -1");
     sl_engine *eng = t_engine();
     assert_int_equal(sl_store_load(st, eng, 200, NULL), 0);
     t_claim(eng, 200, "id=y m:n");
@@ -863,6 +917,7 @@ int main(void)
         cmocka_unit_test(config_sources),
         cmocka_unit_test(events_rows_and_paging),
         cmocka_unit_test(events_over_many_records),
+        cmocka_unit_test(events_record_slots_and_held),
         cmocka_unit_test(version_2_events_migrate),
         cmocka_unit_test(event_reasons),
         cmocka_unit_test(prune_keeps_newest),
