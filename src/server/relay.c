@@ -707,7 +707,10 @@ void sl_relay_free_all(sl_server *srv)
             sl_http_stream_end(r->down);
             relay_free(r);
         } else {
-            answer_error(r, 503, "stopping", "this server is stopping; try another");
+            /* unavailable: what clients fail over on (docs/api.md, Errors) */
+            answer_error(r, 503, "unavailable",
+                         "this server is stopping before the leader answered; send the "
+                         "request to another server");
         }
     }
 }

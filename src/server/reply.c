@@ -296,10 +296,15 @@ static void deliver(sl_server *srv, sl_reply *r, bool committed)
         sl_http_add_header(r->req, "Retry-After", "1");
         send_now(srv, r->req, r->route, 503, "application/json", json_buffer(err));
     } else {
-        json_t *err = json_pack("{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
-                                "the store could not commit this turn's changes; their outcome "
-                                "is not confirmed. Read the state again once /healthz answers "
-                                "200");
+        /* A read changed nothing: it only may not show what is not stored. */
+        sl_http_method m = sl_http_req_method(r->req);
+        bool read = m == SL_HTTP_GET || m == SL_HTTP_HEAD;
+        json_t *err = json_pack(
+            "{s:{s:s,s:s}}", "error", "code", "unavailable", "message",
+            read ? "the store cannot commit: this answer would show changes that are not "
+                   "stored yet, so none is given. Ask again once /healthz answers 200"
+                 : "the store could not commit this turn's changes; their outcome is not "
+                   "confirmed. Read the state again once /healthz answers 200");
         const sl_buf *b = json_buffer(err);
         if (r->chunk) /* the status line went out already: the body says what happened */
             send_chunk_end(r->req, sl_buf_data(b), sl_buf_size(b));

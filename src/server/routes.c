@@ -73,21 +73,26 @@ bool sl_query_only(sl_ctx *c, const char *const *known)
     return true;
 }
 
-int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
+int sl_query_uint_in(sl_ctx *c, const char *key, uint64_t min, uint64_t max, uint64_t *out)
 {
     const char *v = sl_query_get(c, key);
     if (!v)
         return 0;
     char *end = NULL;
     unsigned long long n = strtoull(v, &end, 10);
-    if (!isdigit((unsigned char)v[0]) || *end || n > max) {
+    if (!isdigit((unsigned char)v[0]) || *end || n < min || n > max) {
         sl_reply_error(c, 400, "bad_request",
-                       "query parameter %s=\"%s\" is not a whole number from 0 to %llu", key, v,
-                       (unsigned long long)max);
+                       "query parameter %s=\"%s\" is not a whole number from %llu to %llu", key,
+                       v, (unsigned long long)min, (unsigned long long)max);
         return -1;
     }
     *out = n;
     return 0;
+}
+
+int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out)
+{
+    return sl_query_uint_in(c, key, 0, max, out);
 }
 
 json_t *sl_body_json(sl_ctx *c)
@@ -122,6 +127,17 @@ json_t *sl_body_json(sl_ctx *c)
         return NULL;
     }
     return body;
+}
+
+void sl_allow(sl_ctx *c, const char *methods)
+{
+    char buf[64];
+    const char *get = strstr(methods, "GET");
+    if (get && (get[3] == '\0' || get[3] == ',')) {
+        snprintf(buf, sizeof(buf), "%.*s, HEAD%s", (int)(get - methods + 3), methods, get + 3);
+        methods = buf;
+    }
+    sl_http_add_header(c->req, "Allow", methods);
 }
 
 static const char *prefixed(const char *path, const char *prefix)
@@ -179,6 +195,12 @@ void sl_routes_handle(void *ud, sl_http_req *req)
         return;
     }
     c.path = path;
+    /* HEAD is a GET whose body the HTTP layer leaves out: every route that
+     * takes GET takes HEAD (RFC 9110, 9.3.2). */
+    if (c.method == SL_HTTP_HEAD) {
+        c.method = SL_HTTP_GET;
+        c.head = true;
+    }
     /* Shared mode: the API is the leader's; a server that does not lead
      * relays it there (role.c), /metrics too unless ?server=self asks for
      * this server's own. Its /healthz and dashboard files are its own. */

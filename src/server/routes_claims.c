@@ -137,7 +137,7 @@ static void claim_cancel(sl_ctx *c, const char *id)
 {
     c->route = SL_ROUTE_CLAIM_CANCEL;
     if (c->method != SL_HTTP_POST) {
-        sl_http_add_header(c->req, "Allow", "POST");
+        sl_allow(c, "POST");
         sl_reply_error(c, 405, "method_not_allowed", "%s takes POST", c->path);
         return;
     }
@@ -205,7 +205,7 @@ static void one_claim(sl_ctx *c, const char *id, const char *action)
         sl_reply_json(c, 200, sl_json_why(c->srv, claim));
     else {
         const char *allow = !action ? "GET, DELETE" : action[0] == 'r' ? "POST" : "GET";
-        sl_http_add_header(c->req, "Allow", allow);
+        sl_allow(c, allow);
         sl_reply_error(c, 405, "method_not_allowed", "%s takes %s", c->path, allow);
     }
 }
@@ -219,7 +219,7 @@ void sl_route_claims(sl_ctx *c, const char *rest)
         else if (c->method == SL_HTTP_GET)
             sl_route_claims_list(c);
         else {
-            sl_http_add_header(c->req, "Allow", "GET, POST");
+            sl_allow(c, "GET, POST");
             sl_reply_error(c, 405, "method_not_allowed", "/v1/claims takes GET and POST");
         }
         return;

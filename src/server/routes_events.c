@@ -107,7 +107,7 @@ void sl_route_events(sl_ctx *c, const char *rest)
         return;
     }
     if (c->method != SL_HTTP_GET) {
-        sl_http_add_header(c->req, "Allow", "GET");
+        sl_allow(c, "GET");
         sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
         return;
     }
@@ -119,6 +119,10 @@ void sl_route_events(sl_ctx *c, const char *rest)
     uint64_t since = 0;
     if (!sl_query_only(c, known) || sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0)
         return;
+    if (c->head) { /* the stream's headers, and no stream to keep open */
+        sl_reply_text(c, 200, "text/event-stream", "", 0);
+        return;
+    }
     const char *last = sl_http_req_header(c->req, "Last-Event-ID");
     if (last) {
         char *end = NULL;

@@ -119,7 +119,7 @@ void sl_route_history(sl_ctx *c)
     static const char *const known[] = {"lock", "window", NULL};
     c->route = SL_ROUTE_HISTORY;
     if (c->method != SL_HTTP_GET) {
-        sl_http_add_header(c->req, "Allow", "GET");
+        sl_allow(c, "GET");
         sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
         return;
     }

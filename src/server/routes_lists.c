@@ -37,13 +37,8 @@ typedef struct page {
 static bool page_args(sl_ctx *c, page *p)
 {
     uint64_t limit = SL_PAGE_DEFAULT;
-    if (sl_query_uint(c, "limit", SL_PAGE_MAX, &limit) != 0)
+    if (sl_query_uint_in(c, "limit", 1, SL_PAGE_MAX, &limit) != 0)
         return false;
-    if (limit == 0) {
-        sl_reply_error(c, 400, "bad_request", "limit=0: ask for 1 to %d entries a page",
-                       SL_PAGE_MAX);
-        return false;
-    }
     p->limit = (size_t)limit;
     p->after = sl_query_get(c, "after");
     p->arr = json_array();
@@ -344,7 +339,7 @@ void sl_route_queue(sl_ctx *c)
     static const char *const known[] = {"lock", "limit", "after", NULL};
     c->route = SL_ROUTE_QUEUE;
     if (c->method != SL_HTTP_GET) {
-        sl_http_add_header(c->req, "Allow", "GET");
+        sl_allow(c, "GET");
         sl_reply_error(c, 405, "method_not_allowed", "/v1/queue takes GET");
         return;
     }

@@ -228,7 +228,7 @@ static void sem_delete(sl_ctx *c, const char *name)
 
 static void method_not_allowed(sl_ctx *c, const char *allow)
 {
-    sl_http_add_header(c->req, "Allow", allow);
+    sl_allow(c, allow);
     sl_reply_error(c, 405, "method_not_allowed", "%s takes %s", c->path, allow);
 }
 

@@ -13,7 +13,7 @@ static bool get_only(sl_ctx *c, const char *const *known)
         return false;
     if (c->method == SL_HTTP_GET || c->method == SL_HTTP_HEAD)
         return true;
-    sl_http_add_header(c->req, "Allow", "GET");
+    sl_allow(c, "GET");
     sl_reply_error(c, 405, "method_not_allowed", "%s takes GET", c->path);
     return false;
 }

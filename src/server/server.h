@@ -265,12 +265,16 @@ struct sl_ctx {
     sl_server *srv;
     sl_http_req *req;
     sl_route_id route;
-    sl_http_method method;
+    sl_http_method method; /* HEAD reads as GET; the layer sends no body */
+    bool head;             /* the request was a HEAD */
     const char *path;      /* decoded, without the query */
     const sl_query *query; /* decoded parameters */
     sl_auth auth;
     int64_t now;
 };
+
+/* Adds Allow: methods (and HEAD after GET, which every GET route takes). */
+void sl_allow(sl_ctx *c, const char *methods);
 
 const char *sl_query_get(const sl_ctx *c, const char *key);
 /* Whether every query parameter is one of known (NULL-terminated; NULL:
@@ -279,6 +283,8 @@ bool sl_query_only(sl_ctx *c, const char *const *known);
 /* A duration query parameter; absent -> *ms unchanged, 0; bad -> 400 sent, -1. */
 int sl_query_duration(sl_ctx *c, const char *key, int64_t *ms);
 int sl_query_uint(sl_ctx *c, const char *key, uint64_t max, uint64_t *out);
+/* The same, from min to max. */
+int sl_query_uint_in(sl_ctx *c, const char *key, uint64_t min, uint64_t max, uint64_t *out);
 /* The request body as JSON (object expected). NULL and an answer sent on error. */
 json_t *sl_body_json(sl_ctx *c);
 

@@ -2,7 +2,8 @@
  * /healthz or /metrics.
  *
  * The dashboard is a single page (ui/index.html) that routes on the client:
- * "/", "/queue" and "/claims/{id}" all answer index.html, and the page then
+ * "/", "/queue", "/claims", "/claims/{id}", "/locks/sem/NAME",
+ * "/locks/mtx/NAME" and "/runs/RUN" all answer index.html, and the page then
  * reads the API with the browser's token. Its scripts and styles are under
  * "/ui/". The files are compiled into sluiced (ui_assets.c, generated from
  * ui/ by cmake/embed_ui.cmake), so the server needs no install directory.
@@ -28,14 +29,23 @@ static const sl_ui_asset *find_asset(const char *path)
     return NULL;
 }
 
-/* The client-side routes: "/", "/queue", "/claims/{id}" (one segment). */
+/* The client-side routes (ui/app.js): "/", "/queue", "/claims" and
+ * "/claims/{id}" (one segment); "/locks/sem/NAME" and "/locks/mtx/NAME" and
+ * "/runs/RUN", whose names may hold '/' (any non-empty rest). */
+static bool under(const char *path, const char *prefix, bool one_segment)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(path, prefix, n) != 0 || path[n] == '\0')
+        return false;
+    return !one_segment || !strchr(path + n, '/');
+}
+
 static bool is_page(const char *path)
 {
-    if (strcmp(path, "/") == 0 || strcmp(path, "/queue") == 0)
+    if (strcmp(path, "/") == 0 || strcmp(path, "/queue") == 0 || strcmp(path, "/claims") == 0)
         return true;
-    const char *prefix = "/claims/";
-    size_t n = strlen(prefix);
-    return strncmp(path, prefix, n) == 0 && path[n] != '\0' && !strchr(path + n, '/');
+    return under(path, "/claims/", true) || under(path, "/locks/sem/", false) ||
+           under(path, "/locks/mtx/", false) || under(path, "/runs/", false);
 }
 
 void sl_route_ui(sl_ctx *c)
@@ -47,9 +57,9 @@ void sl_route_ui(sl_ctx *c)
         a = find_asset(c->path);
     if (!a) {
         sl_reply_error(c, 404, "not_found",
-                       "no such page: %s. The dashboard is at /, /queue and /claims/ID; the "
-                       "HTTP API is under /v1/; /healthz and /metrics report on "
-                       "the server",
+                       "no such page: %s. The dashboard is at /, /queue, /claims, /claims/ID, "
+                       "/locks/sem/NAME, /locks/mtx/NAME and /runs/RUN; the HTTP API is under "
+                       "/v1/; /healthz and /metrics report on the server",
                        c->path);
         return;
     }

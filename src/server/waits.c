@@ -365,6 +365,7 @@ static void answer_stepping_down(sl_wait *w, const sl_buf *body)
         return;
     }
     sl_http_add_header(w->req, "Sluice-Retry", "leader");
+    sl_http_add_header(w->req, "Retry-After", "1");
     answer_buffer(w, 503, body);
 }
 

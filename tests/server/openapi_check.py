@@ -34,8 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOCUMENT = os.path.join(HERE, "..", "..", "docs", "openapi.yaml")
 BASE_URI = "urn:sluice:openapi"
 
-# Path parameters that may hold '/': lock names and dashboard files.
-SLASHED_PARAMS = ("name", "file")
+# Path parameters that may hold '/': lock names, dashboard files, lock keys
+# and runs of the dashboard's pages.
+SLASHED_PARAMS = ("name", "file", "key", "run")
 
 _lock = threading.Lock()
 _state = {}

@@ -1150,14 +1150,16 @@ class TestOps(ApiCase):
     def test_wrong_methods_405(self):
         """A known path with a method it does not take: 405 with Allow."""
         c = self.srv.claim("a", [("m", self.name("m"))])
-        cases = [("POST", "/v1/semaphores", "GET"), ("DELETE", "/v1/semaphores", "GET"),
-                 ("PUT", "/v1/mutexes/x", "GET"), ("POST", "/v1/mutexes", "GET"),
-                 ("DELETE", "/v1/claims", "GET, POST"), ("PUT", "/v1/claims", "GET, POST"),
-                 ("POST", "/v1/queue", "GET"), ("POST", "/v1/events", "GET"),
-                 ("PUT", "/v1/claims/" + c["id"], "GET, DELETE"),
+        cases = [("POST", "/v1/semaphores", "GET, HEAD"), ("DELETE", "/v1/semaphores", "GET, HEAD"),
+                 ("PUT", "/v1/mutexes/x", "GET, HEAD"), ("POST", "/v1/mutexes", "GET, HEAD"),
+                 ("DELETE", "/v1/claims", "GET, HEAD, POST"),
+                 ("PUT", "/v1/claims", "GET, HEAD, POST"),
+                 ("POST", "/v1/queue", "GET, HEAD"), ("POST", "/v1/events", "GET, HEAD"),
+                 ("PUT", "/v1/claims/" + c["id"], "GET, HEAD, DELETE"),
                  ("GET", "/v1/claims/%s/renew" % c["id"], "POST"),
-                 ("POST", "/v1/claims/%s/why" % c["id"], "GET"),
-                 ("POST", "/v1/semaphores/x", "GET, PUT, DELETE")]
+                 ("POST", "/v1/claims/%s/why" % c["id"], "GET, HEAD"),
+                 ("POST", "/v1/history", "GET, HEAD"),
+                 ("POST", "/v1/semaphores/x", "GET, HEAD, PUT, DELETE")]
         for method, path, allow in cases:
             r = self.srv.request(method, path, raw=b"{}")
             self.assertError(r, 405)
@@ -1169,14 +1171,39 @@ class TestOps(ApiCase):
         """PATCH and OPTIONS reach the routes and get a JSON 405 with Allow,
         like any other method a path does not take (docs/api.md: errors are JSON)."""
         for method in ("PATCH", "OPTIONS"):
-            for path, allow in (("/v1/claims", "GET, POST"), ("/v1/semaphores/x",
-                                                              "GET, PUT, DELETE"),
-                                ("/healthz", "GET"), ("/metrics", "GET")):
+            for path, allow in (("/v1/claims", "GET, HEAD, POST"), ("/v1/semaphores/x",
+                                                                    "GET, HEAD, PUT, DELETE"),
+                                ("/healthz", "GET, HEAD"), ("/metrics", "GET, HEAD")):
                 r = self.srv.request(method, path, raw=b"{}")
                 self.assertError(r, 405, "method_not_allowed")
                 self.assertEqual(r.headers.get("allow"), allow, (method, path))
         self.assertError(self.srv.post("/healthz"), 405)
         self.assertStillServing()
+
+    def test_head_everywhere_get_is(self):
+        """HEAD on every route that takes GET: GET's status and headers
+        (Content-Length included), no body; the event stream's headers end
+        at once rather than keeping a stream open."""
+        c = self.srv.claim("h", [("m", self.name("m"))])
+        self.srv.sem_put(self.name("s"), 2)
+        for path in ("/v1/semaphores", "/v1/semaphores/" + q(self.name("s")), "/v1/mutexes",
+                     "/v1/mutexes/" + q(self.name("m")), "/v1/claims", "/v1/claims/" + c["id"],
+                     "/v1/claims/%s/why" % c["id"], "/v1/queue", "/v1/events?since=0",
+                     "/v1/status", "/v1/history?lock=mtx/" + q(self.name("m")), "/healthz",
+                     "/metrics", "/v1/claims/nope"):
+            got = self.srv.get(path)
+            head = self.srv.request("HEAD", path)
+            self.assertEqual(head.status, got.status, path)
+            self.assertEqual(head.body, b"", path)
+            self.assertEqual(head.headers.get("content-type"), got.headers.get("content-type"),
+                             path)
+            if path != "/metrics" and "content-length" in got.headers:  # (it counts itself)
+                self.assertEqual(head.headers.get("content-length"),
+                                 got.headers["content-length"], path)
+        stream = self.srv.request("HEAD", "/v1/events/stream")
+        self.assertEqual((stream.status, stream.body), (200, b""))
+        self.assertEqual(stream.headers.get("content-type"), "text/event-stream")
+        self.srv.release(c["id"])
 
     def test_unknown_method(self):
         """A method HTTP/1.1 servers need not know gets an error status (libevent

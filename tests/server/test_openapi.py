@@ -38,6 +38,7 @@ OPERATIONS = {
     ("GET", "/v1/events"), ("GET", "/v1/events/stream"),
     ("GET", "/v1/status"), ("GET", "/healthz"), ("GET", "/metrics"),
     ("GET", "/"), ("GET", "/queue"), ("GET", "/claims/{id}"), ("GET", "/ui/{file}"),
+    ("GET", "/claims"), ("GET", "/locks/{key}"), ("GET", "/runs/{run}"),
 }
 
 ERROR_CODES = {"bad_request", "unauthorized", "forbidden", "not_found", "conflict",
@@ -341,6 +342,9 @@ class TestTour(unittest.TestCase):
         want(s.get("/", token=""), 200)
         want(s.get("/queue", token=""), 200)
         want(s.get("/claims/" + aid, token=""), 200)
+        want(s.get("/claims", token=""), 200)
+        want(s.get("/locks/sem/oa/db", token=""), 200)
+        want(s.get("/runs/nightly/42", token=""), 200)
         want(s.get("/ui/app.js", token=""), 200)
         want(s.get("/ui/nothing.js", token=""), 404)
         want(s.get("/v1/nothing"), 404)

@@ -43,6 +43,11 @@ class TestStoreFailure(ServerTestCase):
             self.assertUnavailable(srv.post("/v1/claims",
                                             {"holder": "refused", "locks": [{"mutex": "sf/c"}]}))
             self.assertUnavailable(srv.delete("/v1/claims/" + before["id"]))
+            # A read is not told its outcome is unknown: it changed nothing.
+            read = srv.get("/v1/claims/" + before["id"])
+            self.assertUnavailable(read)
+            self.assertIn("not stored yet", read.json["error"]["message"])
+            self.assertNotIn("outcome", read.json["error"]["message"])
         finally:
             srv.unblock_commits("sf_block")
         wait_until(lambda: srv.get("/healthz").status == 200, RECOVERY_DEADLINE_S,

@@ -1,133 +1,25 @@
-// dashboard.test.mjs - the web dashboard in a real browser.
+// dashboard.test.mjs - the overview, the queue and the claim page in a real
+// browser, and what every page shares (served paths, live updates, the
+// token prompt, a redraw that waits while the user types, the layout).
 //
-// Starts sluiced ($SLUICED) on 127.0.0.1, a free port and a temporary store,
-// builds a known state over the HTTP API, and checks what headless Debian
-// chromium (driven by playwright-core, which never downloads a browser)
-// shows: bar widths and colours, holders, queue order and block reasons, a
-// claim's timeline, a limit changed from a card, a release made through the
-// API appearing on open pages without a reload, the token prompt of a server
-// with auth; and, on servers of their own, that the pools page of a large
-// queue never downloads the queue listing, short claim labels that differ,
-// and tables that fit their card (1400 px) and the queue on a phone (390 px).
-// Screenshots go to $UI_ARTIFACTS (the build directory when run by CTest).
-// Waits poll what the page or the server reports, with a deadline; nothing
-// sleeps for a fixed time.
+// Starts sluiced ($SLUICED) on a free port with a temporary store, builds a
+// known state over the HTTP API, and checks what headless Debian chromium
+// shows: locks busiest first, the filter and the table view kept in the URL,
+// bars, patterns, the first holders and waiters of busy cards, queue order
+// and block reasons, who blocks a pending claim, a limit changed from a card
+// after a confirmation, and a release made through the API appearing on open
+// pages without a reload. Screenshots go to $UI_ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { chromium } from 'playwright-core';
-
-const SLUICED = process.env.SLUICED;
-const ARTIFACTS = resolve(process.env.UI_ARTIFACTS || 'artifacts');
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const DEADLINE_MS = 15000;
-
-// Utilization colours of style.css (--ok, --warn, --crit).
-const GREEN = 'rgb(46, 158, 79)';
-const YELLOW = 'rgb(217, 164, 0)';
-const RED = 'rgb(210, 54, 43)';
-
-const servers = [];
-let browser;
-let tmp;
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.on('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-async function until(fn, what) {
-  const end = Date.now() + DEADLINE_MS;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) assert.fail(`timed out waiting for ${what} (last: ${last})`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-// A sluiced of its own: {base, api(method, path, body)}.
-async function startServer(name, configYaml) {
-  assert.ok(SLUICED, 'set SLUICED to the sluiced binary');
-  const port = await freePort();
-  const dir = join(tmp, name);
-  mkdirSync(dir);
-  const args = ['--listen', `127.0.0.1:${port}`, '--store', `sqlite:${join(dir, 'sluice.db')}`,
-    '--log-level', 'warn'];
-  if (configYaml) {
-    writeFileSync(join(dir, 'sluice.yaml'), configYaml);
-    args.push('--config', join(dir, 'sluice.yaml'));
-  }
-  const proc = spawn(SLUICED, args, { stdio: ['ignore', 'inherit', 'inherit'] });
-  const exited = new Promise((r) => proc.on('exit', (code, sig) => r({ code, sig })));
-  servers.push({ proc, exited });
-  const base = `http://127.0.0.1:${port}`;
-  await until(async () => (await fetch(`${base}/healthz`)).ok, `${name} to answer /healthz`);
-  return {
-    base,
-    async api(method, path, body, token) {
-      const headers = { 'Content-Type': 'application/json' };
-      if (token) headers.Authorization = `Bearer ${token}`;
-      const res = await fetch(base + path, { method, headers, body: body && JSON.stringify(body) });
-      const text = await res.text();
-      assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : null;
-    },
-  };
-}
-
-async function shot(page, name, fullPage = true) {
-  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage });
-}
-
-// Every read of the page finds its elements and reads them in one
-// page.evaluate, never page.$eval: $eval finds the element in one round trip
-// and reads it in a second, and a redraw in between (each event redraws)
-// detaches it: a detached bar measures 0 of 0 px (NaN %) and has no computed
-// colour.
-
-// Width of a card's bar as a percentage of its track, and its colour.
-async function bar(page, key) {
-  return page.evaluate((k) => {
-    const el = document.querySelector(`[data-lock="${k}"] .bar-fill`);
-    if (!el) throw new Error(`no bar on ${k}`);
-    return {
-      pct: Math.round((el.getBoundingClientRect().width / el.parentElement.getBoundingClientRect().width) * 100),
-      colour: getComputedStyle(el).backgroundColor,
-    };
-  }, key);
-}
-
-const text = (page, sel) => page.evaluate((s) => {
-  const el = document.querySelector(s);
-  if (!el) throw new Error(`nothing matches ${s}`);
-  return el.textContent.trim();
-}, sel);
-const texts = (page, sel) => page.evaluate((s) => [...document.querySelectorAll(s)].map((el) => el.textContent.trim()), sel);
+import {
+  startServer, cleanup, openPage, until, text, texts, count, bar, shot, shots, layoutProblems, dialogText,
+  launch, GREEN, YELLOW, RED, DESKTOP, PHONE,
+} from './helpers.mjs';
 
 let srv;
 const ids = {};
 
 before(async () => {
-  tmp = mkdtempSync(join(tmpdir(), 'sluice-ui-'));
-  mkdirSync(ARTIFACTS, { recursive: true });
   srv = await startServer('main');
   // db: 3 of 4 held (75 %, yellow), then "big" waits for 2 slots and deploy.
   await srv.api('PUT', '/v1/semaphores/db', { limit: 4, lease: '1h' });
@@ -135,6 +27,7 @@ before(async () => {
   await srv.api('PUT', '/v1/semaphores/cache', { limit: 10 });
   await srv.api('PUT', '/v1/semaphores/frozen', { limit: 0 });
   await srv.api('PUT', '/v1/semaphores/pool-*', { limit: 2 });
+  await srv.api('PUT', '/v1/semaphores/team-a/db', { limit: 3 });
   for (const i of [1, 2, 3]) {
     const c = await srv.api('POST', '/v1/claims', { holder: `wf-${i}`, locks: [{ semaphore: 'db' }] });
     assert.equal(c.state, 'held');
@@ -142,99 +35,127 @@ before(async () => {
   }
   ids.web = await srv.api('POST', '/v1/claims', { holder: 'w1', locks: [{ semaphore: 'web', slots: 9 }] });
   ids.cache = await srv.api('POST', '/v1/claims', { holder: 'c1', locks: [{ semaphore: 'cache' }] });
+  ids.pool = await srv.api('POST', '/v1/claims', { holder: 'pa', locks: [{ semaphore: 'pool-a' }] });
   ids.big = await srv.api('POST', '/v1/claims',
     { holder: 'big', locks: [{ semaphore: 'db', slots: 2 }, { mutex: 'deploy' }] });
   ids.dep = await srv.api('POST', '/v1/claims', { holder: 'dep', locks: [{ mutex: 'deploy' }] });
   ids.p1 = await srv.api('POST', '/v1/claims',
     { holder: 'p1', priority: 5, locks: [{ semaphore: 'web', slots: 2 }] });
   for (const k of ['big', 'dep', 'p1']) assert.equal(ids[k].state, 'pending');
-  const ctx = await chromium.launchPersistentContext(join(tmp, 'profile'), {
-    executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 900 },
-  });
-  browser = ctx;
+  await launch();
 });
 
-after(async () => {
-  if (browser) await browser.close();
-  for (const s of servers) {
-    s.proc.kill('SIGTERM');
-    const { code, sig } = await s.exited;
-    // A clean shutdown: sanitizer builds report leaks and errors by exit code.
-    assert.ok(code === 0 || sig === 'SIGTERM', `sluiced exited with ${code} ${sig}`);
-  }
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+after(cleanup);
 
-async function openPage(path, server = srv) {
-  const page = await browser.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  await page.goto(server.base + path);
-  await until(() => page.$('body[data-rendered]'), `${path} to render`);
-  page.errors = errors;
-  return page;
-}
-
-test('the server serves the dashboard and its files, and nothing else outside /v1/', async () => {
-  for (const p of ['/', '/queue', `/claims/${ids.big.id}`]) {
+test('the server serves the dashboard\'s pages and files, and nothing else outside /v1/', async () => {
+  for (const p of ['/', '/?q=db&view=table', '/queue', '/claims', `/claims/${ids.big.id}`, '/locks/sem/db',
+    '/locks/sem/team-a/db', '/locks/mtx/deploy', '/runs/nightly-42', '/runs/a/b']) {
     const res = await fetch(srv.base + p);
     assert.equal(res.status, 200, p);
     assert.equal(res.headers.get('content-type'), 'text/html; charset=utf-8');
+    assert.match(res.headers.get('content-security-policy'), /default-src 'self'/);
     assert.match(await res.text(), /<script type="module" src="\/ui\/app.js">/);
   }
-  const js = await fetch(`${srv.base}/ui/app.js`);
-  assert.equal(js.headers.get('content-type'), 'text/javascript; charset=utf-8');
+  for (const f of ['app.js', 'lib.js', 'overview.js', 'lock.js', 'charts.js', 'claims.js', 'claim.js', 'run.js', 'feed.js', 'dialog.js', 'actions.js']) {
+    const js = await fetch(`${srv.base}/ui/${f}`);
+    assert.equal(js.status, 200, f);
+    assert.equal(js.headers.get('content-type'), 'text/javascript; charset=utf-8');
+  }
   const css = await fetch(`${srv.base}/ui/style.css`);
   assert.equal(css.headers.get('content-type'), 'text/css; charset=utf-8');
   const missing = await fetch(`${srv.base}/nope`);
   assert.equal(missing.status, 404);
   assert.equal((await missing.json()).error.code, 'not_found');
-  assert.equal((await fetch(`${srv.base}/ui/nope.js`)).status, 404);
-  assert.equal((await fetch(`${srv.base}/claims/a/b`)).status, 404);
+  for (const p of ['/ui/nope.js', '/claims/a/b', '/locks/sem/', '/locks/x', '/runs/']) {
+    assert.equal((await fetch(srv.base + p)).status, 404, p);
+  }
   assert.equal((await fetch(`${srv.base}/`, { method: 'POST' })).status, 405);
 });
 
-test('pools: summary, bars with width and colour, badges, holders and waiters', async () => {
-  const page = await openPage('/');
-  await until(() => page.$('[data-lock="sem/db"]'), 'the db card');
-  // Locks: 5 semaphores (pattern included) and the busy mutex deploy.
-  assert.equal(await text(page, '[data-figure="locks"] .n'), '6');
-  // Slots used of total over the configured semaphores: 3+9+1+0 of 4+10+10+0.
-  assert.equal(await text(page, '[data-figure="slots"] .n'), '13 / 24');
-  assert.equal(await text(page, '[data-figure="pending"] .n'), '3');
+test('overview: figures, busiest first, bars, patterns, and the first holders and waiters of busy cards', async () => {
+  const page = await openPage(srv, '/');
+  await until(() => page.$('[data-lock="sem/db"] .peek-holders'), 'the db card with its holders');
+  const status = await srv.api('GET', '/v1/status');
+  // 7 semaphores (the pattern and pool-a made from it included) and the busy mutex deploy.
+  assert.equal(await text(page, '[data-figure="locks"] .n'), '8');
+  // Slots used of total over the semaphores: 3+9+1+1+0+0 of 4+10+10+2+0+3.
+  assert.equal(await text(page, '[data-figure="slots"] .n'), '14 / 29');
+  assert.equal(await text(page, '[data-figure="pending"] .n'), String(status.claims.pending));
+  assert.equal(await text(page, '[data-figure="held"] .n'), String(status.claims.held));
+  // Busiest first: waiters first (deploy 2; then web and db 1 each, web the
+  // fuller), then by the share of the limit in use; the pattern last.
+  const order = await page.evaluate(() => [...document.querySelectorAll('.cards > [data-lock]')].map((e) => e.dataset.lock));
+  assert.deepEqual(order, ['mtx/deploy', 'sem/web', 'sem/db', 'sem/pool-a', 'sem/cache', 'sem/frozen', 'sem/team-a/db', 'sem/pool-*']);
 
-  assert.deepEqual(await bar(page, 'sem/db'), { pct: 75, colour: YELLOW });
-  assert.deepEqual(await bar(page, 'sem/web'), { pct: 90, colour: RED });
-  assert.deepEqual(await bar(page, 'sem/cache'), { pct: 10, colour: GREEN });
-  assert.deepEqual(await bar(page, 'mtx/deploy'), { pct: 0, colour: GREEN });
+  assert.deepEqual(await bar(page, '[data-lock="sem/db"]'), { pct: 75, colour: YELLOW });
+  assert.deepEqual(await bar(page, '[data-lock="sem/web"]'), { pct: 90, colour: RED });
+  assert.deepEqual(await bar(page, '[data-lock="sem/cache"]'), { pct: 10, colour: GREEN });
+  assert.deepEqual(await bar(page, '[data-lock="mtx/deploy"]'), { pct: 0, colour: GREEN });
   assert.equal(await text(page, '[data-lock="sem/db"] .used'), '3 / 4 used');
   assert.equal(await text(page, '[data-lock="sem/web"] .strategy'), 'strategy skip');
   assert.equal(await text(page, '[data-lock="sem/db"] .badge.pending'), '1 pending');
   assert.equal(await text(page, '[data-lock="mtx/deploy"] .badge.pending'), '2 pending');
   assert.equal(await text(page, '[data-lock="sem/frozen"] .badge.paused'), 'paused');
+  // A pattern reads as a pattern: its per-lock limit and what was made from it.
   assert.equal(await text(page, '[data-lock="sem/pool-*"] .badge.pattern'), 'pattern');
   assert.equal(await page.$('[data-lock="sem/pool-*"] .bar'), null, 'a pattern has no bar');
+  assert.equal(await page.$('[data-lock="sem/pool-*"] .used'), null, 'a pattern has no "used"');
+  assert.match(await text(page, '[data-lock="sem/pool-*"] .pattern-limit'), /^Each semaphore matching pool-\* gets a limit of 2/);
+  assert.equal(await text(page, '[data-lock="sem/pool-*"] .made'), '1 in use (1 slot held, 0 pending): pool-a');
+  assert.equal(await text(page, '[data-lock="sem/pool-a"] .badge.pattern'), 'from pool-*');
 
-  // Expanding db lists its holders oldest first, with tokens, and its waiter.
-  await page.click('[data-lock="sem/db"] summary');
-  await until(() => page.$('[data-lock="sem/db"] table.holders'), 'the holders of db');
-  assert.deepEqual(await texts(page, '[data-lock="sem/db"] table.holders td.holder'), ['wf-1', 'wf-2', 'wf-3']);
-  const tokens = (await texts(page, '[data-lock="sem/db"] table.holders td.token')).map(Number);
-  assert.deepEqual(tokens, [1, 2, 3]);
-  assert.deepEqual(await texts(page, '[data-lock="sem/db"] table.waiters td.holder'), ['big']);
-  assert.match(await text(page, '[data-lock="sem/db"] table.waiters td.reason'), /^at_limit: /);
-  // A 1 h lease is not about to run out.
+  // The busy cards show their first holders and waiters without a click.
+  assert.deepEqual(await texts(page, '[data-lock="sem/db"] .peek-holders .holder'), ['wf-1', 'wf-2', 'wf-3']);
+  assert.deepEqual(await texts(page, '[data-lock="sem/db"] .peek-waiters .holder'), ['big']);
+  const dbLock = await srv.api('GET', '/v1/semaphores/db');
+  assert.equal(await text(page, '[data-lock="sem/db"] .peek-waiters .reason'), dbLock.pending[0].reason);
+  assert.equal(await text(page, '[data-lock="sem/db"] .more-link'), 'All 3 holders and 1 waiter →');
   assert.equal(await page.$('[data-lock="sem/db"] .lease-warn'), null);
-  await shot(page, 'pools');
-  await page.setViewportSize({ width: 390, height: 844 });
-  await shot(page, 'pools-phone');
+  await shots(page, 'overview');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
 
-test('queue: every pending claim in queue order with its block reason', async () => {
-  const page = await openPage('/queue');
+test('overview: the filter (name or namespace/) and the table view live in the URL', async () => {
+  const page = await openPage(srv, '/');
+  await page.getByLabel('Filter locks by name or namespace').pressSequentially('pool');
+  await until(async () => (await count(page, '.cards > [data-lock]')) === 2, 'two cards');
+  assert.equal(new URL(page.url()).search, '?q=pool');
+  // The box keeps the focus while the page redraws under it.
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'filter');
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('.cards > [data-lock]')].map((e) => e.dataset.lock)),
+    ['sem/pool-a', 'sem/pool-*']);
+  assert.equal(await text(page, '.toolbar .count'), '2 of 8 shown, busiest first');
+  // A namespace: the names under team-a/ only.
+  await page.getByLabel('Filter locks by name or namespace').fill('team-a/');
+  await until(async () => (await page.evaluate(() => [...document.querySelectorAll('.cards > [data-lock]')].map((e) => e.dataset.lock).join())) === 'sem/team-a/db', 'team-a/ only');
+  // The table view, with the filter kept; a reload keeps both.
+  await page.click('a.toggle[data-view="table"]');
+  await until(() => page.$('table.locks'), 'the table view');
+  assert.deepEqual(Object.fromEntries(new URL(page.url()).searchParams), { q: 'team-a/', view: 'table' });
+  await page.reload();
+  await until(() => page.$('table.locks tr[data-lock="sem/team-a/db"]'), 'the table after a reload');
+  assert.equal(await page.inputValue('#filter'), 'team-a/');
+  assert.equal(await count(page, 'table.locks tbody tr'), 1);
+  // Every lock in the table, in the cards' order, every column visible.
+  await page.getByLabel('Filter locks by name or namespace').fill('');
+  await until(async () => (await count(page, 'table.locks tbody tr')) === 8, 'eight rows');
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('table.locks tbody tr')].map((e) => e.dataset.lock)),
+    ['mtx/deploy', 'sem/web', 'sem/db', 'sem/pool-a', 'sem/cache', 'sem/frozen', 'sem/team-a/db', 'sem/pool-*']);
+  assert.equal(await text(page, 'table.locks tr[data-lock="sem/db"] td.pending-count'), '1');
+  assert.equal(await text(page, 'table.locks tr[data-lock="sem/pool-*"] td.use'), '2 per semaphore');
+  assert.deepEqual(await layoutProblems(page, 'main', 'main', ['td.name', 'td.use', 'td.pending-count', 'td.token']), []);
+  await shots(page, 'overview-table');
+  assert.deepEqual(await layoutProblems(page, 'main', null, ['td.name', 'td.pending-count']), []);
+  // Back: the cards again.
+  await page.goBack();
+  await until(() => page.$('.cards'), 'the cards after going back');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('queue: pending claims in queue order with their block reasons, a page at a time', async () => {
+  const page = await openPage(srv, '/queue');
   await until(() => page.$('table.queue'), 'the queue table');
   const { queue } = await srv.api('GET', '/v1/queue');
   // priority 5 first, then the older of the two priority-0 claims.
@@ -247,74 +168,116 @@ test('queue: every pending claim in queue order with its block reason', async ()
     'at_limit: sem/web has 9 of 10 slots in use');
   assert.match(await text(page, `tr[data-claim="${ids.dep.id}"] td.reason`), /^behind: .*mtx\/deploy/);
   assert.deepEqual(await texts(page, `tr[data-claim="${ids.big.id}"] .chip`), ['sem/db ×2', 'mtx/deploy']);
-  await shot(page, 'queue');
+  await shots(page, 'queue');
+  // Two a page: the cursor of the server in the URL, positions going on.
+  await page.goto(`${srv.base}/queue?limit=2`);
+  await until(async () => (await count(page, 'table.queue tbody tr')) === 2, 'a page of two');
+  await page.click('.pager a.next');
+  await until(async () => (await texts(page, 'table.queue td.position')).join() === '3', 'the second page');
+  assert.deepEqual(await texts(page, 'table.queue td.holder'), ['dep']);
+  assert.equal(await page.$('.pager a.next'), null, 'the last page has no next');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
 
-test('claim: locks with positions, why, and the timeline', async () => {
-  const page = await openPage(`/claims/${ids.big.id}`);
+test('claim: who blocks a pending claim, per lock, and its timeline', async () => {
+  const page = await openPage(srv, `/claims/${ids.big.id}`);
   await until(() => page.$('ol.timeline li'), 'the timeline');
   assert.equal(await text(page, '.state'), 'pending');
   assert.deepEqual(await texts(page, 'table.claim-locks td.position'), ['1', '1']);
   assert.deepEqual(await texts(page, 'ol.timeline .type'), ['claim.queued', 'claim.waiting']);
-  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('ul.why li')].map((e) => e.dataset.rule)),
-    ['at_limit', 'other_lock']);
-  // Each reason reads as the server words it, its rule named once.
   const why = await srv.api('GET', `/v1/claims/${ids.big.id}/why`);
-  assert.deepEqual(await texts(page, 'ul.why li'), why.reasons.map((r) => r.message));
-  assert.match(why.reasons[1].message, /^other_lock: mtx\/deploy would admit it/);
-  for (const t of await texts(page, 'ul.why li')) assert.doesNotMatch(t, /^(\w+): \1:/);
-  await shot(page, 'claim');
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('.blocker')].map((e) => e.dataset.rule)),
+    why.reasons.map((r) => r.rule));
+  // Each reason reads as the server words it, its rule named once.
+  assert.deepEqual(await texts(page, '.blocker p.why'), why.reasons.map((r) => r.message));
+  for (const t of await texts(page, '.blocker p.why')) assert.doesNotMatch(t, /^(\w+): \1:/);
+  // db: nobody ahead; held by wf-1..3, each linked.
+  assert.equal(await text(page, '.blocker[data-lock="sem/db"] .ahead'), 'No claim is ahead of it here.');
+  assert.deepEqual(await texts(page, '.blocker[data-lock="sem/db"] .blocking-holders .holder-name'), ['wf-1', 'wf-2', 'wf-3']);
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('.blocker[data-lock="sem/db"] .blocking-holders li a.claim-link')].map((a) => a.getAttribute('href'))),
+    [1, 2, 3].map((i) => `/claims/${ids[`wf-${i}`].id}`));
+  assert.match(await text(page, '[data-fact="granted"]'), /^not yet$/);
+  assert.match(await text(page, '[data-fact="waited"]'), /so far$/);
+  await shots(page, 'claim-pending');
+  // dep waits behind big on deploy: the claim ahead is big, linked.
+  await page.goto(`${srv.base}/claims/${ids.dep.id}`);
+  await until(() => page.$('.blocker[data-lock="mtx/deploy"] .ahead'), 'the blocker of dep');
+  const depWhy = await srv.api('GET', `/v1/claims/${ids.dep.id}/why`);
+  assert.equal(depWhy.reasons[0].ahead_count, 1);
+  assert.equal(await text(page, '.blocker[data-lock="mtx/deploy"] .ahead'), `1 ahead of it: ${ids.big.id.slice(-8)}`);
+  assert.equal(await page.getAttribute('.blocker[data-lock="mtx/deploy"] .ahead a', 'href'), `/claims/${ids.big.id}`);
+  assert.equal(await text(page, '.blocker[data-lock="mtx/deploy"] .blocking-holders'), 'Nobody holds it.');
   assert.deepEqual(page.errors, []);
   await page.close();
 });
 
 test('a release through the API shows on open pages without a reload', async () => {
-  const pools = await openPage('/');
+  const pools = await openPage(srv, '/');
   await until(() => pools.$('#live.on'), 'the event stream to connect');
-  await pools.click('[data-lock="sem/db"] summary');
-  await until(() => pools.$('[data-lock="sem/db"] table.holders'), 'the holders of db');
-  const claim = await openPage(`/claims/${ids.big.id}`);
+  await until(() => pools.$('[data-lock="sem/db"] .peek-holders'), 'the holders of db');
+  const claim = await openPage(srv, `/claims/${ids.big.id}`);
   await until(() => claim.$('#live.on'), 'the event stream to connect');
   for (const p of [pools, claim]) await p.evaluate(() => { window.notReloaded = true; });
 
   // wf-1 leaves: big gets 2 slots of db and deploy, so db is 4 of 4 (red).
   await srv.api('DELETE', `/v1/claims/${ids['wf-1'].id}`);
   await until(async () => (await text(pools, '[data-lock="sem/db"] .used')) === '4 / 4 used', 'db 4 of 4');
-  assert.deepEqual(await bar(pools, 'sem/db'), { pct: 100, colour: RED });
-  await until(async () => (await texts(pools, '[data-lock="sem/db"] table.holders td.holder')).join() === 'wf-2,wf-3,big',
+  assert.deepEqual(await bar(pools, '[data-lock="sem/db"]'), { pct: 100, colour: RED });
+  await until(async () => (await texts(pools, '[data-lock="sem/db"] .peek-holders .holder')).join() === 'wf-2,wf-3,big',
     'the new holders of db');
   await until(() => claim.$('.state[data-state="held"]'), 'the claim page to show held');
   await until(async () => (await texts(claim, 'ol.timeline .type')).includes('claim.acquired'), 'claim.acquired');
+  // A held claim: its granted time, how long it waited, and no blockers.
+  const held = await srv.api('GET', `/v1/claims/${ids.big.id}`);
+  assert.notEqual(held.granted, null);
+  assert.notEqual(await text(claim, '[data-fact="granted"]'), 'not yet');
+  assert.equal(await claim.$('.who-blocks'), null);
+  assert.equal(await text(claim, '[data-action="cancel"]'), 'Revoke claim…');
   const feed = await texts(pools, '#feed li strong');
   assert.ok(feed.includes('claim.released') && feed.includes('claim.acquired'), feed.join());
   for (const p of [pools, claim]) assert.equal(await p.evaluate(() => window.notReloaded), true);
-  await shot(pools, 'pools-after-release');
-  await shot(claim, 'claim-held');
+  await shot(pools, 'overview-after-release');
+  await shots(claim, 'claim-held');
   assert.deepEqual(pools.errors, []);
   assert.deepEqual(claim.errors, []);
   await pools.close();
   await claim.close();
 });
 
-test('a limit changed from a card reaches the server', async () => {
-  const page = await openPage('/');
+test('a limit changed from a card is confirmed first, then reaches the server', async () => {
+  const page = await openPage(srv, '/');
   await until(() => page.$('[data-lock="sem/web"] form.limit-form'), 'the limit form');
   await page.getByLabel('New limit for web').fill('20');
   await page.click('[data-lock="sem/web"] form.limit-form button');
+  const d = await dialogText(page);
+  assert.equal(d.title, 'Set web\'s limit from 10 to 20?');
+  assert.match(d.body, /1 claim holds 9 slots\. Raising the limit grants at once the waiting claims that then fit \(1 claim waiting/);
+  await shots(page, 'confirm-limit', false);
+  await page.getByRole('button', { name: 'Set the limit to 20' }).click();
   await until(async () => (await srv.api('GET', '/v1/semaphores/web')).limit === 20, 'limit 20');
   const web = await srv.api('GET', '/v1/semaphores/web');
   assert.equal(web.strategy, 'skip', 'the strategy is kept');
+  assert.equal(web.overtake_limit, '1m', 'the overtake limit is kept');
   await until(async () => (await text(page, '[data-lock="sem/web"] .used')) === '11 / 20 used',
     'p1 admitted and the card redrawn');
+  // A pattern's limit is each matching semaphore's: the dialog says so. Declined.
+  await page.getByLabel('New limit for pool-*').fill('3');
+  await page.click('[data-lock="sem/pool-*"] form.limit-form button');
+  const p = await dialogText(page);
+  assert.equal(p.title, 'Set pool-*\'s limit from 2 to 3?');
+  assert.match(p.body, /^Every semaphore matching pool-\* that has no configuration of its own gets a limit of 3\. /);
+  await page.getByRole('button', { name: 'Keep as is' }).click();
+  await until(async () => !(await page.$('dialog.confirm')), 'the dialog to close');
+  assert.equal((await srv.api('GET', '/v1/semaphores/pool-*')).limit, 2);
   await page.close();
 });
 
 test('with tokens: a 401 prompts for one, and the token is kept for the session', async () => {
   const secured = await startServer('auth', 'tokens:\n  - name: ops\n    token: "ui-test-secret"\n    admin: true\n');
   await secured.api('PUT', '/v1/semaphores/guarded', { limit: 2 }, 'ui-test-secret');
-  const page = await browser.newPage();
+  const b = await launch();
+  const page = await b.newPage();
   await page.goto(secured.base + '/');
   await until(() => page.$('#auth-prompt:not([hidden])'), 'the token prompt');
   assert.match(await text(page, '#auth-prompt'), /needs a token/);
@@ -332,7 +295,7 @@ test('with tokens: a 401 prompts for one, and the token is kept for the session'
 });
 
 test('a redraw in flight does not replace a limit the user started typing', async () => {
-  const page = await openPage('/');
+  const page = await openPage(srv, '/');
   await until(() => page.$('#live.on'), 'the event stream to connect');
   // Hold the next listing of semaphores, so that a redraw waits on the server
   // while the user types.
@@ -356,88 +319,11 @@ test('a redraw in flight does not replace a limit the user started typing', asyn
   assert.equal(await page.evaluate(() => document.querySelector('[data-lock="sem/cache"] input').dataset.typedIn), 'yes');
   assert.equal(await field.inputValue(), '12');
   await page.click('[data-lock="sem/cache"] form.limit-form button');
+  await dialogText(page);
+  await page.getByRole('button', { name: 'Set the limit to 12' }).click();
   await until(async () => (await srv.api('GET', '/v1/semaphores/cache')).limit === 12, 'limit 12');
   await until(async () => (await text(page, '[data-lock="sem/cache"] .used')) === '1 / 12 used', 'the card redrawn');
   assert.equal(await page.$('body[data-deferred]'), null);
-  assert.deepEqual(page.errors, []);
-  await page.close();
-});
-
-// A server with a large queue: BIG_N claims pending on a paused semaphore,
-// created by 16 parallel loops, so that many share a millisecond (and so the
-// first 8 characters of their ids).
-const BIG_N = 2000;
-let bigServer;
-function big() {
-  bigServer ??= (async () => {
-    const s = await startServer('big');
-    await s.api('PUT', '/v1/semaphores/big/paused', { limit: 0 });
-    const made = [];
-    await Promise.all(Array.from({ length: 16 }, async (_, w) => {
-      for (let i = w; i < BIG_N; i += 16) {
-        const c = await s.api('POST', '/v1/claims', { holder: `big-${i}`, locks: [{ semaphore: 'big/paused' }] });
-        made.push(c.id);
-      }
-    }));
-    return { ...s, ids: made };
-  })();
-  return bigServer;
-}
-
-test('pools: the pending figure is a count; the queue listing is not fetched', async () => {
-  const s = await big();
-  const page = await browser.newPage();
-  const finished = [];
-  page.on('requestfinished', (req) => finished.push(req.sizes().then((z) => ({
-    path: new URL(req.url()).pathname, bytes: z.responseBodySize,
-  }))));
-  await page.goto(s.base + '/');
-  await until(async () => (await page.$('body[data-rendered]'))
-    && (await text(page, '[data-figure="pending"] .n')) === String(BIG_N), 'the pending figure');
-  await until(() => page.$('#live.on'), 'the event stream to connect');
-  // Ten redraws, each seen on the page: a mutex held and released five times.
-  for (let i = 0; i < 5; i++) {
-    const c = await s.api('POST', '/v1/claims', { holder: 'churn', locks: [{ mutex: 'churn/m' }] });
-    assert.equal(c.state, 'held');
-    await until(() => page.$('[data-lock="mtx/churn/m"]'), 'churn/m on the page');
-    await s.api('DELETE', `/v1/claims/${c.id}`);
-    await until(async () => !(await page.$('[data-lock="mtx/churn/m"]')), 'churn/m off the page');
-  }
-  await page.close();
-  const reqs = await Promise.all(finished);
-  const count = (p) => reqs.filter((r) => r.path === p).length;
-  // At least the ten redraws seen (and the first draw): every one lists semaphores.
-  assert.ok(count('/v1/semaphores') >= 10, `${count('/v1/semaphores')} draws`);
-  assert.equal(count('/v1/queue'), 0, 'the pools page fetched the queue listing');
-  const json = reqs.filter((r) => r.path === '/healthz' || r.path.startsWith('/v1/')).reduce((n, r) => n + r.bytes, 0);
-  assert.ok(json < 100000, `${json} bytes of JSON for ${count('/v1/semaphores')} draws`);
-});
-
-test('queue: short claim labels come from the random part of the id, distinct in a large queue', async () => {
-  const s = await big();
-  assert.ok(new Set(s.ids.map((id) => id.slice(0, 8))).size < s.ids.length,
-    'some claims share their creation millisecond');
-  const page = await openPage('/queue', s);
-  await until(async () => (await page.evaluate(() => document.querySelectorAll('table.queue tbody tr').length)) === BIG_N,
-    `${BIG_N} rows`);
-  const rows = await page.evaluate(() => [...document.querySelectorAll('table.queue tbody tr')].map((tr) => {
-    const a = tr.querySelector('a[data-link]');
-    return { id: tr.dataset.claim, label: a.textContent, title: a.title };
-  }));
-  for (const r of rows) {
-    assert.equal(r.id.length, 22);
-    assert.equal(r.title, r.id);
-    assert.equal(r.label, r.id.slice(-8));
-  }
-  assert.equal(new Set(rows.map((r) => r.label)).size, rows.length, 'distinct labels');
-  // The events panel labels claims the same way.
-  await until(async () => (await page.evaluate(() => document.querySelectorAll('#feed a').length)) > 0, 'claims in the feed');
-  const feed = await page.evaluate(() => [...document.querySelectorAll('#feed a')].map((a) => ({ label: a.textContent, title: a.title })));
-  for (const f of feed) {
-    assert.equal(f.title.length, 22);
-    assert.equal(f.label, f.title.slice(-8));
-  }
-  await shot(page, 'queue-large', false); // the first rows: the whole page is 100 000 px tall
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -446,46 +332,7 @@ test('queue: short claim labels come from the random part of the id, distinct in
 const LONG1 = 'ci/acme-platform/monorepo/.github/workflows/gpu-integration.yml#45';
 const LONG2 = 'ci/acme-platform/monorepo/.github/workflows/gpu-benchmarks.yml#451';
 
-// What of a page's layout is wrong, in words: each element matched by
-// `cells` (within `root`) must have a size and lie within the box of `box`
-// (the viewport when null), a time on one line, and no .table-wrap under
-// `root` may scroll sideways. Read in one evaluation (see bar()).
-function layoutProblems(page, root, box, cells) {
-  return page.evaluate(({ root, box, cells }) => {
-    const out = [];
-    const r0 = document.querySelector(root);
-    if (!r0) return [`nothing matches ${root}`];
-    const b = box ? document.querySelector(box).getBoundingClientRect() : { left: 0, right: innerWidth };
-    const lines = (el) => {
-      const range = document.createRange();
-      range.selectNodeContents(el);
-      return new Set([...range.getClientRects()].filter((q) => q.width > 0).map((q) => Math.round(q.top))).size;
-    };
-    for (const sel of cells) {
-      const els = r0.querySelectorAll(sel);
-      if (els.length === 0) out.push(`${root}: no ${sel}`);
-      for (const el of els) {
-        const q = el.getBoundingClientRect();
-        const what = `${root} ${sel} "${el.textContent.trim().slice(0, 30)}"`;
-        if (q.width < 1 || q.height < 1) out.push(`${what} has no size`);
-        if (q.left < b.left - 0.5 || q.right > b.right + 0.5) {
-          out.push(`${what} at ${q.left.toFixed(0)}..${q.right.toFixed(0)}, outside ${b.left.toFixed(0)}..${b.right.toFixed(0)}`);
-        }
-        if (el.classList.contains('time') && lines(el) > 1) out.push(`${what} takes ${lines(el)} lines`);
-        if (el.classList.contains('holder') && lines(el) > 3) out.push(`${what} takes ${lines(el)} lines`);
-      }
-    }
-    for (const w of r0.querySelectorAll('.table-wrap')) {
-      if (w.scrollWidth > w.clientWidth + 1) out.push(`${root}: a table ${w.scrollWidth} px wide in ${w.clientWidth} px`);
-    }
-    if (document.documentElement.scrollWidth > innerWidth) {
-      out.push(`the page is ${document.documentElement.scrollWidth} px wide in ${innerWidth} px`);
-    }
-    return out;
-  }, { root, box, cells });
-}
-
-test('layout: a card\'s holders and waiters fit the card; the queue fits a phone', async () => {
+test('layout: cards, a lock\'s tables and the queue keep every column at 1400 px and on a phone', async () => {
   assert.equal(LONG1.length, 66);
   assert.equal(LONG2.length, 66);
   const s = await startServer('layout');
@@ -499,31 +346,38 @@ test('layout: a card\'s holders and waiters fit the card; the queue fits a phone
   assert.deepEqual([g1.state, g2.state], ['held', 'pending']);
   const cards = ['sem/ci/gpu', 'mtx/group/repo/pr-12'];
 
-  const page = await openPage('/', s);
-  await page.setViewportSize({ width: 1400, height: 900 });
-  for (const k of cards) {
-    await until(() => page.$(`[data-lock="${k}"] summary`), `the card ${k}`);
-    await page.click(`[data-lock="${k}"] summary`);
-    await until(() => page.$(`[data-lock="${k}"] table.waiters`), `the waiters of ${k}`);
+  const page = await openPage(s, '/');
+  for (const k of cards) await until(() => page.$(`[data-lock="${k}"] .peek-waiters`), `the waiters of ${k}`);
+  const peek = ['.peek .holder', '.peek .time', '.peek .reason', '.more-link'];
+  for (const size of [DESKTOP, PHONE]) {
+    await page.setViewportSize(size);
+    for (const k of cards) assert.deepEqual(await layoutProblems(page, `[data-lock="${k}"]`, `[data-lock="${k}"]`, peek), [], `${k} at ${size.width}`);
   }
-  const cells = ['td.claim', 'td.holder', 'td.since', 'td.expires', 'td.waiting', 'td.reason'];
-  await shot(page, 'pools-cards');
-  for (const k of cards) assert.deepEqual(await layoutProblems(page, `[data-lock="${k}"]`, `[data-lock="${k}"]`, cells), []);
-  await page.setViewportSize({ width: 390, height: 844 });
-  await shot(page, 'pools-cards-phone');
-  for (const k of cards) assert.deepEqual(await layoutProblems(page, `[data-lock="${k}"]`, `[data-lock="${k}"]`, cells), []);
-  assert.deepEqual(page.errors, []);
+  await shots(page, 'overview-long-holders');
   await page.close();
 
-  const queue = await openPage('/queue', s);
+  // A lock's page: every column of its holders and waiters within the page.
+  for (const k of cards) {
+    const lp = await openPage(s, `/locks/${k}`);
+    await until(() => lp.$('table.waiters td.reason'), `the waiters of ${k}`);
+    const cells = ['td.claim', 'td.holder', 'td.since', 'td.expires', 'td.waiting', 'td.reason'];
+    for (const size of [DESKTOP, PHONE]) {
+      await lp.setViewportSize(size);
+      assert.deepEqual(await layoutProblems(lp, 'main', 'main', cells), [], `${k} at ${size.width}`);
+    }
+    if (k === 'sem/ci/gpu') await shots(lp, 'lock-long-holders');
+    assert.deepEqual(lp.errors, []);
+    await lp.close();
+  }
+
+  const queue = await openPage(s, '/queue');
   await until(() => queue.$('table.queue td.reason'), 'the queue table');
   const qcells = ['td.claim', 'td.holder', 'td.waiting', 'td.locks', 'td.reason'];
-  await queue.setViewportSize({ width: 1400, height: 900 });
-  await shot(queue, 'queue-long-holders');
-  assert.deepEqual(await layoutProblems(queue, 'main', 'main', qcells), []);
-  await queue.setViewportSize({ width: 390, height: 844 });
-  await shot(queue, 'queue-phone');
-  assert.deepEqual(await layoutProblems(queue, 'main', 'main', qcells), []);
+  for (const size of [DESKTOP, PHONE]) {
+    await queue.setViewportSize(size);
+    assert.deepEqual(await layoutProblems(queue, 'main', 'main', qcells), [], `queue at ${size.width}`);
+  }
+  await shots(queue, 'queue-long-holders');
   assert.deepEqual(queue.errors, []);
   await queue.close();
 });

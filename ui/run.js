@@ -1,0 +1,116 @@
+// run.js - one run's page (/runs/RUN). Holders follow RUN/STEP
+// (nightly-42/build), and GET /v1/claims?run=RUN answers the claims of
+// holder RUN and of holders RUN/...: the page groups them by step (the part
+// after RUN/), with their state, locks, waited and held times, why the
+// pending ones wait (/why) and their events (/v1/events?claim=ID) — the
+// queue and slot history of each step.
+import {
+  h, api, AuthError, clock, stamp, claimLink, lockChip, headRow, withQuery, refusal,
+} from './lib.js';
+import { durationCells } from './claims.js';
+
+const PAGE = 1000;
+const MAX_CLAIMS = 5000; // a run bigger than this is shown in part, and says so
+const DETAILED = 50; // claims whose why and events are read (one request each)
+
+export function runRoute(path) {
+  const m = path.match(/^\/runs\/(.+)$/);
+  return m ? m[1].split('/').map(decodeURIComponent).join('/') : null;
+}
+
+async function runClaims(run) {
+  let claims = [];
+  let after = '';
+  for (;;) {
+    const page = await api(withQuery('/v1/claims', { run, limit: PAGE, after }));
+    claims = claims.concat(page.claims);
+    if (!page.next || claims.length >= MAX_CLAIMS) return { claims, partial: Boolean(page.next) };
+    after = page.next;
+  }
+}
+
+const stepOf = (run, holder) => (holder === run ? '(the run itself)' : holder.slice(run.length + 1));
+
+export async function viewRun(ctx, run) {
+  let res;
+  try {
+    res = await runClaims(run);
+  } catch (e) {
+    return h('section', {}, h('h1', {}, 'Run ', h('code', {}, run)), refusal(e, 'Listing the run\'s claims'));
+  }
+  const { claims, partial } = res;
+  const detailed = claims.slice(0, DETAILED);
+  if (cache.run !== run) cache = { run, events: new Map() };
+  const [whys, events] = await Promise.all([
+    Promise.all(detailed.map((c) => (c.state === 'pending'
+      ? api(`/v1/claims/${encodeURIComponent(c.id)}/why`).catch(soft) : null))),
+    Promise.all(detailed.map((c) => eventsOf(c))),
+  ]);
+  const why = new Map(detailed.map((c, i) => [c.id, whys[i]]));
+  const evs = new Map(detailed.map((c, i) => [c.id, events[i]]));
+  const steps = new Map();
+  for (const c of claims) {
+    const s = stepOf(run, c.holder);
+    steps.set(s, [...(steps.get(s) || []), c]);
+  }
+  const count = (st) => claims.filter((c) => c.state === st).length;
+  return h('section', { 'aria-labelledby': 'run-title', 'data-run': run },
+    h('h1', { id: 'run-title' }, 'Run ', h('code', {}, run)),
+    h('div', { class: 'summary' },
+      fig('claims', claims.length, 'Claims'), fig('steps', steps.size, 'Steps'),
+      fig('pending', count('pending'), 'Pending'), fig('held', count('held') + count('revoking'), 'Holding'),
+      fig('ended', claims.length - count('pending') - count('held') - count('revoking'), 'Ended')),
+    partial && h('p', { class: 'muted' }, `Only the first ${claims.length} claims of this run are shown.`),
+    claims.length > DETAILED && h('p', { class: 'muted' }, `Reasons and events are shown for the first ${DETAILED} claims.`),
+    claims.length === 0 ? h('p', { class: 'muted', 'data-empty': 'run' },
+      `No claim of holder ${run} or ${run}/… (ended claims are kept for an hour).`)
+      : [...steps].map(([step, cs]) => stepSection(step, cs, why, evs)));
+}
+
+// The events of an ended claim do not change: they are read once, not on
+// every redraw (the page is redrawn on each event, and each read scans the
+// server's event log).
+let cache = { run: null, events: new Map() };
+
+async function eventsOf(c) {
+  if (cache.events.has(c.id)) return cache.events.get(c.id);
+  const ev = await api(`/v1/events?claim=${encodeURIComponent(c.id)}&limit=1000`).catch(soft);
+  if (c.ended && !ev.error) cache.events.set(c.id, ev);
+  return ev;
+}
+
+function soft(e) {
+  if (e instanceof AuthError) throw e;
+  return { error: e };
+}
+
+function fig(id, n, label) {
+  return h('div', { class: 'figure', 'data-figure': id }, h('span', { class: 'n' }, n), label);
+}
+
+function stepSection(step, claims, why, evs) {
+  const events = claims.flatMap((c) => (evs.get(c.id) && evs.get(c.id).events) || []).sort((a, b) => a.seq - b.seq);
+  return h('section', { class: 'step', 'data-step': step },
+    h('h2', {}, 'Step ', h('code', {}, step)),
+    h('div', { class: 'table-wrap stack' }, h('table', { class: 'run-claims', 'aria-label': `Claims of step ${step}` },
+      headRow(['Claim', 'State', 'Locks', 'Arrived', 'Waited', 'Held', 'Reason']),
+      h('tbody', {}, claims.map((c) => h('tr', { 'data-claim': c.id, 'data-state': c.state },
+        h('td', { class: 'claim' }, claimLink(c.id)),
+        h('td', { class: 'state', 'data-state': c.state }, c.state),
+        h('td', { class: 'locks' }, c.locks.map(lockChip)),
+        h('td', { class: 'arrived time', 'data-label': 'arrived' }, stamp(c.arrived)),
+        durationCells(c),
+        h('td', { class: 'reason' }, reasonOf(c, why.get(c.id)))))))),
+    events.length > 0 && h('details', { class: 'step-events', open: true },
+      h('summary', {}, `Events of step ${step} (${events.length})`),
+      h('ol', { class: 'timeline', 'aria-label': `Events of step ${step}` }, events.map((e) => h('li', { 'data-type': e.type, 'data-claim': e.claim },
+        h('time', { datetime: e.time }, clock(e.time)), ' ', h('span', { class: 'type' }, e.type), ' ',
+        claimLink(e.claim), ' ', e.locks.join(' '), e.reason ? ` — ${e.reason}` : '')))));
+}
+
+// A pending claim's reasons, one per lock, from /why; otherwise its reason.
+function reasonOf(c, why) {
+  if (c.state !== 'pending' || !why) return c.reason;
+  if (why.error) return refusal(why.error, 'Reading why it waits');
+  return h('ul', { class: 'why' }, why.reasons.map((r) => h('li', { 'data-rule': r.rule, 'data-lock': r.lock }, r.message)));
+}
