@@ -429,13 +429,14 @@ void sl_history_engine_event(sl_history *h, const sl_event *ev)
         he.wait_ms = ev->time_ms - v.arrived_ms;
     const char *keys[SL_CLAIM_LOCKS_MAX];
     uint32_t slots[SL_CLAIM_LOCKS_MAX];
-    he.nlocks = v.nlocks < SL_CLAIM_LOCKS_MAX ? v.nlocks : SL_CLAIM_LOCKS_MAX;
-    for (size_t i = 0; i < he.nlocks; i++) {
+    size_t n = 0;
+    for (; n < v.nlocks && n < SL_CLAIM_LOCKS_MAX; n++) {
         sl_claim_lock_view lv;
-        sl_claim_lock_peek(ev->claim, i, &lv);
-        keys[i] = lv.key;
-        slots[i] = lv.slots;
+        sl_claim_lock_peek(ev->claim, n, &lv);
+        keys[n] = lv.key;
+        slots[n] = lv.slots;
     }
+    he.nlocks = n;
     he.keys = keys;
     he.slots = slots;
     sl_history_event(h, &he, true);

@@ -116,6 +116,9 @@ void sl_http_add_header(sl_http_req *r, const char *name, const char *value);
 /* Answers: status, Content-Type (NULL: none), the body (copied). A HEAD
  * request gets the headers only; 204 and 304 never get a body. */
 void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len);
+/* The answer to a HEAD whose body is not at hand (a relayed one): the
+ * Content-Length another server announced, and no body. */
+void sl_http_reply_head(sl_http_req *r, int status, const char *ctype, size_t length);
 /* A streamed answer: the status and headers now, chunks as they come, then
  * the end, which answers the request. */
 void sl_http_stream_start(sl_http_req *r, int status, const char *ctype);

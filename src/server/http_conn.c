@@ -320,7 +320,19 @@ void sl_http_add_header(sl_http_req *r, const char *name, const char *value)
     r->out_hdr_len += nl + vl + 4;
 }
 
+static void reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len);
+
 void sl_http_reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len)
+{
+    reply(r, status, ctype, body, len);
+}
+
+void sl_http_reply_head(sl_http_req *r, int status, const char *ctype, size_t length)
+{
+    reply(r, status, ctype, NULL, length); /* HEAD: the length is announced, no body sent */
+}
+
+static void reply(sl_http_req *r, int status, const char *ctype, const void *body, size_t len)
 {
     sl_http_conn *c = r->conn;
     if (!c->gone) {

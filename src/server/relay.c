@@ -194,17 +194,21 @@ static bool hop_by_hop(const char *name)
     return false;
 }
 
-/* The leader's headers onto the client's answer; its Content-Type. */
-static const char *pass_headers(sl_relay *r)
+/* The leader's headers onto the client's answer; its Content-Type, and
+ * its Content-Length (for a HEAD, whose answer has no body to count). */
+static const char *pass_headers(sl_relay *r, size_t *length)
 {
     const char *ctype = NULL;
     const char *p = sl_buf_data(&r->hdrs), *end = p + sl_buf_size(&r->hdrs);
+    *length = 0;
     while (p < end) {
         const char *name = p;
         const char *value = name + strlen(name) + 1;
         p = value + strlen(value) + 1;
         if (strcasecmp(name, "content-type") == 0)
             ctype = value;
+        else if (strcasecmp(name, "content-length") == 0)
+            *length = (size_t)strtoull(value, NULL, 10);
         else if (!hop_by_hop(name))
             sl_http_add_header(r->down, name, value);
     }
@@ -279,7 +283,8 @@ static int on_headers_complete(llhttp_t *p)
     }
     if (r->streamed || (p->flags & F_CHUNKED)) {
         if (!r->streamed) {
-            const char *ctype = pass_headers(r);
+            size_t length; /* chunked: none */
+            const char *ctype = pass_headers(r, &length);
             sl_http_stream_start(r->down, (int)p->status_code, ctype);
             r->streamed = true;
             r->first_status = p->status_code;
@@ -403,10 +408,14 @@ static void finish(sl_relay *r)
         relay_free(r);
         return;
     }
-    const char *ctype = pass_headers(r);
+    size_t length;
+    const char *ctype = pass_headers(r, &length);
     int status = (int)r->parser.status_code;
     sl_metrics_http(&r->srv->metrics, SL_ROUTE_RELAYED, sl_http_req_method(r->down), status);
-    sl_http_reply(r->down, status, ctype, sl_buf_data(&r->body), sl_buf_size(&r->body));
+    if (sl_http_req_method(r->down) == SL_HTTP_HEAD)
+        sl_http_reply_head(r->down, status, ctype, length);
+    else
+        sl_http_reply(r->down, status, ctype, sl_buf_data(&r->body), sl_buf_size(&r->body));
     relay_free(r);
 }
 
