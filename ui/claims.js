@@ -35,7 +35,10 @@ export async function viewClaims(ctx) {
   const filters = { state: q.state || '', holder: q.holder || '', lock: q.lock || '', run: q.run || '' };
   let page;
   try {
-    page = await api(withQuery('/v1/claims', { ...filters, limit, after: q.after || '' }));
+    // Newest first, what an operator looks for; a lock's listing has its own
+    // order (holders, then waiters), which the server keeps.
+    const order = filters.lock ? '' : 'newest';
+    page = await api(withQuery('/v1/claims', { ...filters, order, limit, after: q.after || '' }));
   } catch (e) {
     if (e instanceof AuthError) throw e;
     if (!(e instanceof ApiError)) throw e;
@@ -43,7 +46,9 @@ export async function viewClaims(ctx) {
   }
   return h('section', { 'aria-labelledby': 'claims-title' },
     h('h1', { id: 'claims-title' }, 'Claims'),
-    h('p', { class: 'muted' }, 'Live and ended claims (ended ones are kept for an hour), in arrival order, oldest first.'),
+    h('p', { class: 'muted' }, filters.lock
+      ? 'The lock\'s holders, then its waiters in queue order, live and ended (ended ones are kept for an hour).'
+      : 'Live and ended claims (ended ones are kept for an hour), newest first.'),
     filterForm(ctx, filters),
     page.claims.length === 0 ? h('p', { class: 'muted', 'data-empty': 'claims' }, 'No claim matches.')
       : claimsTable(page.claims),

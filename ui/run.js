@@ -2,7 +2,8 @@
 // (nightly-42/build), and GET /v1/claims?run=RUN answers the claims of
 // holder RUN and of holders RUN/...: the page groups them by step (the part
 // after RUN/), with their state, locks, waited and held times, why the
-// pending ones wait (/why) and their events (/v1/events?claim=ID) — the
+// pending ones wait (/why) and their events (/v1/events?run=RUN: the
+// events of the run's claims, read once and then only what is new) — the
 // queue and slot history of each step.
 import {
   h, api, AuthError, clock, stamp, claimLink, lockChip, headRow, withQuery, refusal,
@@ -11,7 +12,9 @@ import { durationCells } from './claims.js';
 
 const PAGE = 1000;
 const MAX_CLAIMS = 5000; // a run bigger than this is shown in part, and says so
-const DETAILED = 50; // claims whose why and events are read (one request each)
+const DETAILED = 50; // pending claims whose why is read (one request each)
+const EVENTS_PAGE = 5000;
+const MAX_EVENTS = 50000; // a run with more events shows its first ones, and says so
 
 export function runRoute(path) {
   const m = path.match(/^\/runs\/(.+)$/);
@@ -39,15 +42,14 @@ export async function viewRun(ctx, run) {
     return h('section', {}, h('h1', {}, 'Run ', h('code', {}, run)), refusal(e, 'Listing the run\'s claims'));
   }
   const { claims, partial } = res;
-  const detailed = claims.slice(0, DETAILED);
-  if (cache.run !== run) cache = { run, events: new Map() };
-  const [whys, events] = await Promise.all([
-    Promise.all(detailed.map((c) => (c.state === 'pending'
-      ? api(`/v1/claims/${encodeURIComponent(c.id)}/why`).catch(soft) : null))),
-    Promise.all(detailed.map((c) => eventsOf(c))),
+  const detailed = claims.filter((c) => c.state === 'pending').slice(0, DETAILED);
+  const [whys, log] = await Promise.all([
+    Promise.all(detailed.map((c) => api(`/v1/claims/${encodeURIComponent(c.id)}/why`).catch(soft))),
+    runEvents(run),
   ]);
   const why = new Map(detailed.map((c, i) => [c.id, whys[i]]));
-  const evs = new Map(detailed.map((c, i) => [c.id, events[i]]));
+  const evs = new Map();
+  for (const e of log.events) evs.set(e.claim, [...(evs.get(e.claim) || []), e]);
   const steps = new Map();
   for (const c of claims) {
     const s = stepOf(run, c.holder);
@@ -61,22 +63,32 @@ export async function viewRun(ctx, run) {
       fig('pending', count('pending'), 'Pending'), fig('held', count('held') + count('revoking'), 'Holding'),
       fig('ended', claims.length - count('pending') - count('held') - count('revoking'), 'Ended')),
     partial && h('p', { class: 'muted' }, `Only the first ${claims.length} claims of this run are shown.`),
-    claims.length > DETAILED && h('p', { class: 'muted' }, `Reasons and events are shown for the first ${DETAILED} claims.`),
+    count('pending') > DETAILED && h('p', { class: 'muted' }, `Reasons are shown for the first ${DETAILED} pending claims.`),
+    log.error && refusal(log.error, 'Reading the run\'s events'),
+    log.partial && h('p', { class: 'muted' }, `Only the first ${log.events.length} events of this run are shown.`),
     claims.length === 0 ? h('p', { class: 'muted', 'data-empty': 'run' },
       `No claim of holder ${run} or ${run}/… (ended claims are kept for an hour).`)
       : [...steps].map(([step, cs]) => stepSection(step, cs, why, evs)));
 }
 
-// The events of an ended claim do not change: they are read once, not on
-// every redraw (the page is redrawn on each event, and each read scans the
-// server's event log).
-let cache = { run: null, events: new Map() };
+// The log only grows: a run's events are read once, then on each redraw
+// (one per event) only those after the last seq read.
+let cache = { run: null, events: [], next: 0 };
 
-async function eventsOf(c) {
-  if (cache.events.has(c.id)) return cache.events.get(c.id);
-  const ev = await api(`/v1/events?claim=${encodeURIComponent(c.id)}&limit=1000`).catch(soft);
-  if (c.ended && !ev.error) cache.events.set(c.id, ev);
-  return ev;
+async function runEvents(run) {
+  if (cache.run !== run) cache = { run, events: [], next: 0 };
+  try {
+    while (cache.events.length < MAX_EVENTS) {
+      const page = await api(withQuery('/v1/events', { run, since: cache.next, limit: EVENTS_PAGE }));
+      cache.events = cache.events.concat(page.events);
+      cache.next = page.next;
+      if (page.events.length < EVENTS_PAGE) break;
+    }
+  } catch (e) {
+    soft(e);
+    return { events: cache.events, error: e };
+  }
+  return { events: cache.events, partial: cache.events.length >= MAX_EVENTS };
 }
 
 function soft(e) {
@@ -89,7 +101,7 @@ function fig(id, n, label) {
 }
 
 function stepSection(step, claims, why, evs) {
-  const events = claims.flatMap((c) => (evs.get(c.id) && evs.get(c.id).events) || []).sort((a, b) => a.seq - b.seq);
+  const events = claims.flatMap((c) => evs.get(c.id) || []).sort((a, b) => a.seq - b.seq);
   return h('section', { class: 'step', 'data-step': step },
     h('h2', {}, 'Step ', h('code', {}, step)),
     h('div', { class: 'table-wrap stack' }, h('table', { class: 'run-claims', 'aria-label': `Claims of step ${step}` },

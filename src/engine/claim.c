@@ -528,6 +528,11 @@ const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev)
     return prev ? prev->next : eng->chead;
 }
 
+const sl_claim *sl_claim_prev(const sl_engine *eng, const sl_claim *next)
+{
+    return next ? next->prev : eng->ctail;
+}
+
 void sl__pending_add(sl_engine *eng, sl_claim *c)
 {
     c->pprev = NULL;
@@ -617,6 +622,26 @@ const sl_claim *sl_claim_after(const sl_engine *eng, uint64_t arrival)
     }
     const sl_claim *c = head;
     while (c && c->arrival <= arrival)
+        c = c->next;
+    return c;
+}
+
+const sl_claim *sl_claim_before(const sl_engine *eng, uint64_t arrival)
+{
+    const sl_claim *head = eng->chead, *tail = eng->ctail;
+    if (!head || head->arrival >= arrival)
+        return NULL;
+    if (tail->arrival < arrival)
+        return tail;
+    /* As sl_claim_after: walk from the nearer end. */
+    if (tail->arrival - arrival < arrival - head->arrival) {
+        const sl_claim *c = tail;
+        while (c && c->arrival >= arrival)
+            c = c->prev;
+        return c;
+    }
+    const sl_claim *c = head;
+    while (c->next && c->next->arrival < arrival)
         c = c->next;
     return c;
 }

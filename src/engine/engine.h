@@ -336,6 +336,8 @@ sl_claim *sl_claim_find_idem(const sl_engine *eng, const char *key);
 int sl_claim_drop_idem(sl_engine *eng, sl_claim *c);
 /* Every claim, live or retained, in arrival order: first with prev NULL. */
 const sl_claim *sl_claim_next(const sl_engine *eng, const sl_claim *prev);
+/* The same newest first: the newest with next NULL. */
+const sl_claim *sl_claim_prev(const sl_engine *eng, const sl_claim *next);
 /* Every pending claim in the one total order (priority, created, arrival):
  * first with prev NULL. The order is sorted when first asked for after a
  * change (O(n log n)); iterating it then is O(1) a step. */
@@ -348,6 +350,8 @@ const sl_claim *sl_pending_next(sl_engine *eng, const sl_claim *prev);
 const sl_claim *sl_pending_after(sl_engine *eng, int32_t priority, int64_t created,
                                  uint64_t arrival);
 const sl_claim *sl_claim_after(const sl_engine *eng, uint64_t arrival);
+/* The newest claim, live or retained, that arrived before `arrival`, or NULL. */
+const sl_claim *sl_claim_before(const sl_engine *eng, uint64_t arrival);
 /* The claim's place in that order, from 1; 0 when not pending. */
 size_t sl_pending_position(sl_engine *eng, const sl_claim *c);
 

@@ -129,6 +129,25 @@ json_t *sl_body_json(sl_ctx *c)
     return body;
 }
 
+bool sl_holder_of_run(const char *run, const char *holder)
+{
+    size_t n = strlen(run);
+    return holder && strncmp(holder, run, n) == 0 && (holder[n] == '\0' || holder[n] == '/');
+}
+
+bool sl_query_run(sl_ctx *c, const char **run)
+{
+    *run = sl_query_get(c, "run");
+    if (*run && (!**run || strlen(*run) > SL_HOLDER_MAX)) {
+        sl_reply_error(c, 400, "bad_request",
+                       "run= must be 1 to %d characters: RUN stands for the claims of holder "
+                       "RUN and of holders RUN/...",
+                       SL_HOLDER_MAX);
+        return false;
+    }
+    return true;
+}
+
 void sl_allow(sl_ctx *c, const char *methods)
 {
     char buf[64];

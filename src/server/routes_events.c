@@ -9,12 +9,13 @@ typedef struct page_ctx {
     json_t *events;
     size_t count;
     const sl_event_scope *scope;
+    const char *run; /* only this run's claims' events, or NULL */
 } page_ctx;
 
 static int add_event(void *ud, const sl_store_event *ev)
 {
     page_ctx *p = ud;
-    if (!sl_event_scope_allows(p->scope, ev))
+    if (!sl_event_scope_allows(p->scope, ev) || (p->run && !sl_holder_of_run(p->run, ev->holder)))
         return SL_STORE_EVENT_SKIP;
     json_array_append_new(p->events, sl_json_event(ev));
     p->count++;
@@ -24,7 +25,7 @@ static int add_event(void *ud, const sl_store_event *ev)
 json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, size_t limit,
                        const sl_event_scope *scope, size_t *count)
 {
-    page_ctx p = {json_array(), 0, scope};
+    page_ctx p = {json_array(), 0, scope, NULL};
     uint64_t next = since;
     /* A claim's events lie between its arrival and its end: the read of
      * the log starts and stops there (a purged claim's: the whole log). */
@@ -48,6 +49,54 @@ json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, siz
     return json_pack("{s:o,s:I}", "events", p.events, "next", (json_int_t)next);
 }
 
+/* The time a run's events lie in: from its first claim's arrival to its
+ * last claim's end (or on, while one lives); the whole log when the engine
+ * keeps none of its claims (they were purged: claim_retention). */
+static void run_span(sl_server *srv, const char *run, int64_t *from_ms, int64_t *to_ms)
+{
+    bool any = false, live = false;
+    *from_ms = INT64_MAX;
+    *to_ms = INT64_MIN;
+    for (const sl_claim *cl = sl_claim_next(srv->eng, NULL); cl; cl = sl_claim_next(srv->eng, cl)) {
+        sl_claim_view v;
+        sl_claim_get(cl, &v);
+        if (!sl_holder_of_run(run, v.holder))
+            continue;
+        any = true;
+        if (v.arrived_ms < *from_ms)
+            *from_ms = v.arrived_ms;
+        if (v.ended_ms < 0)
+            live = true;
+        else if (v.ended_ms > *to_ms)
+            *to_ms = v.ended_ms;
+    }
+    if (!any)
+        *from_ms = INT64_MIN;
+    if (!any || live)
+        *to_ms = INT64_MAX;
+}
+
+/* GET /v1/events?run=RUN: the events of a run's claims, a page at a time. */
+static void run_events(sl_ctx *c, const char *run, uint64_t since, size_t limit)
+{
+    sl_server *srv = c->srv;
+    int64_t from_ms, to_ms;
+    run_span(srv, run, &from_ms, &to_ms);
+    sl_event_scope *scope = sl_auth_event_scope(c);
+    page_ctx p = {json_array(), 0, scope, run};
+    uint64_t next = since;
+    int rc = sl_store_claim_events(srv->store, since, NULL, from_ms, to_ms, limit, add_event, &p,
+                                   &next);
+    sl_event_scope_free(scope);
+    if (rc != 0) {
+        sl_log(SL_LOG_ERROR, "reading the event log failed: %s", sl_store_error(srv->store));
+        json_decref(p.events);
+        sl_reply_error(c, 503, "unavailable", "the event log cannot be read right now");
+        return;
+    }
+    sl_reply_json(c, 200, json_pack("{s:o,s:I}", "events", p.events, "next", (json_int_t)next));
+}
+
 /* The last seq of the committed log: what a reader can see. */
 static uint64_t last_seq(const sl_ctx *c)
 {
@@ -65,7 +114,7 @@ static uint64_t clamp_since(const sl_ctx *c, uint64_t since)
 
 static void events_get(sl_ctx *c)
 {
-    static const char *const known[] = {"since", "claim", "limit", "wait", NULL};
+    static const char *const known[] = {"since", "claim", "run", "limit", "wait", NULL};
     uint64_t since = 0, limit = 1000;
     int64_t wait = 0;
     if (!sl_query_only(c, known) || sl_query_uint(c, "since", UINT64_MAX / 2, &since) != 0 ||
@@ -74,9 +123,21 @@ static void events_get(sl_ctx *c)
         return;
     if (limit == 0)
         limit = 1000;
-    const char *claim = sl_query_get(c, "claim");
+    const char *claim = sl_query_get(c, "claim"), *run = NULL;
     if (claim && strlen(claim) > SL_ID_MAX) {
         sl_reply_error(c, 400, "bad_request", "claim= is not a claim id");
+        return;
+    }
+    if (!sl_query_run(c, &run))
+        return;
+    if (run && (claim || wait > 0)) {
+        sl_reply_error(c, 400, "bad_request",
+                       "run= reads a run's events a page at a time: it takes neither claim= "
+                       "(ask for that claim alone) nor wait= (follow the event stream instead)");
+        return;
+    }
+    if (run) {
+        run_events(c, run, clamp_since(c, since), (size_t)limit);
         return;
     }
     since = clamp_since(c, since);

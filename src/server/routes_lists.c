@@ -128,12 +128,6 @@ typedef struct claim_filter {
     const char *run; /* holders RUN or RUN/STEP (the RUN/STEP convention of docs/ui.md) */
 } claim_filter;
 
-static bool of_run(const char *run, const char *holder)
-{
-    size_t n = strlen(run);
-    return strncmp(holder, run, n) == 0 && (holder[n] == '\0' || holder[n] == '/');
-}
-
 static bool claim_matches(sl_ctx *c, const sl_claim *claim, const claim_filter *f)
 {
     sl_claim_view v;
@@ -142,7 +136,7 @@ static bool claim_matches(sl_ctx *c, const sl_claim *claim, const claim_filter *
         return false;
     if (f->holder && strcmp(f->holder, v.holder) != 0)
         return false;
-    if (f->run && !of_run(f->run, v.holder))
+    if (f->run && !sl_holder_of_run(f->run, v.holder))
         return false;
     return sl_auth_allows_claim(c, claim);
 }
@@ -186,10 +180,16 @@ static void claims_of_lock(sl_ctx *c, const sl_lock *lock, size_t off, const cla
 
 /* The first claim after an "A.ID" cursor: the cursor's claim itself when it
  * is still there (O(1)), else the first that arrived after it. */
-static bool claims_resume(sl_ctx *c, const char *cursor, const sl_claim **first)
+/* newest: the listing runs backward, newest first (?order=newest). */
+static const sl_claim *step(const sl_ctx *c, const sl_claim *cl, bool newest)
+{
+    return newest ? sl_claim_prev(c->srv->eng, cl) : sl_claim_next(c->srv->eng, cl);
+}
+
+static bool claims_resume(sl_ctx *c, const char *cursor, bool newest, const sl_claim **first)
 {
     if (!cursor) {
-        *first = sl_claim_next(c->srv->eng, NULL);
+        *first = step(c, NULL, newest);
         return true;
     }
     char *dot = NULL;
@@ -202,16 +202,19 @@ static bool claims_resume(sl_ctx *c, const char *cursor, const sl_claim **first)
     if (last)
         sl_claim_get(last, &v);
     if (last && v.arrival == arrival)
-        *first = sl_claim_next(c->srv->eng, last);
+        *first = step(c, last, newest);
+    else if (newest)
+        *first = sl_claim_before(c->srv->eng, arrival);
     else
         *first = sl_claim_after(c->srv->eng, arrival);
     return true;
 }
 
-static void claims_all(sl_ctx *c, const sl_claim *cl, const claim_filter *f, page *p)
+static void claims_all(sl_ctx *c, const sl_claim *cl, bool newest, const claim_filter *f,
+                       page *p)
 {
     const sl_claim *last = NULL;
-    for (; cl; cl = sl_claim_next(c->srv->eng, cl)) {
+    for (; cl; cl = step(c, cl, newest)) {
         if (!claim_matches(c, cl, f))
             continue;
         if (json_array_size(p->arr) == p->limit) {
@@ -227,23 +230,28 @@ static void claims_all(sl_ctx *c, const sl_claim *cl, const claim_filter *f, pag
 
 void sl_route_claims_list(sl_ctx *c)
 {
-    static const char *const known[] = {"state", "holder", "run", "lock", "limit", "after", NULL};
+    static const char *const known[] = {"state", "holder", "run",   "lock",
+                                        "order", "limit",  "after", NULL};
     if (!sl_query_only(c, known))
         return;
     const char *s = sl_query_get(c, "state");
-    claim_filter f = {s != NULL, SL_PENDING, sl_query_get(c, "holder"), sl_query_get(c, "run")};
-    if (f.run && (!*f.run || strlen(f.run) > SL_HOLDER_MAX)) {
-        sl_reply_error(c, 400, "bad_request",
-                       "run= must be 1 to %d characters: RUN lists the claims of holder RUN "
-                       "and of holders RUN/...",
-                       SL_HOLDER_MAX);
+    claim_filter f = {s != NULL, SL_PENDING, sl_query_get(c, "holder"), NULL};
+    if (!sl_query_run(c, &f.run))
         return;
-    }
     if (s && sl_state_parse(s, &f.state) != 0) {
         sl_reply_error(c, 400, "bad_request",
                        "state=\"%.64s\" is not a claim state: pending, held, revoking, released, "
                        "withdrawn, expired, timed_out, superseded or canceled",
                        s);
+        return;
+    }
+    const char *order = sl_query_get(c, "order");
+    bool newest = order && strcmp(order, "newest") == 0;
+    if (order && !newest && strcmp(order, "oldest") != 0) {
+        sl_reply_error(c, 400, "bad_request",
+                       "order=\"%.64s\" is not an order: oldest (arrival order, the default) or "
+                       "newest",
+                       order);
         return;
     }
     page p;
@@ -252,6 +260,13 @@ void sl_route_claims_list(sl_ctx *c)
     size_t off;
     if (!listing_args(c, &p, &by_lock, &l, &off))
         return;
+    if (by_lock && newest) {
+        sl_reply_error(c, 400, "bad_request",
+                       "order=newest lists claims by arrival; with lock= the listing is the "
+                       "lock's own order (holders, then waiters): leave one of them out");
+        json_decref(p.arr);
+        return;
+    }
     if (by_lock) {
         claims_of_lock(c, l, off, &f, &p);
         /* Complete unless the page filled up with entries left to look at. */
@@ -259,11 +274,11 @@ void sl_route_claims_list(sl_ctx *c)
             p.next[0] = '\0';
     } else {
         const sl_claim *first = NULL;
-        if (!claims_resume(c, p.after, &first)) {
+        if (!claims_resume(c, p.after, newest, &first)) {
             bad_cursor(c, &p);
             return;
         }
-        claims_all(c, first, &f, &p);
+        claims_all(c, first, newest, &f, &p);
     }
     page_reply(c, &p, "claims");
 }

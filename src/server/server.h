@@ -273,6 +273,13 @@ struct sl_ctx {
     int64_t now;
 };
 
+/* Whether holder belongs to run: it is RUN, or RUN/... (the RUN/STEP
+ * convention of holder names, docs/ui.md). */
+bool sl_holder_of_run(const char *run, const char *holder);
+/* run= of /v1/claims and /v1/events: NULL with nothing sent when absent
+ * or good (*run set), false after a 400. */
+bool sl_query_run(sl_ctx *c, const char **run);
+
 /* Adds Allow: methods (and HEAD after GET, which every GET route takes). */
 void sl_allow(sl_ctx *c, const char *methods);
 

@@ -135,10 +135,10 @@ int sl__pg_events(sl_store *st, uint64_t since, const char *claim, int64_t from_
     if (sl__pg_ensure(pg, pg->rc, why, sizeof(why)) != 0)
         return read_fail(pg, why);
     int64_t start = 0;
-    int rc = find_start(pg, since, claim ? from_ms : INT64_MIN, &start);
+    int rc = find_start(pg, since, from_ms, &start);
     if (rc)
         return rc;
-    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = claim ? to_ms : INT64_MAX,
+    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms,
                       .limit = limit, .last = since, .fn = fn, .ud = ud};
     if (start && claim && from_ms == INT64_MIN)
         rc = scan_gone_claim(pg, start, &sc);

@@ -147,9 +147,9 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t f
     if (!sq->read_batch && !(sq->read_batch = sl_store_batch_new()))
         return sl__store_fail(st, SL_STORE_EIO, "out of memory for a log record");
     int64_t start = 0;
-    if (find_start(sq, since, claim ? from_ms : INT64_MIN, &start) != 0)
+    if (find_start(sq, since, from_ms, &start) != 0)
         return sl__sqlite_fail(sq, "cannot find where to read the events");
-    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = claim ? to_ms : INT64_MAX,
+    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms,
                .limit = limit, .last = since, .fn = fn, .ud = ud};
     int rc = 0;
     if (start && claim && from_ms == INT64_MIN)

@@ -189,7 +189,8 @@ int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limi
  * at the first batch that may hold one and stops after the last. from_ms
  * INT64_MIN: a claim the caller does not know (purged): the store finds
  * its batches itself, without reading the whole log. sl_store_events with
- * a claim is the latter. */
+ * a claim is the latter. With claim NULL: the events of every claim
+ * between from_ms and to_ms (a run's, which fn picks). */
 int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
                           int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
                           uint64_t *next);

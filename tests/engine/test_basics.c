@@ -28,10 +28,46 @@ static void mutex_queue_and_priority(void **state)
     t_free(eng);
 }
 
+static const char *id_of(const sl_claim *c)
+{
+    static sl_claim_view v;
+    if (!c)
+        return "-";
+    sl_claim_get(c, &v);
+    return v.id;
+}
+
+/* Every claim newest first, and where a listing resumes by arrival number
+ * (the claim it ended on may be gone: only its number is left). */
+static void claims_both_ways(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    assert_string_equal(id_of(sl_claim_prev(eng, NULL)), "-");
+    assert_string_equal(id_of(sl_claim_before(eng, 5)), "-");
+    t_claim(eng, 1, "id=a m:x");
+    t_claim(eng, 2, "id=b m:x");
+    t_claim(eng, 3, "id=c m:x");
+    const sl_claim *c = sl_claim_prev(eng, NULL);
+    assert_string_equal(id_of(c), "c");
+    assert_string_equal(id_of(c = sl_claim_prev(eng, c)), "b");
+    assert_string_equal(id_of(c = sl_claim_prev(eng, c)), "a");
+    assert_string_equal(id_of(sl_claim_prev(eng, c)), "-");
+    sl_claim_view va, vc;
+    sl_claim_get(sl_claim_find(eng, "a"), &va);
+    sl_claim_get(sl_claim_find(eng, "c"), &vc);
+    assert_string_equal(id_of(sl_claim_before(eng, va.arrival)), "-");
+    assert_string_equal(id_of(sl_claim_before(eng, va.arrival + 1)), "a");
+    assert_string_equal(id_of(sl_claim_before(eng, vc.arrival)), "b");
+    assert_string_equal(id_of(sl_claim_before(eng, vc.arrival + 100)), "c");
+    t_free(eng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mutex_queue_and_priority),
+        cmocka_unit_test(claims_both_ways),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -710,6 +710,69 @@ class TestWaits(ApiCase):
         self.srv.release(b["id"])
         self.srv.release(a["id"])
 
+    def test_claims_newest_first(self):
+        """order=newest lists claims newest first, a page at a time (the
+        cursor resumes before the last claim shown, even once it is gone);
+        order=oldest is the default; with lock= it is refused."""
+        m = self.name("m")
+        made = [self.srv.claim("nf-%02d" % i, [("m", m)]) for i in range(7)]
+        ids = [c["id"] for c in made]
+        whole = [x["id"] for x in self.srv.get("/v1/claims?order=newest").json["claims"]]
+        mine = [i for i in whole if i in ids]
+        self.assertEqual(mine, list(reversed(ids)))
+        oldest = [x["id"] for x in self.srv.get("/v1/claims?order=oldest").json["claims"]]
+        self.assertEqual([i for i in oldest if i in ids], ids)
+        paged, after = [], None
+        while True:
+            body = self.srv.get("/v1/claims?order=newest&limit=2%s" % (
+                "&after=" + q(after) if after else "")).json
+            paged += [x["id"] for x in body["claims"]]
+            after = body.get("next")
+            if not after:
+                break
+        self.assertEqual(paged, whole)
+        # The cursor resumes in place when the claim a page ended on is gone.
+        first = self.srv.get("/v1/claims?order=newest&limit=3").json
+        self.srv.release(first["claims"][-1]["id"])
+        rest = self.srv.get("/v1/claims?order=newest&limit=2&after=" + q(first["next"])).json
+        self.assertEqual([x["id"] for x in rest["claims"]], whole[3:5])
+        self.assertError(self.srv.get("/v1/claims?order=up"), 400, "bad_request")
+        self.assertError(self.srv.get("/v1/claims?order=newest&lock=mtx/" + q(m)), 400,
+                         "bad_request")
+        for c in made:
+            self.srv.release(c["id"])
+
+    def test_events_of_a_run(self):
+        """/v1/events?run=RUN: the events of holder RUN's and RUN/...'s
+        claims only, in pages; not with claim= or wait=."""
+        run = self.name("run")
+        m = self.name("m")
+        a = self.srv.claim(run + "/build", [("m", m)])
+        other = self.srv.claim(run + "x/build", [("m", m)])
+        b = self.srv.claim(run + "/test", [("m", m)])
+        self.srv.release(a["id"])
+        got = self.srv.get("/v1/events?run=" + q(run)).json
+        claims = [e["claim"] for e in got["events"]]
+        self.assertEqual(set(claims), {a["id"], b["id"]})
+        self.assertNotIn(other["id"], claims)
+        types = [(e["claim"], e["type"]) for e in got["events"]]
+        self.assertIn((a["id"], "claim.released"), types)
+        self.assertIn((b["id"], "claim.waiting"), types)  # behind other's, which is not shown
+        one, at, seen = None, 0, []
+        while True:
+            one = self.srv.get("/v1/events?run=%s&limit=1&since=%d" % (q(run), at)).json
+            if not one["events"]:
+                break
+            seen += one["events"]
+            at = one["next"]
+        self.assertEqual(seen, got["events"])
+        self.assertError(self.srv.get("/v1/events?run=%s&wait=1s" % q(run)), 400, "bad_request")
+        self.assertError(self.srv.get("/v1/events?run=%s&claim=%s" % (q(run), a["id"])), 400,
+                         "bad_request")
+        self.assertError(self.srv.get("/v1/events?run="), 400, "bad_request")
+        self.srv.release(b["id"])
+        self.srv.release(other["id"])
+
     def test_claims_of_a_run(self):
         """run=RUN lists the claims of holder RUN and of holders RUN/...
         (the RUN/STEP convention), not those of RUN2/... nor RUNX."""

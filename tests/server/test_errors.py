@@ -113,9 +113,9 @@ class TestClaimBodyMessages(ErrorCase):
 class TestQueryParameters(ErrorCase):
     def test_unknown_and_repeated_parameters(self):
         c = self.srv.claim("qp", [("m", "qp/m")])
-        for path, takes in (("/v1/claims?foo=1", "state, holder, run, lock, limit and after"),
+        for path, takes in (("/v1/claims?foo=1", "state, holder, run, lock, order, limit and after"),
                             ("/v1/queue?loc=mtx/x", "lock, limit and after"),
-                            ("/v1/events?sice=3", "since, claim, limit and wait"),
+                            ("/v1/events?sice=3", "since, claim, run, limit and wait"),
                             ("/v1/claims/%s?wiat=20s" % c["id"], "wait and seen"),
                             ("/v1/semaphores?x=1", "no query parameters"),
                             ("/v1/mutexes/qp/m?verbose=1", "takes only limit"),

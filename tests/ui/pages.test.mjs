@@ -177,19 +177,24 @@ test('lock page: a limit change says what will happen; declining changes nothing
 test('claims page: outcomes and durations, server filters, pages by cursor', async () => {
   const page = await openPage(srv, '/claims?limit=5');
   await until(() => page.$('table.claims'), 'the claims table');
-  const first = await srv.api('GET', '/v1/claims?limit=5');
+  const first = await srv.api('GET', '/v1/claims?order=newest&limit=5');
   assert.deepEqual(await attrs(page, 'table.claims tbody tr', 'data-claim'), first.claims.map((c) => c.id));
-  // An ended claim: waited = granted - arrived, held = ended - granted.
-  const lint = first.claims.find((c) => c.id === ids.lint.id);
+  // An ended claim (the first made, so on a page of its own holder's):
+  // waited = granted - arrived, held = ended - granted.
+  const other = await openPage(srv, `/claims?holder=${encodeURIComponent(`${RUN}/lint`)}`);
+  const lint = (await srv.api('GET', `/v1/claims?holder=${encodeURIComponent(`${RUN}/lint`)}`)).claims[0];
+  assert.equal(lint.id, ids.lint.id);
+  await until(() => other.$(`tr[data-claim="${lint.id}"]`), 'the lint claim');
   const ms = (a, b) => String(Date.parse(b) - Date.parse(a));
-  assert.equal(await page.getAttribute(`tr[data-claim="${lint.id}"] td.waited`, 'data-ms'), ms(lint.arrived, lint.granted));
-  assert.equal(await page.getAttribute(`tr[data-claim="${lint.id}"] td.held`, 'data-ms'), ms(lint.granted, lint.ended));
-  assert.equal(await text(page, `tr[data-claim="${lint.id}"] td.state`), 'released');
-  assert.equal(await text(page, `tr[data-claim="${lint.id}"] td.reason`), 'released by its holder');
+  assert.equal(await other.getAttribute(`tr[data-claim="${lint.id}"] td.waited`, 'data-ms'), ms(lint.arrived, lint.granted));
+  assert.equal(await other.getAttribute(`tr[data-claim="${lint.id}"] td.held`, 'data-ms'), ms(lint.granted, lint.ended));
+  assert.equal(await text(other, `tr[data-claim="${lint.id}"] td.state`), 'released');
+  assert.equal(await text(other, `tr[data-claim="${lint.id}"] td.reason`), 'released by its holder');
+  await other.close();
   // The next page, with the server's cursor.
   await page.click('.pager a.next');
   await until(async () => new URL(page.url()).searchParams.get('after') === first.next, 'the second page');
-  const second = await srv.api('GET', `/v1/claims?limit=5&after=${encodeURIComponent(first.next)}`);
+  const second = await srv.api('GET', `/v1/claims?order=newest&limit=5&after=${encodeURIComponent(first.next)}`);
   await until(async () => (await attrs(page, 'table.claims tbody tr', 'data-claim')).join() === second.claims.map((c) => c.id).join(), 'its rows');
   // Every column inside the page at 1400 px; holder, state and reason readable on a phone.
   for (const size of [DESKTOP, PHONE]) {
@@ -201,7 +206,7 @@ test('claims page: outcomes and durations, server filters, pages by cursor', asy
   for (const [q, f] of [['state=canceled', { state: 'canceled' }], ['lock=sem/db', { lock: 'sem/db' }],
     [`run=${RUN}`, { run: RUN }], ['holder=other/x', { holder: 'other/x' }]]) {
     await page.goto(`${srv.base}/claims?${q}`);
-    const want = (await srv.api('GET', `/v1/claims?${q}&limit=50`)).claims.map((c) => c.id);
+    const want = (await srv.api('GET', `/v1/claims?${q}${q.includes('lock=') ? '' : '&order=newest'}&limit=50`)).claims.map((c) => c.id);
     assert.ok(want.length > 0, q);
     await until(async () => (await attrs(page, 'table.claims tbody tr', 'data-claim')).join() === want.join(), `the claims of ${q}`);
     const form = await page.evaluate(() => Object.fromEntries(new FormData(document.querySelector('form.filters'))));
