@@ -128,6 +128,65 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
     sl_reply_claim(c, 200, claim);
 }
 
+/* DELETE /v1/claims?holder_prefix=P: a run's cleanup in one call (its
+ * holders named RUN/STEP: holder_prefix=RUN/). Every live claim whose holder
+ * starts with P is released (held, revoking) or withdrawn (pending), one
+ * event each, as DELETE of each would; a limited token's claims outside its
+ * prefixes are left alone and counted as skipped. The claims are gathered
+ * first (ending them grants others, which must not upset the walk), and
+ * the pending ones withdrawn before the holders let go, so that none of
+ * them is granted on the way out. */
+static void claims_delete_prefix(sl_ctx *c)
+{
+    static const char *const known[] = {"holder_prefix", NULL};
+    if (!sl_query_only(c, known))
+        return;
+    const char *prefix = sl_query_get(c, "holder_prefix");
+    if (!prefix || !*prefix || strlen(prefix) > SL_HOLDER_MAX) {
+        sl_reply_error(c, 400, "bad_request",
+                       "DELETE /v1/claims needs holder_prefix=P (1 to %d characters): it ends "
+                       "every live claim whose holder starts with P, such as a run's "
+                       "(holder_prefix=run-42/); DELETE /v1/claims/{id} ends one claim",
+                       SL_HOLDER_MAX);
+        return;
+    }
+    if (sl_refuse_if_store_failed(c))
+        return;
+    size_t n = 0, cap = 0, skipped = 0, released = 0, withdrawn = 0;
+    sl_claim **mine = NULL;
+    size_t plen = strlen(prefix);
+    for (const sl_claim *cl = sl_claim_next(c->srv->eng, NULL); cl;
+         cl = sl_claim_next(c->srv->eng, cl)) {
+        sl_claim_view v;
+        sl_claim_get(cl, &v);
+        if (sl_state_ended(v.state) || strncmp(v.holder, prefix, plen) != 0)
+            continue;
+        if (!sl_auth_allows_claim(c, cl)) {
+            skipped++;
+            continue;
+        }
+        if (n == cap && !(mine = realloc(mine, (cap = cap ? 2 * cap : 64) * sizeof(*mine))))
+            abort();
+        mine[n++] = (sl_claim *)cl;
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            sl_claim_view v;
+            sl_claim_get(mine[i], &v);
+            if (sl_state_ended(v.state) || (v.state == SL_PENDING) != (pass == 0))
+                continue;
+            *(pass == 0 ? &withdrawn : &released) += 1;
+            sl_claim_release(c->srv->eng, mine[i], SL_REASON_RELEASED, c->now);
+        }
+    }
+    free(mine);
+    if (released + withdrawn)
+        sl_server_touch(c->srv);
+    sl_reply_json(c, 200, json_pack("{s:I,s:I,s:I}", "released", (json_int_t)released,
+                                    "withdrawn", (json_int_t)withdrawn, "skipped",
+                                    (json_int_t)skipped));
+}
+
 /* POST /v1/claims/{id}/cancel: an operator's cancel. A live claim
  * (pending, held or revoking) ends `canceled`, "canceled by an operator",
  * whoever its client is; an ended one is answered as it is, like DELETE.
@@ -218,9 +277,11 @@ void sl_route_claims(sl_ctx *c, const char *rest)
             claim_post(c);
         else if (c->method == SL_HTTP_GET)
             sl_route_claims_list(c);
+        else if (c->method == SL_HTTP_DELETE)
+            claims_delete_prefix(c);
         else {
-            sl_allow(c, "GET, POST");
-            sl_reply_error(c, 405, "method_not_allowed", "/v1/claims takes GET and POST");
+            sl_allow(c, "GET, POST, DELETE");
+            sl_reply_error(c, 405, "method_not_allowed", "/v1/claims takes GET, POST and DELETE");
         }
         return;
     }

@@ -773,6 +773,40 @@ class TestWaits(ApiCase):
         self.srv.release(b["id"])
         self.srv.release(other["id"])
 
+    def test_release_a_run(self):
+        """DELETE /v1/claims?holder_prefix=RUN/ ends a run's live claims in one
+        call: held ones released, pending ones withdrawn (first, so none is
+        granted on the way out), one event each; others left alone."""
+        run = self.name("run")
+        m, s = self.name("m"), self.name("s")
+        self.srv.sem_put(s, 1)
+        held = self.srv.claim(run + "/build", [("m", m)])
+        waiting = self.srv.claim(run + "/test", [("m", m)])  # behind build
+        sem = self.srv.claim(run + "/lint", [("s", s)])
+        outsider = self.srv.claim(run + "x/build", [("s", s)])  # waits behind lint
+        since = self.srv.events(0, limit=1)["next"]
+        since = self.srv.get("/v1/events?since=%d&limit=10000" % since).json["next"]
+        r = self.srv.delete("/v1/claims?holder_prefix=" + q(run + "/"))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json, {"released": 2, "withdrawn": 1, "skipped": 0})
+        states = {c["id"]: self.srv.claim_get(c["id"])["state"]
+                  for c in (held, waiting, sem, outsider)}
+        self.assertEqual(states, {held["id"]: "released", waiting["id"]: "withdrawn",
+                                  sem["id"]: "released", outsider["id"]: "held"})
+        events = self.srv.get("/v1/events?since=%d" % since).json["events"]
+        ended = sorted((e["claim"], e["type"]) for e in events
+                       if e["claim"] in (held["id"], waiting["id"], sem["id"]))
+        self.assertEqual(ended, sorted([(held["id"], "claim.released"),
+                                        (waiting["id"], "claim.withdrawn"),
+                                        (sem["id"], "claim.released")]))
+        # Nothing left of the run: all zero, not an error.
+        again = self.srv.delete("/v1/claims?holder_prefix=" + q(run + "/"))
+        self.assertEqual(again.json, {"released": 0, "withdrawn": 0, "skipped": 0})
+        for bad in ("", "?holder_prefix=", "?holder_prefix=" + "x" * 254, "?holder=x",
+                    "?holder_prefix=a&holder_prefix=b"):
+            self.assertError(self.srv.delete("/v1/claims" + bad), 400, "bad_request")
+        self.srv.release(outsider["id"])
+
     def test_claims_of_a_run(self):
         """run=RUN lists the claims of holder RUN and of holders RUN/...
         (the RUN/STEP convention), not those of RUN2/... nor RUNX."""
@@ -1215,8 +1249,7 @@ class TestOps(ApiCase):
         c = self.srv.claim("a", [("m", self.name("m"))])
         cases = [("POST", "/v1/semaphores", "GET, HEAD"), ("DELETE", "/v1/semaphores", "GET, HEAD"),
                  ("PUT", "/v1/mutexes/x", "GET, HEAD"), ("POST", "/v1/mutexes", "GET, HEAD"),
-                 ("DELETE", "/v1/claims", "GET, HEAD, POST"),
-                 ("PUT", "/v1/claims", "GET, HEAD, POST"),
+                 ("PUT", "/v1/claims", "GET, HEAD, POST, DELETE"),
                  ("POST", "/v1/queue", "GET, HEAD"), ("POST", "/v1/events", "GET, HEAD"),
                  ("PUT", "/v1/claims/" + c["id"], "GET, HEAD, DELETE"),
                  ("GET", "/v1/claims/%s/renew" % c["id"], "POST"),
@@ -1234,7 +1267,7 @@ class TestOps(ApiCase):
         """PATCH and OPTIONS reach the routes and get a JSON 405 with Allow,
         like any other method a path does not take (docs/api.md: errors are JSON)."""
         for method in ("PATCH", "OPTIONS"):
-            for path, allow in (("/v1/claims", "GET, HEAD, POST"), ("/v1/semaphores/x",
+            for path, allow in (("/v1/claims", "GET, HEAD, POST, DELETE"), ("/v1/semaphores/x",
                                                                     "GET, HEAD, PUT, DELETE"),
                                 ("/healthz", "GET, HEAD"), ("/metrics", "GET, HEAD")):
                 r = self.srv.request(method, path, raw=b"{}")

@@ -311,6 +311,21 @@ class TestAuthMatrix(ServerTestCase):
                 finally:
                     conn.close()
 
+    def test_release_by_prefix_within_the_token(self):
+        """A limited token's DELETE /v1/claims?holder_prefix= ends only the
+        claims it may release; the others are counted as skipped."""
+        mine = self.srv.post("/v1/claims", {"holder": "shared/run-9/a", "locks": [
+            {"mutex": "team-a/r9"}]}, token=TEAM_A).json
+        theirs = self.srv.post("/v1/claims", {"holder": "shared/run-9/b", "locks": [
+            {"mutex": "team-b/r9"}]}, token=TEAM_B).json
+        r = self.srv.delete("/v1/claims?holder_prefix=shared/run-9/", token=TEAM_A)
+        self.assertEqual(r.json, {"released": 1, "withdrawn": 0, "skipped": 1}, r)
+        self.assertEqual(self.srv.claim_get(mine["id"])["state"], "released")
+        self.assertEqual(self.srv.claim_get(theirs["id"])["state"], "held")
+        self.assertEqual(self.srv.delete("/v1/claims?holder_prefix=shared/", token="").status,
+                         401)
+        self.srv.release(theirs["id"])
+
     def test_global_routes(self):
         for route in GLOBAL_ROUTES:
             for caller in CALLERS:

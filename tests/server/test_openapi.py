@@ -30,7 +30,7 @@ OPERATIONS = {
     ("DELETE", "/v1/semaphores/{name}"),
     ("GET", "/v1/mutexes"), ("GET", "/v1/mutexes/{name}"),
     ("GET", "/v1/history"),
-    ("POST", "/v1/claims"), ("GET", "/v1/claims"),
+    ("POST", "/v1/claims"), ("GET", "/v1/claims"), ("DELETE", "/v1/claims"),
     ("GET", "/v1/claims/{id}"), ("DELETE", "/v1/claims/{id}"),
     ("POST", "/v1/claims/{id}/renew"), ("GET", "/v1/claims/{id}/why"),
     ("POST", "/v1/claims/{id}/cancel"),
@@ -282,6 +282,8 @@ class TestTour(unittest.TestCase):
         self.assertIn("next", page)
         want(s.get("/v1/claims?limit=1&after=" + page["next"]), 200)
         want(s.get("/v1/claims?state=held&holder=oa-a"), 200)
+        want(s.delete("/v1/claims?holder_prefix=oa-nobody/"), 200)
+        want(s.delete("/v1/claims"), 400)
         want(s.get("/v1/claims?lock=mtx/oa/m&limit=1"), 200)
         want(s.get("/v1/claims?after=zzz"), 400)
         want(s.get("/v1/queue"), 200)
