@@ -165,8 +165,13 @@ static void claims_delete_prefix(sl_ctx *c)
             skipped++;
             continue;
         }
-        if (n == cap && !(mine = realloc(mine, (cap = cap ? 2 * cap : 64) * sizeof(*mine))))
-            abort();
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            sl_claim **grown = realloc(mine, cap * sizeof(*mine));
+            if (!grown)
+                abort();
+            mine = grown;
+        }
         mine[n++] = (sl_claim *)cl;
     }
     for (int pass = 0; pass < 2; pass++) {
