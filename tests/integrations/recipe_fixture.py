@@ -24,23 +24,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 INTEGRATIONS = os.path.join(ROOT, "integrations")
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 
-import sluiced_fixture  # noqa: E402
+from cli_fixture import main, sluice_bin  # noqa: E402,F401 (the CLI tests' own)
 from sluiced_fixture import ServerTestCase, wait_until  # noqa: E402,F401
 
-DEFAULT_SLUICE = os.path.join(ROOT, "build", "release", "src", "cli", "sluice")
 DEADLINE_S = 30.0
-
-
-def sluice_bin():
-    return os.environ.get("SLUICE_BIN") or DEFAULT_SLUICE
-
-
-def main():
-    if not os.path.isfile(sluice_bin()):
-        sys.stderr.write("sluice not found at %s; set SLUICE_BIN\n" % sluice_bin())
-        sys.exit(2)
-    sluiced_fixture.main()
 
 
 def recipe(*parts):
