@@ -305,14 +305,19 @@ class CommandsTest(ServerTestCase):
                 self.srv.release(c["id"])
                 made.append(c["id"])
                 last[0] = time.monotonic()
-            return [l for l in lines if "claim.released" in l]
-        wait_until(seen, 15, what="a new claim's events")
+            # The stream may begin in the middle of a claim's events (it
+            # connected between its queued and released), so wait for a
+            # claim seen from its first event to its last.
+            queued = [c for c in made for l in list(lines)
+                      if "claim.queued" in l and c in l]
+            return [c for c in queued for l in list(lines)
+                    if "claim.released" in l and c in l]
+        cid = wait_until(seen, 15, what="a new claim's events")[0]
         self.assertFalse([l for l in lines if old["id"] in l], lines)
-        first = lines[0]
-        cid = [c for c in made if c in first][0]
+        first = [l for l in lines if cid in l][0]
         self.assertRegex(first, r"^\d+ +\d{4}-\d\d-\d\dT\S+Z  claim\.queued +%s  fol-new +"
                          r"mtx/fol-now\n$" % re.escape(cid))
-        acquired = [l for l in lines if "claim.acquired" in l][0]
+        acquired = [l for l in lines if "claim.acquired" in l and cid in l][0]
         self.assertRegex(acquired, r"^\d+ +\S+  claim\.acquired +%s  fol-new +mtx/fol-now +"
                          r"granted\n$" % re.escape(cid))
 
