@@ -59,10 +59,12 @@ typedef struct sl_client sl_client;
  * leader_changed, unavailable; 502), a call moves to the next and tries
  * again, with a pause growing from 50 ms to 1 s (or the answer's
  * Retry-After), for 15 s (a long poll: for its wait) before it reports
- * the last failure. Every call may be sent twice except sl_client_semaphore_delete,
- * which moves on only when its connection was refused; a creation is sent
- * again with the same Idempotency-Key, and a long poll waits only the rest
- * of its wait. With a list, one attempt takes at most 12 s beyond its wait,
+ * the last failure. Every call may be sent twice except
+ * sl_client_semaphore_delete and sl_client_claims_release, which move on
+ * only when the connection was refused (sent twice, a release by prefix
+ * would count only what the second found left); a creation is sent again
+ * with the same Idempotency-Key, and a long poll waits only the rest of its
+ * wait. With a list, one attempt takes at most 12 s beyond its wait,
  * so that a server that hangs is left for the next. With one URL, a
  * failure is reported at once, as it always was. */
 typedef struct sl_client_options {
@@ -202,6 +204,25 @@ int sl_client_claim_release(sl_client *c, const char *id, sl_client_claim **out,
  * *out (may be NULL) the final claim. */
 int sl_client_claim_cancel(sl_client *c, const char *id, sl_client_claim **out,
                            sl_client_error *err);
+
+/* What a release by holder prefix ended (DELETE /v1/claims?holder_prefix=). */
+typedef struct sl_client_release_counts {
+    uint64_t released;  /* held and revoking claims released */
+    uint64_t withdrawn; /* pending claims withdrawn */
+    uint64_t skipped;   /* live claims of the prefix the token may not end, left as they are */
+    char *json;         /* the answer's JSON as the server sent it */
+} sl_client_release_counts;
+
+/* Frees what sl_client_claims_release put in *counts (not counts itself). */
+void sl_client_release_counts_free(sl_client_release_counts *counts);
+/* DELETE /v1/claims?holder_prefix=P: ends every live claim whose holder
+ * starts with holder_prefix (a plain prefix: end it with '/' for a run's
+ * RUN/STEP holders), the pending ones withdrawn first so that none is
+ * granted on the way out, then the held and revoking ones released. No such
+ * claim is not an error: all counts are 0. An empty or NULL prefix is
+ * EINVAL; the server refuses one over 253 characters (400). */
+int sl_client_claims_release(sl_client *c, const char *holder_prefix, sl_client_release_counts *out,
+                             sl_client_error *err);
 
 typedef struct sl_client_claim_list {
     sl_client_claim *items;

@@ -20,7 +20,7 @@ static const char overview[] =
     "  pools      the same as sem\n"
     "  mutex      mutexes: list, info NAME\n"
     "  queue      pending claims: list, why ID, cancel ID\n"
-    "  claims     every claim: list, info ID\n"
+    "  claims     every claim: list, info ID, release --holder-prefix P\n"
     "  events     the event log (--follow to watch it)\n"
     "  status     the server, its store and its counts\n"
     "  import     import argo: Argo Workflows' semaphore ConfigMaps as semaphores\n"
@@ -185,13 +185,19 @@ static const char queue_help[] =
 static const char claims_help[] =
     "Usage: sluice claims list [--state S] [--holder H] [--lock mtx/NAME|sem/NAME]\n"
     "       sluice claims info ID\n"
+    "       sluice claims release --holder-prefix P\n"
     "\n"
     "list shows claims (ended ones stay for an hour), filtered; info one claim with its\n"
-    "locks, tokens and positions.\n"
+    "locks, tokens and positions. release is a run's cleanup: every live claim whose\n"
+    "holder starts with P ends, pending ones withdrawn first, then held ones released,\n"
+    "and it prints \"released R, withdrawn W, skipped S\" (skipped: live claims the\n"
+    "token may not release). P is a plain prefix (run-4 also matches run-42/...): for\n"
+    "holders named RUN/STEP, end it with /.\n"
     "\n"
     "Examples:\n"
     "  sluice claims list --state held\n"
-    "  sluice claims info \"$id\"\n";
+    "  sluice claims info \"$id\"\n"
+    "  sluice claims release --holder-prefix \"nightly-$RUN_ID/\"\n";
 
 static const char events_help[] =
     "Usage: sluice events [--since N] [--claim ID] [--limit N] [--follow]\n"

@@ -2,27 +2,32 @@
  *
  *   sluice queue list [--lock KEY] | why ID | cancel ID
  *   sluice claims list [--state S] [--holder H] [--lock KEY] | info ID
+ *   sluice claims release --holder-prefix P
  *
  * `queue cancel` is an operator's cancel (POST /v1/claims/{id}/cancel): the
  * claim, pending, held or revoking, ends `canceled` "by an operator", so
- * that its own client (a sluice run) can tell it from its own release. */
+ * that its own client (a sluice run) can tell it from its own release.
+ * `claims release` is a run's cleanup (DELETE /v1/claims?holder_prefix=):
+ * the client's own release of every live claim of the prefix. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
-enum { QF_LOCK = 1, QF_STATE, QF_HOLDER };
+enum { QF_LOCK = 1, QF_STATE, QF_HOLDER, QF_HOLDER_PREFIX };
 
 static const cli_flag queue_flags[] = {{"lock", true, QF_LOCK}, {0}};
 static const cli_flag claims_flags[] = {
     {"lock", true, QF_LOCK},
     {"state", true, QF_STATE},
     {"holder", true, QF_HOLDER},
+    {"holder-prefix", true, QF_HOLDER_PREFIX},
     {0},
 };
 
 typedef struct filters {
     const char *lock, *state, *holder;
+    const char *holder_prefix; /* claims release; "" when given empty */
 } filters;
 
 /* SUB [ARG] with flags anywhere; fills pos (at most 3) and the filters. */
@@ -52,6 +57,8 @@ static int parse(cli *c, const cli_flag *flags, int argc, char **argv, const cha
             fl->state = val;
         } else if (r == QF_HOLDER) {
             fl->holder = val;
+        } else if (r == QF_HOLDER_PREFIX) {
+            fl->holder_prefix = val;
         }
     }
     /* After "--", ids (which may start with '-'). */
@@ -253,6 +260,54 @@ static int claims_info(cli *c, sl_client *cl, const char *id)
     return 0;
 }
 
+static int claims_release(cli *c, sl_client *cl, const filters *fl)
+{
+    sl_client_release_counts n = {0};
+    sl_client_error err = {0};
+    if (sl_client_claims_release(cl, fl->holder_prefix, &n, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot release the claims", &err);
+    if (c->json)
+        printf("%s\n", n.json);
+    else
+        printf("released %llu, withdrawn %llu, skipped %llu\n", (unsigned long long)n.released,
+               (unsigned long long)n.withdrawn, (unsigned long long)n.skipped);
+    sl_client_release_counts_free(&n);
+    return 0;
+}
+
+/* claims release: no id, and a prefix that is given and not empty (the
+ * server refuses an empty one too; here it is a usage error, exit 2). */
+static int check_release(const cli *c, int nargs, const filters *fl)
+{
+    if (nargs != 0)
+        return cli_usage(c, "'claims release' takes no arguments: it releases by "
+                            "--holder-prefix (to release one claim: sluice release ID)");
+    if (!fl->holder_prefix)
+        return cli_usage(c, "'claims release' needs --holder-prefix PREFIX: the claims whose "
+                            "holder starts with it (e.g. RUN/)");
+    if (!*fl->holder_prefix)
+        return cli_usage(c, "--holder-prefix must not be empty: give the start of the "
+                            "holders (e.g. RUN/)");
+    if (fl->lock || fl->state || fl->holder)
+        return cli_usage(c, "--lock, --state and --holder go with 'claims list'");
+    return 0;
+}
+
+/* The arguments of SUB other than release: list none, the others one id;
+ * the filters go with list only. */
+static int check_args(const cli *c, const char *sub, bool list, int nargs, const filters *fl)
+{
+    if (fl->holder_prefix)
+        return cli_usage(c, "--holder-prefix goes with 'claims release'");
+    if (list && nargs != 0)
+        return cli_usage(c, "'%s list' takes no arguments", c->command);
+    if (!list && nargs != 1)
+        return cli_usage(c, "give one claim id: sluice %s %s ID", c->command, sub);
+    if (!list && (fl->lock || fl->state || fl->holder))
+        return cli_usage(c, "--lock, --state and --holder go with '%s list'", c->command);
+    return 0;
+}
+
 /* The shared shape: SUB [ID], a default of list, one connection. */
 static int dispatch(cli *c, int argc, char **argv, bool queue)
 {
@@ -268,15 +323,13 @@ static int dispatch(cli *c, int argc, char **argv, bool queue)
     bool why = queue && strcmp(sub, "why") == 0;
     bool cancel = queue && strcmp(sub, "cancel") == 0;
     bool info = !queue && strcmp(sub, "info") == 0;
-    if (!list && !why && !cancel && !info)
+    bool release = !queue && strcmp(sub, "release") == 0;
+    if (!list && !why && !cancel && !info && !release)
         return cli_usage(c, "no command '%s %s': use %s", c->command, sub,
-                         queue ? "list, why or cancel" : "list or info");
-    if (list && nargs != 0)
-        return cli_usage(c, "'%s list' takes no arguments", c->command);
-    if (!list && nargs != 1)
-        return cli_usage(c, "give one claim id: sluice %s %s ID", c->command, sub);
-    if (!list && (fl.lock || fl.state || fl.holder))
-        return cli_usage(c, "--lock, --state and --holder go with '%s list'", c->command);
+                         queue ? "list, why or cancel" : "list, info or release");
+    st = release ? check_release(c, nargs, &fl) : check_args(c, sub, list, nargs, &fl);
+    if (st != 0)
+        return st;
     sl_client *cl = NULL;
     if ((st = cli_connect(c, &cl)) != 0)
         return st;
@@ -286,6 +339,8 @@ static int dispatch(cli *c, int argc, char **argv, bool queue)
         st = queue_why(c, cl, pos[1]);
     else if (cancel)
         st = queue_cancel(c, cl, pos[1]);
+    else if (release)
+        st = claims_release(c, cl, &fl);
     else
         st = claims_info(c, cl, pos[1]);
     sl_client_free(cl);

@@ -1,5 +1,6 @@
 /* claims.c - /v1/claims and /v1/queue: create (with its long poll), read
- * and wait, renew, release, an operator's cancel, why, and the listings. */
+ * and wait, renew, release, an operator's cancel, a release by holder
+ * prefix, why, and the listings. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +306,34 @@ int sl_client_claim_cancel(sl_client *c, const char *id, sl_client_claim **out,
                            sl_client_error *err)
 {
     return end_claim(c, id, "POST", "/cancel", out, err);
+}
+
+/* ---- release by holder prefix ----------------------------------------------------- */
+
+int sl_client_claims_release(sl_client *c, const char *holder_prefix, sl_client_release_counts *out,
+                             sl_client_error *err)
+{
+    sl__err_clear(err);
+    if (!c || !out)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "the client and the result must not be NULL");
+    memset(out, 0, sizeof(*out));
+    /* An empty prefix would be every claim's: refused here as by the server. */
+    if (!holder_prefix || !*holder_prefix)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "a holder prefix is required (e.g. \"RUN/\")");
+    sl__buf path = {0};
+    sl__buf_str(&path, "/v1/claims");
+    sl__buf_query(&path, "holder_prefix", holder_prefix);
+    if (path.oom) {
+        sl__buf_free(&path);
+        return sl__err_oom(err);
+    }
+    json_t *root = NULL;
+    int rc = sl__http_json(c, "DELETE", path.p, NULL, 0, &root, err);
+    sl__buf_free(&path);
+    if (rc == SL_CLIENT_OK)
+        rc = sl__parse_release_counts(root, out, err);
+    json_decref(root);
+    return rc;
 }
 
 /* ---- why ---------------------------------------------------------------------- */

@@ -537,8 +537,10 @@ static int attempt(sl_client *c, const sl__call *call, int64_t wait, json_t **ou
 
 /* Whether a call may reach the server twice: all but the deletion of a
  * configuration (a second one would answer 404, or delete one made again
- * meanwhile) and a creation without an idempotency key. A claim's release
- * and cancel answer an ended claim as it is; renewals and PUTs repeat. */
+ * meanwhile), a release by holder prefix (DELETE /v1/claims?...: a second
+ * would count only what the first left, and end claims made meanwhile) and
+ * a creation without an idempotency key. A claim's release and cancel
+ * answer an ended claim as it is; renewals and PUTs repeat. */
 static bool resendable(const sl__call *call)
 {
     if (strcmp(call->method, "DELETE") == 0)

@@ -775,3 +775,29 @@ int sl__parse_status(const json_t *o, sl_client_status *out, sl_client_error *er
         status_clear(out);
     return p.rc;
 }
+
+/* ---- a release by holder prefix --------------------------------------------------- */
+
+void sl_client_release_counts_free(sl_client_release_counts *counts)
+{
+    if (!counts)
+        return;
+    free(counts->json);
+    memset(counts, 0, sizeof(*counts));
+}
+
+int sl__parse_release_counts(const json_t *o, sl_client_release_counts *out, sl_client_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    pctx p = {err, SL_CLIENT_OK, "release answer"};
+    if (!need_object(&p, o))
+        return p.rc;
+    /* All three are required: a count left out would read as nothing done. */
+    out->released = uint_field(&p, o, "released", true, 0, NULL);
+    out->withdrawn = uint_field(&p, o, "withdrawn", true, 0, NULL);
+    out->skipped = uint_field(&p, o, "skipped", true, 0, NULL);
+    out->json = dump(&p, o);
+    if (p.rc)
+        sl_client_release_counts_free(out);
+    return p.rc;
+}

@@ -2,7 +2,7 @@
 against a real sluiced.
 
 Covers: status; sem (and pools) list/info/set/rm; mutex list/info; queue
-list/why/cancel; claims list/info; events (a page, --since, --claim,
+list/why/cancel; claims list/info/release (by holder prefix); events (a page, --since, --claim,
 --follow in both forms); tables aligned by column (read back by the header's
 offsets), bold headers, colour only on a terminal and never with NO_COLOR,
 relative times on a terminal and RFC 3339 elsewhere; --json being the
@@ -240,6 +240,49 @@ class CommandsTest(ServerTestCase):
         self.srv.release(a["id"])
         self.srv.release(b["id"])
 
+    def test_claims_release_by_holder_prefix(self):
+        a = self.srv.claim("run-42/a", [("m", "crp-m")])
+        b = self.srv.claim("run-42/b", [("m", "crp-m")])
+        x = self.srv.claim("run-43/x", [("m", "crp-x")])
+        self.assertEqual((a["state"], b["state"], x["state"]), ("held", "pending", "held"))
+        since = self.srv.events()["next"]
+        self.assertEqual(self.ok("claims", "release", "--holder-prefix", "run-42/").out,
+                         "released 1, withdrawn 1, skipped 0\n")
+        self.assertEqual(self.srv.claim_get(a["id"])["state"], "released")
+        self.assertEqual(self.srv.claim_get(b["id"])["state"], "withdrawn")
+        self.assertEqual(self.srv.claim_get(x["id"])["state"], "held")
+        # The pending one went first: it was never granted on the way out.
+        evs = [(e["type"], e["claim"]) for e in self.srv.all_events(since)]
+        self.assertNotIn(("claim.acquired", b["id"]), evs)
+        # Nothing of the prefix is left: all three 0, in the server's own JSON.
+        self.assertEqual(self.ok("--json", "claims", "release", "--holder-prefix=run-42/").json(),
+                         {"released": 0, "withdrawn": 0, "skipped": 0})
+        # A prefix with what a query must escape ('&' would start another
+        # parameter, '#' end the URL, '+' read as a blank, '%' an escape).
+        odd = "run-44/a b&c=d:e+f%g#h?"
+        o = self.srv.claim(odd + "i", [("m", "crp-odd")])
+        got = self.ok("claims", "release", "--holder-prefix", odd, "--json").json()
+        self.assertEqual(got, {"released": 1, "withdrawn": 0, "skipped": 0})
+        self.assertEqual(self.srv.claim_get(o["id"])["state"], "released")
+        # Usage errors end nothing; a prefix the server refuses is its 400 (1).
+        for args in (["claims", "release"], ["claims", "release", "--holder-prefix", ""],
+                     ["claims", "release", "--holder-prefix="],
+                     ["claims", "release", "--holder-prefix", "run-43/", "extra"],
+                     ["claims", "release", "--holder-prefix", "run-43/", "--state", "held"],
+                     ["claims", "list", "--holder-prefix", "run-43/"],
+                     ["claims", "info", x["id"], "--holder-prefix", "run-43/"]):
+            r = sluice(self.srv, *args)
+            self.assertEqual(r.rc, 2, r)
+            self.assertTrue(r.err.startswith("sluice: "), r)
+            self.assertEqual(r.out, "", r)
+        r = sluice(self.srv, "claims", "release")
+        self.assertIn("--holder-prefix", r.err)
+        r = sluice(self.srv, "claims", "release", "--holder-prefix", "r" * 254)
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("holder_prefix", r.err)
+        self.assertEqual(self.srv.claim_get(x["id"])["state"], "held")
+        self.srv.release(x["id"])
+
     # ---- events ------------------------------------------------------------------------
 
     def test_events_page(self):
@@ -470,8 +513,25 @@ tokens:
   - name: admin
     token: "adm-secret"
     admin: true
+  - name: team-a
+    token: "a-secret"
+    prefixes: ["team-a/"]
 """
     TOKEN = "adm-secret"
+
+    def test_claims_release_skips_what_the_token_may_not_end(self):
+        adm = base_env(self.srv, SLUICE_TOKEN="adm-secret")
+        mine = self.srv.claim("run-9/a", [("m", "team-a/rp")])
+        other = self.srv.claim("run-9/b", [("m", "team-b/rp")])
+        r = sluice(self.srv, "--token", "a-secret", "claims", "release", "--holder-prefix",
+                   "run-9/")
+        self.assertEqual((r.rc, r.out), (0, "released 1, withdrawn 0, skipped 1\n"), r)
+        got = sluice(self.srv, "claims", "info", other["id"], "--json", env=adm).json()
+        self.assertEqual(got["state"], "held")
+        got = sluice(self.srv, "claims", "info", mine["id"], "--json", env=adm).json()
+        self.assertEqual(got["state"], "released")
+        r = sluice(self.srv, "claims", "release", "--holder-prefix", "run-9/", "--json", env=adm)
+        self.assertEqual(r.json(), {"released": 1, "withdrawn": 0, "skipped": 0})
 
     def test_token_flag_and_environment(self):
         r = sluice(self.srv, "sem", "list")

@@ -524,6 +524,24 @@ class Client:
         resp = self._request("POST", f"/v1/claims/{urllib.parse.quote(cid, safe='')}/cancel")
         return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
 
+    def release_prefix(self, holder_prefix: str) -> Dict[str, int]:
+        """End every live claim whose holder starts with ``holder_prefix``
+        (``DELETE /v1/claims?holder_prefix=...``): a run's cleanup in one call.
+
+        Pending claims are withdrawn first, so that none is granted on the way out, then held
+        and revoking ones are released. Returns the API's counts, ``{"released": R,
+        "withdrawn": W, "skipped": S}`` (``skipped``: live claims of the prefix that a limited
+        token may not end, left as they are); no such claim is not an error, all three are 0.
+        The prefix is plain (``"run-4"`` also matches ``"run-42/a"``): for ``RUN/STEP``
+        holders pass ``"RUN/"``. Raises :class:`ValueError` on an empty prefix and
+        :class:`BadRequest` on one over 253 characters. Sent again after a broken connection
+        (see the failover), the counts are those of the attempt that was answered.
+        """
+        if not holder_prefix:
+            raise ValueError("holder_prefix must not be empty: it would match every claim")
+        body = self._request("DELETE", "/v1/claims", query={"holder_prefix": holder_prefix}).body
+        return {k: int(body[k]) for k in ("released", "withdrawn", "skipped")}
+
     def why(self, claim: ClaimRef) -> Dict[str, Any]:
         """Why a pending claim waits (``GET /v1/claims/{id}/why``), as the API answers it."""
         cid = _claim_id(claim)

@@ -158,6 +158,33 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.state, "released")
         self.assertEqual(self.client.status()["role"], "leader")
 
+    def test_release_prefix(self) -> None:
+        a = self.client.acquire(mutex="py-rp-m", holder="py-run-7/a")
+        b = self.client.acquire(mutex="py-rp-m", holder="py-run-7/b")
+        # "py-run-7" alone would match it too: the prefix is plain, hence the '/'.
+        x = self.client.acquire(mutex="py-rp-x", holder="py-run-70/x")
+        self.assertEqual((a.state, b.state, x.state), ("held", "pending", "held"))
+        self.assertEqual(self.client.release_prefix("py-run-7/"),
+                         {"released": 1, "withdrawn": 1, "skipped": 0})
+        self.assertEqual(self.client.get(a).state, "released")
+        self.assertEqual(self.client.get(b).state, "withdrawn")
+        self.assertEqual(self.client.get(x).state, "held")
+        self.assertEqual(self.client.release_prefix("py-run-7/"),
+                         {"released": 0, "withdrawn": 0, "skipped": 0})
+        # What a query must escape: '&', '=', '+', '%', '#', '?', a blank.
+        odd = "py-run-8/a b&c=d+e%f#g?"
+        o = self.client.acquire(mutex="py-rp-odd", holder=odd + "h")
+        self.assertEqual(self.client.release_prefix(odd),
+                         {"released": 1, "withdrawn": 0, "skipped": 0})
+        self.assertEqual(self.client.get(o).state, "released")
+        with self.assertRaises(ValueError):
+            self.client.release_prefix("")
+        with self.assertRaises(sluice.BadRequest) as cm:
+            self.client.release_prefix("p" * 254)
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "bad_request"))
+        self.assertEqual(self.client.get(x).state, "held")
+        self.client.release(x)
+
     def test_default_holder(self) -> None:
         c = self.client.acquire(mutex="holder-default")
         self.assertEqual(c.holder, f"{socket.gethostname()}/{os.getpid()}")
