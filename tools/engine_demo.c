@@ -99,7 +99,7 @@ static void at(demo *d, int64_t ms, const char *what)
 
 static void claim(demo *d, spec s)
 {
-    sl_lock_req lr = {s.kind, s.lock, s.slots};
+    sl_lock_req lr = {s.kind, s.lock, s.slots, 0};
     sl_claim_req req = {
         .id = s.id,
         .holder = s.holder,

@@ -177,7 +177,7 @@ typedef struct world {
 
 static sl_claim *claim_on(world *w, const char *id, const char *lock, int32_t prio)
 {
-    sl_lock_req lr = {SL_KIND_MUTEX, lock, 1};
+    sl_lock_req lr = {SL_KIND_MUTEX, lock, 1, 0};
     sl_claim_req req;
     memset(&req, 0, sizeof(req));
     req.id = id;

@@ -77,27 +77,70 @@ static void field_name(char *buf, size_t cap, const char *a, size_t i, const cha
     buf[n] = '\0';
 }
 
+/* The limit of semaphore `name` for a claim giving inline limit `inl` (0:
+ * none): its configuration's, which an inline limit must match; else the
+ * inline limit, which must match the one its live claims made it with. */
+static int sem_limit(const sl_engine *eng, sl_xlock *xl, const char *name, size_t len,
+                     uint32_t inl, const char *field, uint32_t *limit, sl_error *err)
+{
+    const sl_config *cfg = sl__config_resolve(eng, name, len);
+    if (cfg && inl > 0 && inl != cfg->limit)
+        return fail(err, SL_EINVAL,
+                    "the semaphore is configured (value: its limit), so an inline limit must "
+                    "equal that limit or be left out",
+                    field, name, cfg->limit);
+    if (cfg) {
+        *limit = cfg->limit;
+        xl->cfg_lease = cfg->lease_ms;
+        return 0;
+    }
+    if (inl == 0)
+        return fail(err, SL_EUNKNOWN,
+                    "no semaphore or pattern is configured by this name; configure it with "
+                    "PUT /v1/semaphores/{name} first, or give the claim an inline limit: "
+                    "{\"semaphore\": NAME, \"limit\": N}",
+                    field, name, 0);
+    if (inl > SL_LIMIT_MAX)
+        return fail(err, SL_EINVAL, "an inline limit is 1 to 1000000000", field, name, inl);
+    const sl_lock *l = sl__lock_find(eng, xl->key, xl->keylen);
+    if (l && l->inline_limit > 0 && l->inline_limit != inl) {
+        fail(err, SL_EINVAL,
+             "the semaphore's live claims made it with another inline limit (value); give "
+             "the same limit, or wait until it has no holders and no waiters",
+             field, name, l->inline_limit);
+        if (err)
+            err->asked = 0;
+        return SL_EINVAL;
+    }
+    *limit = inl;
+    xl->inline_limit = inl;
+    return 0;
+}
+
 /* Adds one lock to the claim being built, after checking it could ever be
- * granted: a semaphore must be configured, a mutex is one slot, slots fit a
- * non-zero limit, and no lock appears twice. */
-static int xadd(const sl_engine *eng, xclaim *x, sl_kind kind, const char *name, size_t len,
-                uint32_t slots, sl_via via, const char *field, sl_error *err)
+ * granted: a semaphore must be configured or given an inline limit, a mutex
+ * is one slot, slots fit a non-zero limit, and no lock appears twice. */
+static int xadd(const sl_engine *eng, xclaim *x, const sl_lock_req *lr, size_t len, sl_via via,
+                const char *field, sl_error *err)
 {
     sl_xlock *xl = &x->locks[x->n];
+    sl_kind kind = lr->kind;
+    const char *name = lr->name;
+    uint32_t slots = lr->slots ? lr->slots : 1;
     sl__lock_key(kind, name, len, xl->key, &xl->keylen);
     xl->slots = slots;
     xl->via = via;
     xl->cfg_lease = 0;
+    xl->inline_limit = 0;
+    xl->cancel = SL_CANCEL_NONE;
     uint32_t limit = 1;
     if (kind == SL_KIND_SEMAPHORE) {
-        const sl_config *cfg = sl__config_resolve(eng, name, len);
-        if (!cfg)
-            return fail(err, SL_EUNKNOWN,
-                        "no semaphore or pattern is configured by this name; configure it "
-                        "with PUT /v1/semaphores/{name} first",
-                        field, name, 0);
-        limit = cfg->limit;
-        xl->cfg_lease = cfg->lease_ms;
+        int rc = sem_limit(eng, xl, name, len, lr->limit, field, &limit, err);
+        if (rc)
+            return rc;
+    } else if (lr->limit > 0) {
+        return fail(err, SL_EINVAL, "an inline limit applies to semaphores; a mutex has one slot",
+                    field, name, lr->limit);
     } else if (slots > 1) {
         return fail(err, SL_EINVAL, "a mutex has one slot; ask for slots 1 or use a semaphore",
                     field, name, slots);
@@ -134,8 +177,7 @@ static int expand_locks(const sl_engine *eng, const sl_claim_req *req, xclaim *x
                         "a lock name is 1 to 253 characters of A-Z a-z 0-9 . _ - / : =, with "
                         "no leading or trailing '/', no '//' and no '.' or '..' segment",
                         field, lr->name, 0);
-        int rc = xadd(eng, x, lr->kind, lr->name, len, lr->slots ? lr->slots : 1, SL_VIA_LOCK,
-                      field, err);
+        int rc = xadd(eng, x, lr, len, SL_VIA_LOCK, field, err);
         if (rc)
             return rc;
     }
@@ -169,13 +211,18 @@ static int expand_tags(const sl_engine *eng, const sl_claim_req *req, xclaim *x,
                         "tag keys and values use the characters of lock names "
                         "(A-Z a-z 0-9 . _ - / : =)",
                         field, t->key, 0);
+        sl_lock_req lr = {SL_KIND_SEMAPHORE, name, 1, 0};
         if (sl__config_resolve(eng, name, full)) {
-            int rc = xadd(eng, x, SL_KIND_SEMAPHORE, name, full, 1, SL_VIA_TAG, field, err);
+            int rc = xadd(eng, x, &lr, full, SL_VIA_TAG, field, err);
             if (rc)
                 return rc;
         }
         if (sl__config_resolve(eng, name, 4 + kl)) {
-            int rc = xadd(eng, x, SL_KIND_SEMAPHORE, name, 4 + kl, 1, SL_VIA_TAG, field, err);
+            char key[SL_NAME_MAX + 1];
+            memcpy(key, name, 4 + kl);
+            key[4 + kl] = '\0';
+            lr.name = key;
+            int rc = xadd(eng, x, &lr, 4 + kl, SL_VIA_TAG, field, err);
             if (rc)
                 return rc;
         }
@@ -183,20 +230,52 @@ static int expand_tags(const sl_engine *eng, const sl_claim_req *req, xclaim *x,
     return 0;
 }
 
-static int expand_group(const sl_engine *eng, const sl_claim_req *req, xclaim *x, sl_error *err)
+/* Group i of the request: `group` (with `cancel`) first, then `groups`. */
+static sl_group_req group_at(const sl_claim_req *req, size_t i)
 {
-    if (!req->group)
-        return 0;
-    char name[SL_NAME_MAX + 1];
-    size_t gl = strlen(req->group);
-    if (gl == 0 || 6 + gl > SL_NAME_MAX || !sl_name_valid(req->group, gl, false))
-        return fail(err, SL_EINVAL,
-                    "a group is a lock name (A-Z a-z 0-9 . _ - / : =) of at most 247 characters",
-                    "group", req->group, 0);
-    memcpy(name, "group/", 6);
-    memcpy(name + 6, req->group, gl + 1);
-    sl_kind kind = sl__config_resolve(eng, name, 6 + gl) ? SL_KIND_SEMAPHORE : SL_KIND_MUTEX;
-    return xadd(eng, x, kind, name, 6 + gl, 1, SL_VIA_GROUP, "group", err);
+    if (req->group) {
+        if (i == 0)
+            return (sl_group_req){req->group, req->cancel};
+        i--;
+    }
+    return req->groups[i];
+}
+
+static size_t group_count(const sl_claim_req *req)
+{
+    return (req->group ? 1 : 0) + req->ngroups;
+}
+
+static int expand_groups(const sl_engine *eng, const sl_claim_req *req, xclaim *x,
+                         sl_error *err)
+{
+    char name[SL_NAME_MAX + 1], field[32];
+    for (size_t i = 0; i < group_count(req); i++) {
+        sl_group_req g = group_at(req, i);
+        size_t gl = g.name ? strlen(g.name) : 0;
+        const char *f = "group";
+        if (!req->group || i > 0) {
+            field_name(field, sizeof(field), "groups", req->group ? i - 1 : i, "");
+            f = field;
+        }
+        if (gl == 0 || 6 + gl > SL_NAME_MAX || !sl_name_valid(g.name, gl, false))
+            return fail(err, SL_EINVAL,
+                        "a group is a lock name (A-Z a-z 0-9 . _ - / : =) of at most 247 "
+                        "characters",
+                        f, g.name, 0);
+        if ((unsigned)g.cancel > SL_CANCEL_IN_PROGRESS)
+            return fail(err, SL_EINVAL, "cancel is none, pending or in-progress", f, g.name, 0);
+        memcpy(name, "group/", 6);
+        memcpy(name + 6, g.name, gl + 1);
+        sl_lock_req lr = {SL_KIND_MUTEX, name, 1, 0};
+        if (sl__config_resolve(eng, name, 6 + gl))
+            lr.kind = SL_KIND_SEMAPHORE;
+        int rc = xadd(eng, x, &lr, 6 + gl, SL_VIA_GROUP, f, err);
+        if (rc)
+            return rc;
+        x->locks[x->n - 1].cancel = (uint8_t)g.cancel;
+    }
+    return 0;
 }
 
 static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *idhash,
@@ -223,7 +302,10 @@ static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *id
     if (req->ntags > SL_TAGS_MAX)
         return fail(err, SL_EINVAL, "a claim has at most 32 tags", "tags", NULL,
                     (int64_t)req->ntags);
-    if (req->nlocks == 0 && req->ntags == 0 && !req->group)
+    if (group_count(req) > SL_GROUPS_MAX)
+        return fail(err, SL_EINVAL, "a claim has at most 8 groups", "groups", NULL,
+                    (int64_t)group_count(req));
+    if (req->nlocks == 0 && req->ntags == 0 && group_count(req) == 0)
         return fail(err, SL_EINVAL, "a claim needs at least one lock, tag or group", "locks",
                     NULL, 0);
     if ((unsigned)req->cancel > SL_CANCEL_IN_PROGRESS)
@@ -244,6 +326,97 @@ static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *id
     return 0;
 }
 
+/* `created` further back than the skew jumps the queue: only an admin, or
+ * locks that all allow that much (a mutex allows none), may do it. */
+static int check_backdate(const sl_engine *eng, const sl_claim_req *req, const xclaim *x,
+                          int64_t now, sl_error *err)
+{
+    if (!req->has_created || req->backdate_any || req->created_ms >= now)
+        return 0;
+    int64_t back = now - req->created_ms, allowed = INT64_MAX;
+    for (size_t i = 0; i < x->n; i++) {
+        const sl_xlock *xl = &x->locks[i];
+        const sl_config *cfg =
+            xl->key[0] == 's' ? sl__config_resolve(eng, xl->key + 4, xl->keylen - 4) : NULL;
+        int64_t b = cfg ? cfg->rules.backdate_ms : 0;
+        if (b < allowed)
+            allowed = b;
+    }
+    if (x->n == 0 || allowed < eng->opts.backdate_skew_ms)
+        allowed = eng->opts.backdate_skew_ms;
+    if (back <= allowed)
+        return 0;
+    fail(err, SL_EBACKDATE,
+         "created lies further in the past than a claim may set it, which would put it ahead "
+         "of claims that came before it; leave created out, or use an admin token, or allow it "
+         "on the semaphore (backdate)",
+         "created", NULL, back);
+    if (err)
+        err->asked = allowed;
+    return SL_EBACKDATE;
+}
+
+/* A lock whose queue is full by its max_pending: the first in x, with
+ * *idx its index. A claim cancelling pending claims of its group is not
+ * counted against its group lock: it supersedes the waiters there. */
+static const sl_lock *full_lock(const sl_engine *eng, const xclaim *x, size_t from,
+                                size_t *idx)
+{
+    for (size_t i = from; i < x->n; i++) {
+        const sl_lock *l = sl__lock_find(eng, x->locks[i].key, x->locks[i].keylen);
+        if (!l || (x->locks[i].via == SL_VIA_GROUP && x->locks[i].cancel != SL_CANCEL_NONE))
+            continue;
+        const sl_sem_rules *r = sl__lock_rules(l);
+        if (r->max_pending > 0 && l->npending >= r->max_pending) {
+            *idx = i;
+            return l;
+        }
+    }
+    return NULL;
+}
+
+static int check_full(const sl_engine *eng, const xclaim *x, sl_error *err)
+{
+    size_t i = 0;
+    for (const sl_lock *l; (l = full_lock(eng, x, i, &i)) != NULL; i++)
+        if (sl__lock_rules(l)->on_full == SL_ON_FULL_REJECT)
+            return fail(err, SL_EFULL,
+                        "the lock's queue is full: as many claims wait as its max_pending "
+                        "allows; retry later, or raise max_pending",
+                        "locks", l->key, (int64_t)sl__lock_rules(l)->max_pending);
+    return 0;
+}
+
+/* The waiter of l that came first (created, then arrival): the one a full
+ * queue drops. A rebalanced lock orders its keys by their oldest waiter; a
+ * strict or skip queue is in priority order first, so it is scanned (a full
+ * queue is max_pending long, unless max_pending was lowered since). */
+static sl_claim *oldest_waiter(const sl_lock *l)
+{
+    if (l->strategy == SL_REBALANCED) {
+        const sl_rkey *rk = sl__container_of(sl__tree_first(&l->rkey_order), sl_rkey, onode);
+        return sl__container_of(sl__tree_first(&rk->pending), sl_centry, u.node)->claim;
+    }
+    sl_claim *best = NULL;
+    for (sl_tnode *t = sl__tree_first(&l->queue); t; t = sl__tree_next(t)) {
+        sl_claim *c = sl__container_of(t, sl_centry, u.node)->claim;
+        if (!best || sl__claim_age_order(c, best) < 0)
+            best = c;
+    }
+    return best;
+}
+
+/* drop_oldest: supersedes the oldest waiters of c's full queues, so that
+ * with c they hold max_pending. */
+static void make_room(sl_engine *eng, const xclaim *x, const sl_claim *c, int64_t now)
+{
+    size_t i = 0;
+    for (const sl_lock *l; (l = full_lock(eng, x, i, &i)) != NULL;) {
+        sl_claim *v = oldest_waiter(l);
+        sl__claim_end(eng, v, SL_SUPERSEDED, SL_REASON_QUEUE_FULL, c->id, now);
+    }
+}
+
 static size_t opt_len(const char *s)
 {
     return s && *s ? strlen(s) + 1 : 0;
@@ -260,7 +433,8 @@ static char *put(char **p, const char *s, size_t len)
 
 sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xlock *x, size_t n)
 {
-    size_t strings = strlen(req->id) + 1 + strlen(req->holder) + 1 + opt_len(req->group) +
+    const char *group = group_count(req) > 0 ? group_at(req, 0).name : NULL;
+    size_t strings = strlen(req->id) + 1 + strlen(req->holder) + 1 + opt_len(group) +
                      opt_len(req->rebalance_key);
     for (size_t i = 0; i < n; i++)
         strings += x[i].keylen + 1;
@@ -273,8 +447,8 @@ sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xloc
     c->idlen = (uint16_t)strlen(req->id);
     c->id = put(&p, req->id, c->idlen);
     c->holder = put(&p, req->holder, strlen(req->holder));
-    if (opt_len(req->group))
-        c->group = put(&p, req->group, strlen(req->group));
+    if (opt_len(group))
+        c->group = put(&p, group, strlen(group));
     if (opt_len(req->rebalance_key))
         c->rkey = put(&p, req->rebalance_key, strlen(req->rebalance_key));
     c->nlocks = (uint16_t)n;
@@ -283,6 +457,8 @@ sl_claim *sl__claim_alloc(sl_engine *eng, const sl_claim_req *req, const sl_xloc
         c->e[i].key = put(&p, x[i].key, x[i].keylen);
         c->e[i].slots = x[i].slots;
         c->e[i].via = (uint8_t)x[i].via;
+        c->e[i].inl = x[i].inline_limit;
+        c->e[i].cancel = x[i].cancel;
     }
     c->ntags = (uint16_t)req->ntags;
     for (size_t i = 0; i < req->ntags; i++) {
@@ -330,6 +506,7 @@ static void claim_enqueue(sl_engine *eng, sl_claim *c)
     for (size_t i = 0; i < c->nlocks; i++) {
         sl_centry *e = &c->e[i];
         e->lock = sl__lock_get(eng, e->key, strlen(e->key));
+        sl__lock_set_inline(eng, e->lock, e->inl);
         sl__queue_add(eng, e);
     }
     sl__pending_add(eng, c);
@@ -348,10 +525,14 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     if (!rc)
         rc = expand_tags(eng, req, x, err);
     if (!rc)
-        rc = expand_group(eng, req, x, err);
+        rc = expand_groups(eng, req, x, err);
     if (!rc && x->n == 0 && req->allow && !req->allow(req->allow_ud, NULL))
         rc = fail(err, SL_EFORBIDDEN, "the access rules refuse a claim that takes no lock",
                   "holder", NULL, 0);
+    if (!rc)
+        rc = check_backdate(eng, req, x, now, err);
+    if (!rc)
+        rc = check_full(eng, x, err);
     if (rc)
         return rc;
     if (sl__hash_count(&eng->claims) >= eng->opts.claims_max)
@@ -362,7 +543,7 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     c->arrived = c->life = now;
     c->created = req->has_created ? req->created_ms : now;
     c->arrival = eng->next_arrival++;
-    c->cancel = (uint8_t)req->cancel;
+    c->cancel = group_count(req) > 0 ? (uint8_t)group_at(req, 0).cancel : SL_CANCEL_NONE;
     c->grace = req->grace_ms >= 0 ? req->grace_ms : eng->opts.default_grace_ms;
     c->lease = req->lease_ms >= 0 ? req->lease_ms : default_lease(eng, x);
     c->timeout = req->timeout_ms;
@@ -370,8 +551,8 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     sl__claim_link(eng, c, idhash);
     sl__idem_attach(eng, c, req->idem, req->idem_fp);
     sl__event_add(eng, SL_EV_CLAIM_QUEUED, c, now);
-    if (c->cancel != SL_CANCEL_NONE)
-        sl__group_cancel(eng, c, now);
+    sl__group_cancel(eng, c, now);
+    make_room(eng, x, c, now);
     claim_enqueue(eng, c);
     sl__claim_touch(eng, c);
     sl__claim_rearm(eng, c);
@@ -463,7 +644,10 @@ int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now)
                       reason == SL_REASON_CLIENT_GONE ? reason : SL_REASON_RELEASED, NULL, now);
         break;
     case SL_REVOKING:
-        sl__claim_end(eng, c, SL_CANCELED, SL_REASON_REVOKED_FREED, NULL, now);
+        sl__claim_end(eng, c, SL_CANCELED,
+                      c->reason == SL_REASON_PREEMPTED ? SL_REASON_PREEMPTED
+                                                       : SL_REASON_REVOKED_FREED,
+                      NULL, now);
         break;
     default:
         return 0;
@@ -695,6 +879,8 @@ void sl_claim_lock_peek(const sl_claim *c, size_t i, sl_claim_lock_view *out)
     out->via = (sl_via)e->via;
     out->token = e->token;
     out->position = 0;
+    out->inline_limit = e->inl;
+    out->cancel = (sl_cancel)e->cancel;
 }
 
 void sl_claim_lock_get(sl_engine *eng, const sl_claim *c, size_t i, sl_claim_lock_view *out)

@@ -67,6 +67,71 @@ static void reresolve_patterned(sl_engine *eng)
     reresolve_list(eng, eng->idle_head);
 }
 
+static int bad(sl_error *err, const char *what, const char *field, const char *name,
+               int64_t value)
+{
+    sl__error_set(err, SL_EINVAL, what, field, name, value);
+    return SL_EINVAL;
+}
+
+static int check_weights(const char *name, const sl_sem_rules *r, sl_error *err)
+{
+    if (r->nweights > SL_WEIGHTS_MAX)
+        return bad(err, "at most 256 keys have their own weight", "weights", name,
+                   (int64_t)r->nweights);
+    if (r->default_weight > SL_WEIGHT_MAX)
+        return bad(err, "a weight is 1 to 1000000", "default_weight", name, r->default_weight);
+    for (size_t i = 0; i < r->nweights; i++) {
+        const sl_weight *w = &r->weights[i];
+        size_t len = w->key ? strlen(w->key) : 0;
+        if (len == 0 || len > SL_NAME_MAX)
+            return bad(err, "a weighted rebalance key is 1 to 253 characters", "weights", name,
+                       0);
+        if (w->weight == 0 || w->weight > SL_WEIGHT_MAX)
+            return bad(err, "a weight is 1 to 1000000", "weights", name, w->weight);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(r->weights[j].key, w->key) == 0)
+                return bad(err, "a rebalance key is weighted twice", "weights", name, 0);
+    }
+    return 0;
+}
+
+/* The rules of sl_sem_rules: each off when zeroed, bounded when on. */
+static int check_rules(const char *name, const sl_sem_opts *o, sl_error *err)
+{
+    const sl_sem_rules *r = &o->rules;
+    if (r->preempt_grace_ms < 0)
+        return bad(err, "preempt_grace is 0 (at once) or a positive duration", "preempt_grace",
+                   name, r->preempt_grace_ms);
+    if (r->preempt && o->strategy == SL_REBALANCED)
+        return bad(err,
+                   "preempt applies to strict and skip semaphores: a rebalanced one hands "
+                   "out slots by share, not by priority",
+                   "preempt", name, 0);
+    if ((unsigned)r->on_full > SL_ON_FULL_DROP_OLDEST)
+        return bad(err, "on_full is reject or drop_oldest", "on_full", name, r->on_full);
+    if (r->max_pending > SL_LIMIT_MAX)
+        return bad(err, "max_pending is at most 1000000000", "max_pending", name,
+                   r->max_pending);
+    if ((r->nweights > 0 || r->default_weight > 0) && o->strategy != SL_REBALANCED)
+        return bad(err, "weights apply to the rebalanced strategy only", "weights", name, 0);
+    int rc = check_weights(name, r, err);
+    if (rc)
+        return rc;
+    if (r->rate_count > SL_LIMIT_MAX || r->rate_burst > SL_LIMIT_MAX)
+        return bad(err, "a rate allows at most 1000000000 grants per period", "rate", name,
+                   r->rate_count);
+    if (r->rate_count > 0 && r->rate_period_ms <= 0)
+        return bad(err, "a rate's period is a positive duration", "rate", name,
+                   r->rate_period_ms);
+    if (r->rate_count == 0 && r->rate_burst > 0)
+        return bad(err, "a burst needs a rate", "rate_burst", name, r->rate_burst);
+    if (r->backdate_ms < 0)
+        return bad(err, "backdate is 0 (none) or a positive duration", "backdate", name,
+                   r->backdate_ms);
+    return 0;
+}
+
 static int check_set(const char *name, size_t len, const sl_sem_opts *o, bool saved,
                      sl_error *err)
 {
@@ -97,7 +162,35 @@ static int check_set(const char *name, size_t len, const sl_sem_opts *o, bool sa
                       "overtake_limit", name, o->overtake_ms);
         return SL_EINVAL;
     }
-    return 0;
+    return check_rules(name, o, err);
+}
+
+/* Copies the rules, the weights into one block the configuration owns. */
+static void rules_set(sl_engine *eng, sl_config *cfg, const sl_sem_rules *r)
+{
+    sl__free(&eng->mem, (void *)cfg->rules.weights);
+    cfg->rules = *r;
+    cfg->rules.weights = NULL;
+    if (r->nweights == 0)
+        return;
+    size_t bytes = r->nweights * sizeof(sl_weight);
+    for (size_t i = 0; i < r->nweights; i++)
+        bytes += strlen(r->weights[i].key) + 1;
+    sl_weight *w = sl__calloc(&eng->mem, 1, bytes);
+    char *p = (char *)(w + r->nweights);
+    for (size_t i = 0; i < r->nweights; i++) {
+        size_t len = strlen(r->weights[i].key);
+        memcpy(p, r->weights[i].key, len + 1);
+        w[i] = (sl_weight){p, r->weights[i].weight};
+        p += len + 1;
+    }
+    cfg->rules.weights = w;
+}
+
+static void config_free(sl_engine *eng, sl_config *cfg)
+{
+    sl__free(&eng->mem, (void *)cfg->rules.weights);
+    sl__free(&eng->mem, cfg);
 }
 
 static sl_config *config_new(sl_engine *eng, const char *name, size_t len)
@@ -120,6 +213,7 @@ static void config_apply(sl_engine *eng, sl_config *cfg, const sl_sem_opts *o)
     cfg->strategy = o->strategy;
     cfg->lease_ms = o->lease_ms;
     cfg->overtake_ms = o->overtake_ms;
+    rules_set(eng, cfg, &o->rules);
     if (cfg->pattern) {
         reresolve_patterned(eng);
         return;
@@ -132,6 +226,7 @@ static void config_apply(sl_engine *eng, sl_config *cfg, const sl_sem_opts *o)
 
 void sl_sem_opts_default(sl_sem_opts *o, uint32_t limit)
 {
+    memset(o, 0, sizeof(*o));
     o->limit = limit;
     o->strategy = SL_STRICT;
     o->lease_ms = 0;
@@ -228,7 +323,7 @@ int sl_sem_delete(sl_engine *eng, const char *name, int64_t now, sl_error *err)
     unbind_list(eng, eng->idle_head, cfg);
     sl__event_sem(eng, SL_EV_SEMAPHORE_DELETED, NULL, cfg->name, now);
     sl__changes_config(eng, sl__batch_strdup(eng, cfg->name, cfg->len));
-    sl__free(&eng->mem, cfg);
+    config_free(eng, cfg);
     sl__settle(eng, now);
     return 0;
 }
@@ -254,6 +349,7 @@ void sl_config_get(const sl_config *cfg, sl_config_view *out)
     out->strategy = cfg->strategy;
     out->lease_ms = cfg->lease_ms;
     out->overtake_ms = cfg->overtake_ms;
+    out->rules = cfg->rules;
 }
 
 int sl_engine_restore_config(sl_engine *eng, const char *name, const sl_sem_opts *o)
@@ -276,7 +372,7 @@ void sl__config_free_all(sl_engine *eng)
         sl__pvec_push(&eng->mem, &all, sl__container_of(n, sl_config, hnode));
     for (size_t i = 0; i < all.n; i++) {
         sl__hash_remove(&eng->configs, &((sl_config *)all.v[i])->hnode);
-        sl__free(&eng->mem, all.v[i]);
+        config_free(eng, all.v[i]);
     }
     sl__pvec_free(&eng->mem, &all);
 }

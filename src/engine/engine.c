@@ -15,6 +15,7 @@ void sl_engine_opts_default(sl_engine_opts *opts)
     opts->idle_locks_max = 100000;
     opts->claims_max = 10000000;
     opts->configs_max = 100000;
+    opts->backdate_skew_ms = SL_BACKDATE_SKEW_DEFAULT_MS;
 }
 
 static const char *claim_key(const sl_hnode *n, size_t *len)
@@ -88,6 +89,8 @@ void sl_engine_free(sl_engine *eng)
     sl__pvec_free(&eng->mem, &eng->dirty);
     sl__pvec_free(&eng->mem, &eng->cand);
     sl__pvec_free(&eng->mem, &eng->arrivals);
+    sl__pvec_free(&eng->mem, &eng->preempt);
+    sl__pvec_free(&eng->mem, &eng->victims);
     sl__free(&eng->mem, eng->sim);
     sl__free(&eng->mem, eng->xlocks);
     sl__free(&eng->mem, eng->psnap);

@@ -38,6 +38,8 @@ enum {
     SL_EUNKNOWN = -4,  /* a semaphore with no configuration and no pattern */
     SL_ELIMIT = -5,    /* an engine bound (claims, patterns) is reached */
     SL_EFORBIDDEN = -6, /* the request's `allow` refused one of the claim's locks */
+    SL_EFULL = -7,      /* a lock's queue holds max_pending waiters (on_full: reject) */
+    SL_EBACKDATE = -8,  /* `created` lies further back than the claim may set it */
 };
 
 /* Bounds the engine enforces itself (docs/api.md's). */
@@ -48,8 +50,12 @@ enum {
 #define SL_TAGS_MAX 32            /* tags in one claim */
 #define SL_LIMIT_MAX 1000000000u  /* a semaphore's limit */
 #define SL_WHY_AHEAD_MAX 8        /* claim ids listed as "ahead" in why */
-#define SL_CLAIM_LOCKS_MAX (SL_LOCKS_MAX + 2 * SL_TAGS_MAX + 1)
+#define SL_GROUPS_MAX 8           /* concurrency groups in one claim */
+#define SL_CLAIM_LOCKS_MAX (SL_LOCKS_MAX + 2 * SL_TAGS_MAX + SL_GROUPS_MAX)
 #define SL_IDEM_MAX 512           /* an idempotency key, as the embedder makes it */
+#define SL_WEIGHTS_MAX 256        /* weighted rebalance keys in one configuration */
+#define SL_WEIGHT_MAX 1000000u    /* one key's weight */
+#define SL_BACKDATE_SKEW_DEFAULT_MS 5000 /* how far back any claim may set `created` */
 
 typedef enum { SL_KIND_MUTEX, SL_KIND_SEMAPHORE } sl_kind;
 
@@ -78,6 +84,18 @@ typedef enum {
     SL_RULE_OTHER_LOCK, /* admissible here, blocked on another lock */
 } sl_rule;
 
+/* What preemption does for a pending claim on one lock (sl_why.preempt). */
+typedef enum {
+    SL_PREEMPT_NONE,     /* the lock does not preempt, or the claim needs no preemption */
+    SL_PREEMPT_WAITING,  /* holders are revoking; the claim waits for them to leave */
+    SL_PREEMPT_WILL,     /* it will revoke holders once its other locks allow it */
+    SL_PREEMPT_NOT_HEAD, /* would preempt, but a claim ahead of it comes first */
+    SL_PREEMPT_TOO_FEW,  /* would preempt, but holders of lower priority hold too few slots */
+} sl_preempt;
+
+/* What a claim arriving at a full queue does (sl_sem_opts.on_full). */
+typedef enum { SL_ON_FULL_REJECT, SL_ON_FULL_DROP_OLDEST } sl_on_full;
+
 /* How a claim ended, or why it is revoking. */
 typedef enum {
     SL_REASON_NONE,
@@ -91,6 +109,8 @@ typedef enum {
     SL_REASON_GRACE,         /* revoked, and its grace ran out */
     SL_REASON_REVOKED_FREED, /* revoked, and its holder released it */
     SL_REASON_OPERATOR,      /* canceled by an operator */
+    SL_REASON_PREEMPTED,     /* revoked for a waiter of higher priority (preempt) */
+    SL_REASON_QUEUE_FULL,    /* the oldest waiter of a full queue (on_full: drop_oldest) */
 } sl_reason;
 
 /* How a lock came into a claim. */
@@ -124,11 +144,15 @@ const char *sl_rule_name(sl_rule r);
 const char *sl_reason_text(sl_reason r); /* words, e.g. "released by its holder" */
 const char *sl_event_type_name(sl_event_type t);
 const char *sl_cancel_name(sl_cancel c);
+const char *sl_on_full_name(sl_on_full f);
+const char *sl_preempt_name(sl_preempt p); /* "none", "waiting", "will", "not_head", "too_few" */
+const char *sl_preempt_text(sl_preempt p); /* words, e.g. "will preempt ..." */
 bool sl_state_ended(sl_state s);
 /* Parses the names above back; 0 or SL_EINVAL. */
 int sl_state_parse(const char *s, sl_state *out);
 int sl_strategy_parse(const char *s, sl_strategy *out);
 int sl_cancel_parse(const char *s, sl_cancel *out);
+int sl_on_full_parse(const char *s, sl_on_full *out);
 
 /* Lock names: 1 to 253 of A-Z a-z 0-9 . _ - / : =, no leading or trailing
  * '/', no "//", no "." or ".." segment; with allow_pattern a final '*' is
@@ -147,6 +171,7 @@ typedef struct sl_engine_opts {
     size_t idle_locks_max;      /* idle locks remembered with their tokens (100k) */
     size_t claims_max;          /* live and retained claims at most (SL_ELIMIT past it) */
     size_t configs_max;         /* semaphore configurations and patterns at most */
+    int64_t backdate_skew_ms;   /* how far back any claim may set `created` (5 s) */
 } sl_engine_opts;
 
 void sl_engine_opts_default(sl_engine_opts *opts);
@@ -184,6 +209,37 @@ typedef struct sl_error {
 
 /* ---- semaphores ---------------------------------------------------------- */
 
+/* One rebalance key's weight (sl_sem_opts.weights). */
+typedef struct sl_weight {
+    const char *key;
+    uint32_t weight; /* 1 to SL_WEIGHT_MAX */
+} sl_weight;
+
+/* The scheduling rules a configuration may add, all off when zeroed. */
+typedef struct sl_sem_rules {
+    /* A waiter at the head of the line that cannot fit revokes holders of
+     * strictly lower priority, which keep preempt_grace_ms to leave. */
+    bool preempt;
+    int64_t preempt_grace_ms;
+    /* At most this many waiters (0: no bound); a claim arriving when as
+     * many wait is refused, or the oldest waiter is superseded. */
+    uint32_t max_pending;
+    sl_on_full on_full;
+    /* rebalanced: each key's share is proportional to its weight (keys
+     * not listed weigh default_weight; 0 means 1). */
+    uint32_t default_weight;
+    const sl_weight *weights; /* nweights, keys distinct */
+    size_t nweights;
+    /* At most rate_count grants per rate_period_ms (0: no rate), refilled
+     * smoothly, rate_burst at once (0: rate_count). */
+    uint32_t rate_count;
+    int64_t rate_period_ms;
+    uint32_t rate_burst;
+    /* A claim on it may set `created` this far in the past (beyond the
+     * engine's backdate_skew_ms) when every lock of the claim allows it. */
+    int64_t backdate_ms;
+} sl_sem_rules;
+
 typedef struct sl_config_view {
     const char *name; /* a pattern ends in '*' */
     bool pattern;
@@ -191,6 +247,7 @@ typedef struct sl_config_view {
     sl_strategy strategy;
     int64_t lease_ms;    /* 0 = none set: claims use the server default */
     int64_t overtake_ms; /* skip: see sl_sem_opts */
+    sl_sem_rules rules;  /* weights point into the engine */
 } sl_config_view;
 
 /* A skip semaphore's first waiter (in the total order) that has waited at
@@ -205,6 +262,7 @@ typedef struct sl_sem_opts {
     sl_strategy strategy;
     int64_t lease_ms;    /* default lease of claims on it; 0 = none */
     int64_t overtake_ms; /* skip only; 0 = no bound */
+    sl_sem_rules rules;
 } sl_sem_opts;
 
 /* strict, no lease, SL_OVERTAKE_DEFAULT_MS, the given limit. */
@@ -239,7 +297,9 @@ typedef struct sl_lock_view {
     int64_t lease_ms;
     int64_t overtake_ms;
     const char *from_pattern; /* the pattern it was made from, or NULL */
+    uint32_t inline_limit;    /* a semaphore made by its claims' inline limit, else 0 */
     bool configured;          /* a semaphore with an exact or pattern configuration */
+    sl_sem_rules rules;       /* its configuration's rules (weights point into it) */
     uint64_t used;            /* slots held (may exceed limit after a lowering) */
     uint64_t token;           /* the last fencing token granted on it */
     size_t nholders, npending;
@@ -282,7 +342,17 @@ typedef struct sl_lock_req {
     sl_kind kind;
     const char *name;
     uint32_t slots; /* 0 means 1 */
+    /* Semaphores: the limit to make it with when no configuration or
+     * pattern covers it (an inline limit); it lives while it has holders or
+     * waiters. 0: it must be configured. */
+    uint32_t limit;
 } sl_lock_req;
+
+/* One concurrency group of a claim, each its own lock (group/NAME). */
+typedef struct sl_group_req {
+    const char *name;
+    sl_cancel cancel;
+} sl_group_req;
 
 typedef struct sl_tag {
     const char *key, *value;
@@ -295,12 +365,17 @@ typedef struct sl_claim_req {
     size_t nlocks;
     const sl_tag *tags;
     size_t ntags;
-    const char *group; /* NULL for none */
+    const char *group; /* NULL for none: shorthand for one group with `cancel` */
     sl_cancel cancel;
+    const sl_group_req *groups; /* more groups (after `group`), each with its cancel */
+    size_t ngroups;
     int64_t grace_ms;   /* < 0: the engine default */
     int32_t priority;
     bool has_created;
     int64_t created_ms; /* ordering time; arrival time when !has_created */
+    /* `created` may lie any distance in the past (the embedder's admin);
+     * else at most backdate_skew_ms, or what every lock's rules allow. */
+    bool backdate_any;
     const char *rebalance_key; /* NULL for none */
     int64_t lease_ms;   /* < 0: shortest configured lease, else the default */
     int64_t timeout_ms; /* 0 = none; counts from arrival */
@@ -321,10 +396,13 @@ typedef struct sl_claim_req {
 } sl_claim_req;
 
 /* Adds a claim: checks it, supersedes and revokes in its group as its
- * `cancel` says, queues it and grants whatever can be granted. On success
- * *out is the claim (owned by the engine). Errors: SL_EINVAL (malformed, or
- * could never be granted), SL_EUNKNOWN (a semaphore with no configuration;
- * err->name says which), SL_ECONFLICT (the id is taken), SL_ELIMIT. */
+ * `cancel` says, makes room in full queues (drop_oldest), queues it and
+ * grants whatever can be granted. On success *out is the claim (owned by
+ * the engine). Errors: SL_EINVAL (malformed, or could never be granted),
+ * SL_EUNKNOWN (a semaphore with no configuration; err->name says which),
+ * SL_ECONFLICT (the id is taken), SL_ELIMIT, SL_EFULL (err->name's queue
+ * holds err->value waiters, its max_pending), SL_EBACKDATE (err->value:
+ * how far back `created` is, err->asked: how far it may be). */
 int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_claim **out,
                     sl_error *err);
 sl_claim *sl_claim_find(const sl_engine *eng, const char *id);
@@ -377,8 +455,8 @@ typedef struct sl_claim_view {
     int64_t created_ms, arrived_ms;
     uint64_t arrival;          /* arrival sequence, the last tie-break */
     const char *rebalance_key; /* NULL */
-    const char *group;         /* NULL */
-    sl_cancel cancel;
+    const char *group;         /* its first group, or NULL */
+    sl_cancel cancel;          /* that group's cancel */
     int64_t grace_ms, lease_ms, timeout_ms;
     int64_t life_ms;      /* last sign of life */
     int64_t expires_ms;   /* when the lease runs out; -1 when none or ended */
@@ -409,6 +487,8 @@ typedef struct sl_claim_lock_view {
     sl_via via;
     uint64_t token;  /* fencing token once granted; 0 before */
     size_t position; /* place in the lock's queue while pending, from 1; else 0 */
+    uint32_t inline_limit; /* the inline limit the claim gave, else 0 */
+    sl_cancel cancel;      /* via group: that group's cancel */
 } sl_claim_lock_view;
 
 /* Lock i of the claim, in the claim's order (explicit locks, then tags, then
@@ -436,6 +516,10 @@ typedef struct sl_why {
     uint64_t key_used; /* rebalanced: slots its key holds */
     bool kept;        /* skip, behind: the slots are kept for the first waiter (ahead[0]),
                        * which has waited the overtake limit */
+    uint32_t weight;  /* rebalanced: its key's weight */
+    uint64_t weights; /* rebalanced: the weights of every key present, summed */
+    sl_preempt preempt;  /* a preempting lock: what preemption does for it */
+    size_t npreempt;     /* WILL: holders it would revoke; WAITING: revoking holders */
 } sl_why;
 
 /* Explains a pending claim, one entry per lock (at most max written;
@@ -501,6 +585,8 @@ typedef struct sl_claim_lock_rec {
     uint32_t slots;
     sl_via via;
     uint64_t token;
+    uint32_t inline_limit;
+    sl_cancel cancel; /* via group */
 } sl_claim_lock_rec;
 
 /* A claim as the store saved it: the view's fields (nlocks and ntags count

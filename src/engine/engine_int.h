@@ -32,6 +32,8 @@ typedef struct sl_xlock {
     size_t keylen;
     uint32_t slots;
     sl_via via;
+    uint32_t inline_limit;
+    uint8_t cancel;    /* via group */
     int64_t cfg_lease; /* the configured lease of a semaphore, 0 if none */
     sl_lock *lock;     /* restore: the lock found by key, NULL when it is new */
 } sl_xlock;
@@ -42,6 +44,7 @@ struct sl_config {
     sl_strategy strategy;
     int64_t lease_ms;
     int64_t overtake_ms;
+    sl_sem_rules rules; /* rules.weights is owned: one block with the keys */
     bool pattern; /* name ends in '*'; the prefix is name[0..len-1) */
     uint16_t len;
     char name[];
@@ -67,9 +70,12 @@ struct sl_lock {
     sl_tree queue;            /* strict and skip: pending entries in the total order */
     sl_hash *rkeys;           /* rebalanced: keys present (holding or pending) */
     sl_tree rkey_order;       /* rebalanced: keys with pending claims, by oldest pending */
+    uint64_t wsum;            /* rebalanced: the weights of the keys present, summed */
+    uint32_t inline_limit;    /* made by its claims' inline limit (no configuration) */
     bool idle;      /* on the idle list */
     bool dirty;     /* on eng->dirty: admission must be looked at again */
     bool tok_dirty; /* on eng->chg_locks */
+    bool preempt_marked; /* on eng->preempt */
     uint16_t keylen;
     char key[]; /* "mtx/NAME" or "sem/NAME"; the name is key + 4 */
 };
@@ -88,8 +94,9 @@ struct sl_centry {
     const char *key;
     uint64_t token;
     uint32_t slots;
+    uint32_t inl; /* inline limit given, else 0 */
     uint8_t via;
-    bool ok; /* scratch for the admission pass */
+    uint8_t cancel; /* via group: its cancel */
 };
 
 struct sl_rkey {
@@ -98,6 +105,7 @@ struct sl_rkey {
     sl_tree pending; /* its pending entries, oldest first */
     uint64_t held;   /* slots its claims hold */
     size_t nheld, npending;
+    uint32_t weight; /* from the lock's rules (weights, default_weight) */
     uint16_t len;
     char name[];
 };
@@ -120,6 +128,7 @@ struct sl_claim {
     uint8_t cancel, reason;
     bool dirty;     /* on eng->chg_claims */
     bool candidate; /* on eng->cand during an admission pass */
+    bool preempting; /* it revoked holders to get in: a skip queue keeps its slots */
     uint16_t ntags, idlen;
     /* Last, next to the entries: what every queue comparison reads. With a
      * million waiters each tree level is a cache miss; keeping the ordering
@@ -155,6 +164,8 @@ struct sl_engine {
     sl_pvec dirty; /* sl_lock* whose admission must be looked at */
     sl_pvec cand;  /* sl_claim*, scratch for the admission pass */
     sl_pvec arrivals; /* sl_claim* that joined strict or skip queues: candidates */
+    sl_pvec preempt;  /* sl_lock* whose head may preempt (preempt.c) */
+    sl_pvec victims;  /* sl_centry*, scratch for preemption plans */
     void *sim;     /* scratch for rebalanced walks (rebalance.c) */
     sl_xlock *xlocks; /* scratch: SL_CLAIM_LOCKS_MAX locks of a claim being built */
     size_t simcap;
@@ -200,6 +211,8 @@ void sl__lock_evict_excess(sl_engine *eng);
 void sl__lock_free_all(sl_engine *eng);
 void sl__lock_mark_dirty(sl_engine *eng, sl_lock *l);
 bool sl__lock_busy(const sl_lock *l);
+const sl_sem_rules *sl__lock_rules(const sl_lock *l); /* its configuration's, or none */
+void sl__lock_set_inline(sl_engine *eng, sl_lock *l, uint32_t limit);
 void sl__lock_key(sl_kind kind, const char *name, size_t len, char *out, size_t *outlen);
 
 /* queue.c */
@@ -229,10 +242,19 @@ void sl__rk_free_all(sl_engine *eng, sl_lock *l);
 typedef bool (*sl_rk_visit)(void *ud, sl_centry *e, size_t position, uint64_t slots_before);
 void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud);
 uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below);
+/* The lock's rules changed: every key takes its weight again. */
+void sl__rk_reweigh(sl_lock *l);
 
 /* restore.c: ends a restore early (a configuration set in the middle of
  * one walks queues, which must be trees by then) */
 void sl__restore_finish(sl_engine *eng);
+
+/* preempt.c */
+bool sl__lock_preempts(const sl_lock *l);
+void sl__preempt_mark(sl_engine *eng, sl_lock *l); /* its head may preempt now */
+bool sl__preempt_pass(sl_engine *eng, int64_t now); /* true: it revoked someone */
+/* What preemption does for a waiter on its lock (sl_why), *count as there. */
+sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count);
 
 /* group.c */
 void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now);

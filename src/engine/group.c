@@ -1,6 +1,7 @@
 /* group.c - concurrency groups: a newer claim cancels what it supersedes.
  *
- * A group is a lock (group/NAME) every claim of the group takes. A claim
+ * A group is a lock (group/NAME) every claim of the group takes; a claim
+ * may be in several groups, each with its own cancel. A claim
  * with `cancel: pending` supersedes the group's waiters that come before it
  * (earlier created, then earlier arrival); with `cancel: in-progress` it also
  * revokes the group's holders that come before it. A revoked holder keeps
@@ -56,19 +57,17 @@ static void revoke(sl_engine *eng, sl_claim *h, const sl_claim *c, int64_t now)
     sl__claim_rearm(eng, h);
 }
 
-void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now)
+/* Applies one group's cancel: the group's waiters before c are
+ * superseded, and with in-progress its holders before c revoked. */
+static void cancel_in(sl_engine *eng, sl_claim *c, const sl_centry *g, int64_t now)
 {
-    const sl_centry *g = NULL;
-    for (size_t i = 0; i < c->nlocks; i++)
-        if (c->e[i].via == SL_VIA_GROUP)
-            g = &c->e[i];
-    sl_lock *l = g ? sl__lock_find(eng, g->key, strlen(g->key)) : NULL;
+    sl_lock *l = sl__lock_find(eng, g->key, strlen(g->key));
     if (!l)
         return;
     sl_pvec victims = {0};
     collect_pending(l, c, &victims, &eng->mem);
     size_t npending = victims.n;
-    if (c->cancel == SL_CANCEL_IN_PROGRESS)
+    if (g->cancel == SL_CANCEL_IN_PROGRESS)
         for (sl_centry *h = l->hhead; h; h = h->u.h.next)
             if (sl__claim_age_order(h->claim, c) < 0)
                 sl__pvec_push(&eng->mem, &victims, h->claim);
@@ -80,4 +79,13 @@ void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now)
             revoke(eng, v, c, now);
     }
     sl__pvec_free(&eng->mem, &victims);
+}
+
+/* Each group of the claim is its own lock with its own cancel (the first
+ * one's is the claim's `cancel`). */
+void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now)
+{
+    for (size_t i = 0; i < c->nlocks; i++)
+        if (c->e[i].via == SL_VIA_GROUP && c->e[i].cancel != SL_CANCEL_NONE)
+            cancel_in(eng, c, &c->e[i], now);
 }

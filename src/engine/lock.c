@@ -70,6 +70,22 @@ static void list_append(sl_engine *eng, sl_lock *l, bool idle)
         eng->nactive++;
 }
 
+/* An inline limit makes a semaphore no configuration covers, for as long
+ * as it has holders or waiters (sl__lock_check_idle forgets it). */
+void sl__lock_set_inline(sl_engine *eng, sl_lock *l, uint32_t limit)
+{
+    if (limit == 0 || l->cfg || l->inline_limit == limit)
+        return;
+    l->inline_limit = l->limit = limit;
+    sl__lock_mark_dirty(eng, l);
+}
+
+const sl_sem_rules *sl__lock_rules(const sl_lock *l)
+{
+    static const sl_sem_rules none;
+    return l->cfg ? &l->cfg->rules : &none;
+}
+
 bool sl__lock_busy(const sl_lock *l)
 {
     return l->nholders > 0 || l->npending > 0;
@@ -83,6 +99,8 @@ static bool lock_kept_active(const sl_lock *l)
 void sl__lock_check_idle(sl_engine *eng, sl_lock *l)
 {
     bool idle = !lock_kept_active(l);
+    if (!sl__lock_busy(l) && l->inline_limit > 0)
+        l->inline_limit = l->limit = 0; /* gone with its last claim */
     if (idle == l->idle)
         return;
     list_remove(eng, l);
@@ -115,6 +133,7 @@ void sl__lock_mark_dirty(sl_engine *eng, sl_lock *l)
         return;
     l->dirty = true;
     sl__pvec_push(&eng->mem, &eng->dirty, l);
+    sl__preempt_mark(eng, l);
 }
 
 /* Binds a semaphore to its (new) configuration and takes its values; a
@@ -125,9 +144,10 @@ void sl__lock_apply_config(sl_engine *eng, sl_lock *l, const sl_config *cfg)
     if (cfg) {
         if (cfg->strategy != l->strategy)
             sl__queue_requeue(eng, l, cfg->strategy);
-        if (cfg->limit != l->limit || cfg->lease_ms != l->lease_ms ||
-            cfg->overtake_ms != l->overtake_ms)
-            sl__lock_mark_dirty(eng, l);
+        /* Any value may let someone in (rules too: weights, a rate, preempt). */
+        sl__lock_mark_dirty(eng, l);
+        if (l->strategy == SL_REBALANCED)
+            sl__rk_reweigh(l);
         l->limit = cfg->limit;
         l->lease_ms = cfg->lease_ms;
         l->overtake_ms = cfg->overtake_ms;
@@ -287,6 +307,7 @@ static void view_fill(const sl_engine *eng, sl_kind kind, const char *key, size_
         out->lease_ms = cfg->lease_ms;
         out->overtake_ms = cfg->overtake_ms;
         out->from_pattern = cfg->pattern ? cfg->name : NULL;
+        out->rules = cfg->rules;
     }
 }
 
@@ -299,6 +320,7 @@ void sl_lock_get(const sl_lock *l, sl_lock_view *out)
     out->overtake_ms = l->overtake_ms;
     out->used = l->used;
     out->token = l->token;
+    out->inline_limit = l->inline_limit;
     out->nholders = l->nholders;
     out->npending = l->npending;
 }
@@ -316,9 +338,9 @@ int sl_lock_lookup(const sl_engine *eng, sl_kind kind, const char *name, sl_lock
     sl__lock_key(kind, name, len, key, &klen);
     const sl_lock *l = sl__lock_find(eng, key, klen);
     const sl_config *cfg = kind == SL_KIND_SEMAPHORE ? sl__config_resolve(eng, name, len) : NULL;
-    if (kind == SL_KIND_SEMAPHORE && !cfg)
+    if (kind == SL_KIND_SEMAPHORE && !cfg && !(l && l->inline_limit))
         return SL_ENOTFOUND;
-    if (l && (kind == SL_KIND_MUTEX || l->cfg)) {
+    if (l && (kind == SL_KIND_MUTEX || l->cfg || l->inline_limit)) {
         sl_lock_get(l, out);
         if (lock)
             *lock = l;

@@ -27,6 +27,20 @@ static const char *const reason_texts[] = {
     "revoked by a newer claim of its group, and its grace ran out",
     "revoked by a newer claim of its group, and released by its holder",
     "canceled by an operator",
+    "preempted by a waiting claim of higher priority",
+    "superseded: its lock's queue was full and it was the oldest waiter",
+};
+
+static const char *const on_full_names[] = {"reject", "drop_oldest"};
+
+static const char *const preempt_names[] = {"none", "waiting", "will", "not_head", "too_few"};
+
+static const char *const preempt_texts[] = {
+    "",
+    "waits for the holders it preempted to leave",
+    "will preempt holders of lower priority once its other locks are free",
+    "would preempt, but a claim ahead of it comes first",
+    "would preempt, but holders of lower priority hold too few slots",
 };
 
 static const char *const event_names[] = {
@@ -73,6 +87,21 @@ const char *sl_cancel_name(sl_cancel c)
     return pick(cancel_names, COUNT(cancel_names), (unsigned)c);
 }
 
+const char *sl_on_full_name(sl_on_full f)
+{
+    return pick(on_full_names, COUNT(on_full_names), (unsigned)f);
+}
+
+const char *sl_preempt_name(sl_preempt p)
+{
+    return pick(preempt_names, COUNT(preempt_names), (unsigned)p);
+}
+
+const char *sl_preempt_text(sl_preempt p)
+{
+    return pick(preempt_texts, COUNT(preempt_texts), (unsigned)p);
+}
+
 bool sl_state_ended(sl_state s)
 {
     return s != SL_PENDING && s != SL_HELD && s != SL_REVOKING;
@@ -113,6 +142,15 @@ int sl_cancel_parse(const char *s, sl_cancel *out)
     int rc = parse(cancel_names, COUNT(cancel_names), s, &v);
     if (rc == 0)
         *out = (sl_cancel)v;
+    return rc;
+}
+
+int sl_on_full_parse(const char *s, sl_on_full *out)
+{
+    int v;
+    int rc = parse(on_full_names, COUNT(on_full_names), s, &v);
+    if (rc == 0)
+        *out = (sl_on_full)v;
     return rc;
 }
 

@@ -33,19 +33,21 @@ uint64_t sl__lock_free_slots(const sl_lock *l)
 
 const sl_centry *sl__skip_barrier(const sl_engine *eng, const sl_lock *l)
 {
-    if (l->strategy != SL_SKIP || l->overtake_ms <= 0)
+    if (l->strategy != SL_SKIP || (l->overtake_ms <= 0 && !sl__lock_preempts(l)))
         return NULL;
     sl_tnode *t = sl__tree_first(&l->queue);
     if (!t)
         return NULL;
     const sl_centry *first = sl__container_of(t, sl_centry, u.node);
+    if (first->claim->preempting)
+        return first; /* the slots it revoked are for it */
     return eng->now - first->claim->arrived >= l->overtake_ms ? first : NULL;
 }
 
 /* The entry is its skip queue's first: the overtake barrier may change. */
 static bool skip_first(const sl_lock *l, const sl_centry *e)
 {
-    return l->strategy == SL_SKIP && l->overtake_ms > 0 &&
+    return l->strategy == SL_SKIP && (l->overtake_ms > 0 || sl__lock_preempts(l)) &&
            sl__tree_first(&l->queue) == &e->u.node;
 }
 
@@ -63,6 +65,7 @@ void sl__queue_add(sl_engine *eng, sl_centry *e)
     } else {
         sl__tree_insert(&l->queue, &e->u.node, e->slots);
         sl__pvec_push(&eng->mem, &eng->arrivals, e->claim);
+        sl__preempt_mark(eng, l);
         /* Before the first waiter, it lifts the barrier that one may be. */
         if (skip_first(l, e))
             sl__lock_mark_dirty(eng, l);
@@ -351,7 +354,26 @@ static void grant_and_follow(sl_engine *eng, sl_claim *c, int64_t now)
             collect(eng, c->e[i].lock, c);
 }
 
+/* A candidate admissible on one lock but not everywhere: its preempting
+ * locks may now let it preempt (the one that held it back was freed). */
+static void mark_preempting_locks(sl_engine *eng, const sl_claim *c)
+{
+    for (size_t i = 0; i < c->nlocks; i++)
+        sl__preempt_mark(eng, c->e[i].lock);
+}
+
+static void settle_once(sl_engine *eng, int64_t now);
+
+/* Admission, then preemption once nothing more can be granted; a
+ * preemption with no grace frees slots at once, so admission runs again. */
 void sl__settle(sl_engine *eng, int64_t now)
+{
+    do
+        settle_once(eng, now);
+    while (eng->preempt.n > 0 && sl__preempt_pass(eng, now));
+}
+
+static void settle_once(sl_engine *eng, int64_t now)
 {
     if (now > eng->now)
         eng->now = now;
@@ -375,6 +397,8 @@ void sl__settle(sl_engine *eng, int64_t now)
             c->candidate = false;
             if (c->state == SL_PENDING && admissible_everywhere(eng, c))
                 grant_and_follow(eng, c, now);
+            else if (c->state == SL_PENDING)
+                mark_preempting_locks(eng, c);
         }
     }
     for (size_t i = 0; i < eng->dirty.n; i++)

@@ -1,10 +1,13 @@
 /* rebalance.c - the rebalanced strategy: fair shares between rebalance keys.
  *
- * docs/engine.md: with K keys among a lock's holders and waiters, each key's
- * quota is floor(limit / K), plus one slot for the limit mod K keys whose
- * oldest waiting claims are oldest. Free slots go to the oldest waiting claim
- * of a key below its quota; when no such key waits, to the oldest waiting
- * claim of any key, so no slot idles while someone waits.
+ * docs/engine.md: each key among a lock's holders and waiters weighs its
+ * weight (the lock's weights, else default_weight, else 1); with W the sum,
+ * a key's quota is floor(limit * w / W), plus one slot for each of the R
+ * keys whose oldest waiting claims are oldest, R being what the floors
+ * leave of the limit. With equal weights that is floor(limit / K) and
+ * limit mod K. Free slots go to the oldest waiting claim of a key below its
+ * quota; when no such key waits, to the oldest waiting claim of any key, so
+ * no slot idles while someone waits.
  *
  * A rebalanced lock keeps one queue per key (oldest first) and the keys that
  * have waiters ordered by their oldest waiter. The order in which slots
@@ -18,9 +21,47 @@
 
 typedef struct rk_cursor {
     sl_rkey *rk;
-    sl_tnode *cur; /* the next of its entries to be handed slots */
-    uint64_t held; /* slots the key holds, counting those handed out so far */
+    sl_tnode *cur;  /* the next of its entries to be handed slots */
+    uint64_t held;  /* slots the key holds, counting those handed out so far */
+    uint64_t share; /* floor(limit * weight / W) */
 } rk_cursor;
+
+static uint32_t weight_of(const sl_lock *l, const char *name)
+{
+    const sl_sem_rules *r = sl__lock_rules(l);
+    for (size_t i = 0; i < r->nweights; i++)
+        if (strcmp(r->weights[i].key, name) == 0)
+            return r->weights[i].weight;
+    return r->default_weight ? r->default_weight : 1;
+}
+
+static uint64_t share_of(const sl_lock *l, const sl_rkey *rk)
+{
+    return l->wsum ? (uint64_t)l->limit * rk->weight / l->wsum : 0;
+}
+
+/* R: the slots the floors of every key's share leave of the limit. */
+static uint64_t remainder_of(const sl_lock *l)
+{
+    if (sl__lock_rules(l)->nweights == 0) /* one weight for all: limit mod K */
+        return l->limit % sl__hash_count(l->rkeys);
+    uint64_t sum = 0;
+    for (sl_hnode *n = sl__hash_first(l->rkeys); n; n = sl__hash_next(l->rkeys, n))
+        sum += share_of(l, sl__container_of(n, sl_rkey, hnode));
+    return l->limit > sum ? l->limit - sum : 0;
+}
+
+void sl__rk_reweigh(sl_lock *l)
+{
+    if (!l->rkeys)
+        return;
+    l->wsum = 0;
+    for (sl_hnode *n = sl__hash_first(l->rkeys); n; n = sl__hash_next(l->rkeys, n)) {
+        sl_rkey *rk = sl__container_of(n, sl_rkey, hnode);
+        rk->weight = weight_of(l, rk->name);
+        l->wsum += rk->weight;
+    }
+}
 
 static const char *rk_hash_key(const sl_hnode *n, size_t *len)
 {
@@ -63,6 +104,8 @@ static sl_rkey *rk_get(sl_engine *eng, sl_lock *l, const sl_claim *c)
     sl_rkey *rk = sl__calloc(&eng->mem, 1, sizeof(*rk) + len + 1);
     memcpy(rk->name, name, len);
     rk->len = (uint16_t)len;
+    rk->weight = weight_of(l, rk->name);
+    l->wsum += rk->weight;
     sl__tree_init(&rk->pending, entry_cmp);
     sl__hash_insert(l->rkeys, &rk->hnode);
     return rk;
@@ -72,6 +115,7 @@ static void rk_maybe_free(sl_engine *eng, sl_lock *l, sl_rkey *rk)
 {
     if (rk->nheld > 0 || rk->npending > 0)
         return;
+    l->wsum -= rk->weight;
     sl__hash_remove(l->rkeys, &rk->hnode);
     sl__free(&eng->mem, rk);
 }
@@ -133,6 +177,7 @@ void sl__rk_free_all(sl_engine *eng, sl_lock *l)
     sl__hash_free(l->rkeys);
     sl__free(&eng->mem, l->rkeys);
     l->rkeys = NULL;
+    l->wsum = 0;
 }
 
 static int cursor_cmp(const rk_cursor *a, const rk_cursor *b)
@@ -152,10 +197,10 @@ static void cursor_resort(rk_cursor *v, size_t n, size_t r)
     v[i] = moved;
 }
 
-static size_t pick(const rk_cursor *v, size_t n, uint64_t base, uint64_t extra)
+static size_t pick(const rk_cursor *v, size_t n, uint64_t extra)
 {
     for (size_t r = 0; r < n; r++)
-        if (v[r].held < base + (r < extra ? 1 : 0))
+        if (v[r].held < v[r].share + (r < extra ? 1 : 0))
             return r;
     return 0;
 }
@@ -173,13 +218,12 @@ void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud)
     size_t i = 0;
     for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), i++) {
         sl_rkey *rk = sl__container_of(t, sl_rkey, onode);
-        v[i] = (rk_cursor){rk, sl__tree_first(&rk->pending), rk->held};
+        v[i] = (rk_cursor){rk, sl__tree_first(&rk->pending), rk->held, share_of(l, rk)};
     }
-    uint64_t keys = sl__hash_count(l->rkeys);
-    uint64_t base = l->limit / keys, extra = l->limit % keys;
+    uint64_t extra = remainder_of(l);
     uint64_t before = 0;
     for (size_t position = 1; n > 0; position++) {
-        size_t r = pick(v, n, base, extra);
+        size_t r = pick(v, n, extra);
         sl_centry *e = sl__container_of(v[r].cur, sl_centry, u.node);
         if (!visit(ud, e, position, before))
             return;
@@ -197,14 +241,13 @@ void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud)
 
 uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below)
 {
-    uint64_t keys = sl__hash_count(l->rkeys);
-    uint64_t base = l->limit / keys, extra = l->limit % keys;
-    uint64_t quota = base;
+    uint64_t extra = remainder_of(l);
+    uint64_t quota = share_of(l, rk);
     size_t r = 0;
     *someone_below = false;
     for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), r++) {
         const sl_rkey *k = sl__container_of(t, sl_rkey, onode);
-        uint64_t q = base + (r < extra ? 1 : 0);
+        uint64_t q = share_of(l, k) + (r < extra ? 1 : 0);
         if (k == rk)
             quota = q;
         else if (k->held < q)

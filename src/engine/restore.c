@@ -49,6 +49,7 @@ static int check_rec(const sl_engine *eng, const sl_claim_rec *rec, sl_xlock *x,
         sl__error_set(err, SL_EINVAL, "a saved claim is malformed or repeated", "id", v->id, 0);
         return SL_EINVAL;
     }
+    int group_seen = 0;
     for (size_t i = 0; i < v->nlocks; i++) {
         const sl_claim_lock_rec *lr = &rec->locks[i];
         size_t len = lr->name ? strlen(lr->name) : 0;
@@ -74,6 +75,13 @@ static int check_rec(const sl_engine *eng, const sl_claim_rec *rec, sl_xlock *x,
         x[i].slots = lr->slots;
         x[i].via = lr->via;
         x[i].cfg_lease = 0;
+        x[i].inline_limit = lr->inline_limit <= SL_LIMIT_MAX ? lr->inline_limit : 0;
+        x[i].cancel = (unsigned)lr->cancel <= SL_CANCEL_IN_PROGRESS ? (uint8_t)lr->cancel : 0;
+        /* The first group's cancel is the claim's (rows saved before
+         * several groups came carry it there only). */
+        if (lr->via == SL_VIA_GROUP && !group_seen++ && x[i].cancel == SL_CANCEL_NONE &&
+            (unsigned)v->cancel <= SL_CANCEL_IN_PROGRESS)
+            x[i].cancel = (uint8_t)v->cancel;
     }
     /* Tags are copied with strlen: a missing key or value must stop here. */
     for (size_t i = 0; i < v->ntags; i++) {
@@ -140,6 +148,7 @@ static void rec_place(sl_engine *eng, sl_claim *c, const sl_xlock *x)
     for (size_t i = 0; i < c->nlocks; i++) {
         sl_centry *e = &c->e[i];
         e->lock = x[i].lock ? x[i].lock : sl__lock_get(eng, x[i].key, x[i].keylen);
+        sl__lock_set_inline(eng, e->lock, e->inl);
         if (c->state == SL_PENDING)
             sl__queue_restore(eng, e);
         else

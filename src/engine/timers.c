@@ -94,7 +94,9 @@ static void fire(sl_engine *eng, sl_claim *c, int64_t at)
     if (sl_state_ended((sl_state)c->state))
         purge(eng, c);
     else if (c->state == SL_REVOKING && c->revoke_at <= at)
-        sl__claim_end(eng, c, SL_CANCELED, SL_REASON_GRACE, NULL, at);
+        sl__claim_end(eng, c, SL_CANCELED,
+                      c->reason == SL_REASON_PREEMPTED ? SL_REASON_PREEMPTED : SL_REASON_GRACE,
+                      NULL, at);
     else if (lease_deadline(c) <= at)
         sl__claim_end(eng, c, SL_EXPIRED, SL_REASON_LEASE, NULL, at);
     else if (timeout_deadline(c) <= at)

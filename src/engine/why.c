@@ -70,6 +70,8 @@ static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
         if (w) {
             w->quota = quota;
             w->key_used = e->rk->held;
+            w->weight = e->rk->weight;
+            w->weights = l->wsum;
         }
         if (e->rk->held >= quota && below)
             return SL_RULE_QUOTA;
@@ -87,6 +89,7 @@ size_t sl_claim_why(sl_engine *eng, const sl_claim *c, sl_why *out, size_t max)
         w->lock = i;
         w->key = c->e[i].key;
         w->rule = rule_on(eng, &c->e[i], w);
+        w->preempt = sl__preempt_status(eng, &c->e[i], &w->npreempt);
         fill_ahead(eng, &c->e[i], w);
     }
     return c->nlocks;

@@ -15,11 +15,15 @@
 
 static const char *const claim_fields[] = {
     "holder", "locks", "priority", "created", "rebalance_key", "tags", "group",
-    "cancel", "grace", "lease", "timeout", "wait", NULL,
+    "cancel", "groups", "grace", "lease", "timeout", "wait", NULL,
 };
-static const char *const lock_fields[] = {"mutex", "semaphore", "slots", NULL};
+static const char *const lock_fields[] = {"mutex", "semaphore", "slots", "limit", NULL};
+static const char *const group_fields[] = {"name", "cancel", NULL};
 
-#define LOCK_SHAPE "a lock is {\"mutex\": NAME} or {\"semaphore\": NAME, \"slots\": N}"
+#define LOCK_SHAPE                                                                           \
+    "a lock is {\"mutex\": NAME} or {\"semaphore\": NAME, \"slots\": N, \"limit\": L} (limit: " \
+    "an inline limit, for a semaphore no configuration covers)"
+#define GROUP_SHAPE "a group is {\"name\": NAME, \"cancel\": \"none\"|\"pending\"|\"in-progress\"}"
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t cap, const char *fmt,
                                                      ...)
@@ -62,7 +66,7 @@ static int parse_lock(json_t *item, size_t i, sl_lock_req *out, char *err, size_
     if (sl_json_known_fields(item, lock_fields, where, LOCK_SHAPE, err, cap) != 0)
         return -1;
     json_t *mutex = json_object_get(item, "mutex"), *sem = json_object_get(item, "semaphore");
-    json_t *slots = json_object_get(item, "slots");
+    json_t *slots = json_object_get(item, "slots"), *limit = json_object_get(item, "limit");
     if (!mutex == !sem)
         return bad(err, cap, "%s must name exactly one of \"mutex\" and \"semaphore\"; %s", field,
                    LOCK_SHAPE);
@@ -71,13 +75,20 @@ static int parse_lock(json_t *item, size_t i, sl_lock_req *out, char *err, size_
         snprintf(where, sizeof(where), "%s.%s", field, mutex ? "mutex" : "semaphore");
         return not_a(err, cap, where, "a string (the lock's name)", name);
     }
-    json_int_t n = 1;
+    json_int_t n = 1, lim = 0;
     snprintf(where, sizeof(where), "%s.slots", field);
     if (slots && whole_in(slots, where, 1, SL_LIMIT_MAX, "", &n, err, cap) != 0)
+        return -1;
+    snprintf(where, sizeof(where), "%s.limit", field);
+    if (limit && mutex)
+        return bad(err, cap, "%s applies to semaphores: a mutex has one slot", where);
+    if (limit && whole_in(limit, where, 1, SL_LIMIT_MAX, " (the semaphore's inline limit)", &lim,
+                          err, cap) != 0)
         return -1;
     out->kind = mutex ? SL_KIND_MUTEX : SL_KIND_SEMAPHORE;
     out->name = json_string_value(name);
     out->slots = (uint32_t)n;
+    out->limit = (uint32_t)lim;
     return 0;
 }
 
@@ -98,6 +109,54 @@ static int parse_locks(json_t *locks, sl_claim_body *b, char *err, size_t cap)
             return -1;
     }
     b->req.nlocks = json_array_size(locks);
+    return 0;
+}
+
+static int parse_group(json_t *item, size_t i, sl_group_req *out, char *err, size_t cap)
+{
+    char field[32], where[48];
+    snprintf(field, sizeof(field), "groups[%zu]", i % 1000);
+    snprintf(where, sizeof(where), "%s: ", field);
+    if (!json_is_object(item))
+        return not_a(err, cap, field, "an object: " GROUP_SHAPE, item);
+    if (sl_json_known_fields(item, group_fields, where, GROUP_SHAPE, err, cap) != 0)
+        return -1;
+    json_t *name = json_object_get(item, "name"), *cancel = json_object_get(item, "cancel");
+    snprintf(where, sizeof(where), "%s.name", field);
+    if (!name)
+        return bad(err, cap, "%s is required; %s", where, GROUP_SHAPE);
+    if (!json_is_string(name))
+        return not_a(err, cap, where, "a string (the group's name, e.g. \"repo/pr-12\")", name);
+    out->name = json_string_value(name);
+    out->cancel = SL_CANCEL_NONE;
+    snprintf(where, sizeof(where), "%s.cancel", field);
+    if (cancel && (!json_is_string(cancel) ||
+                   sl_cancel_parse(json_string_value(cancel), &out->cancel) != 0))
+        return not_a(err, cap, where, "\"none\", \"pending\" or \"in-progress\"", cancel);
+    return 0;
+}
+
+/* groups: more concurrency groups, each its own lock with its own cancel
+ * (`group` and `cancel` are the shorthand for one). */
+static int parse_groups(json_t *groups, sl_claim_body *b, char *err, size_t cap)
+{
+    if (!groups)
+        return 0;
+    size_t room = SL_GROUPS_MAX - (b->req.group ? 1 : 0);
+    if (!json_is_array(groups))
+        return not_a(err, cap, "groups", "an array of groups: " GROUP_SHAPE, groups);
+    if (json_array_size(groups) > room)
+        return bad(err, cap, "groups has %zu groups; a claim has at most %d, group included",
+                   json_array_size(groups), SL_GROUPS_MAX);
+    size_t i;
+    json_t *item;
+    json_array_foreach(groups, i, item)
+    {
+        if (parse_group(item, i, &b->groups[i], err, cap) != 0)
+            return -1;
+    }
+    b->req.groups = b->groups;
+    b->req.ngroups = json_array_size(groups);
     return 0;
 }
 
@@ -210,13 +269,14 @@ int sl_claim_body_parse(json_t *body, sl_claim_body *b, char *err, size_t cap)
     b->req.lease_ms = -1;
     if (sl_json_known_fields(body, claim_fields, "",
                              "a claim has holder, locks, priority, created, rebalance_key, tags, "
-                             "group, cancel, grace, lease, timeout and wait",
+                             "group, cancel, groups, grace, lease, timeout and wait",
                              err, cap) != 0 ||
         parse_scalars(body, b, err, cap) != 0 ||
         parse_locks(json_object_get(body, "locks"), b, err, cap) != 0 ||
-        parse_tags(json_object_get(body, "tags"), b, err, cap) != 0)
+        parse_tags(json_object_get(body, "tags"), b, err, cap) != 0 ||
+        parse_groups(json_object_get(body, "groups"), b, err, cap) != 0)
         return -1;
-    if (b->req.nlocks == 0 && b->req.ntags == 0 && !b->req.group)
+    if (b->req.nlocks == 0 && b->req.ntags == 0 && !b->req.group && b->req.ngroups == 0)
         return bad(err, cap, "%s",
                    "a claim needs at least one of locks, tags or group: say what it claims, as "
                    "in {\"holder\": \"run-1\", \"locks\": [{\"mutex\": \"deploy\"}]}");

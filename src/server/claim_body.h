@@ -10,6 +10,7 @@ typedef struct sl_claim_body {
     sl_claim_req req;
     sl_lock_req locks[SL_LOCKS_MAX];
     sl_tag tags[SL_TAGS_MAX];
+    sl_group_req groups[SL_GROUPS_MAX];
     int64_t wait_ms;
     bool has_timeout; /* else the server's default_timeout applies */
 } sl_claim_body;

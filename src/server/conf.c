@@ -62,6 +62,7 @@ void sl_conf_defaults(sl_conf *c)
     c->log_level = SL_LOG_INFO;
     c->default_lease_ms = 0;
     c->default_timeout_ms = 0;
+    c->backdate_skew_ms = SL_BACKDATE_SKEW_DEFAULT_MS;
     c->max_wait_ms = 30 * 1000;
     c->idle_timeout_ms = 60 * 1000;
     c->event_retention_ms = 24LL * 3600 * 1000;
@@ -351,6 +352,9 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
     AT("default_timeout");
     if (c->default_timeout_ms < 0 || c->default_timeout_ms > SL_DURATION_MAX_MS)
         PROBLEM("must be 0 (none) or a duration of at most 100 years, like 10m");
+    AT("backdate_skew");
+    if (c->backdate_skew_ms < 0 || c->backdate_skew_ms > SL_DURATION_MAX_MS)
+        PROBLEM("must be 0 (none) or a duration of at most 100 years, like 5s");
 
     const struct {
         const char *key;

@@ -41,6 +41,7 @@ typedef struct sl_conf {
     sl_log_level log_level;
     int64_t default_lease_ms;   /* claims that set none and whose semaphores set none; 0 */
     int64_t default_timeout_ms; /* pending time of claims that set no timeout; 0 = none */
+    int64_t backdate_skew_ms;   /* how far back a claim's `created` may be without leave (5 s) */
     int64_t max_wait_ms;        /* longest long-poll before answering pending (30 s) */
     int64_t idle_timeout_ms;    /* an idle keep-alive connection is closed (60 s) */
     int64_t event_retention_ms; /* events kept at least this long (24 h) */

@@ -54,6 +54,7 @@ typedef struct raw_token {
 
 typedef struct raw_conf {
     char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
+    char *backdate_skew;
     char *advertise, *leader_timeout;
     raw_limits *limits;
     raw_sem *semaphores;
@@ -121,6 +122,7 @@ static const cyaml_schema_field_t top_fields[] = {
     STR("log_level", OPT, raw_conf, log_level),
     STR("default_lease", OPT, raw_conf, default_lease),
     STR("default_timeout", OPT, raw_conf, default_timeout),
+    STR("backdate_skew", OPT, raw_conf, backdate_skew),
     CYAML_FIELD_MAPPING_PTR("limits", OPT_NULL, raw_conf, limits, limits_fields),
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
@@ -603,6 +605,9 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         return -1;
     if (r->default_timeout &&
         conv_duration(ld, "default_timeout", r->default_timeout, &n->default_timeout_ms) != 0)
+        return -1;
+    if (r->backdate_skew &&
+        conv_duration(ld, "backdate_skew", r->backdate_skew, &n->backdate_skew_ms) != 0)
         return -1;
 
     if (r->limits) {

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 10^9: the fraction digits are scaled to nanounits of their unit. */
@@ -450,4 +451,48 @@ void sl_time_format(int64_t ms, char *buf, size_t cap)
                      d, hour, min, sec, milli);
     }
     put(buf, cap, tmp, n > 0 ? (size_t)n : 0);
+}
+
+/* The period of a rate, "1m" or "m" (one of the unit); 0 or -1. */
+static int rate_period(const char *p, int64_t *ms)
+{
+    char one[40];
+    if (*p >= 'a' && *p <= 'z') {
+        int n = snprintf(one, sizeof(one), "1%s", p);
+        if (n < 0 || (size_t)n >= sizeof(one))
+            return -1;
+        p = one;
+    }
+    return sl_duration_parse(p, ms) == 0 && *ms > 0 ? 0 : -1;
+}
+
+const char *sl_rate_problem(const char *s)
+{
+    const char *slash = strchr(s, '/');
+    if (!slash)
+        return "has no '/'";
+    if (slash == s || strspn(s, "0123456789") != (size_t)(slash - s) || slash - s > 10)
+        return "does not start with a whole number of grants";
+    unsigned long long n = strtoull(s, NULL, 10);
+    if (n == 0 || n > 1000000000ull)
+        return "allows 0 or more than 1000000000 grants: a rate allows 1 to 1000000000";
+    int64_t ms;
+    if (rate_period(slash + 1, &ms) != 0)
+        return "has no positive duration after the '/'";
+    return NULL;
+}
+
+int sl_rate_parse(const char *s, uint32_t *count, int64_t *period_ms)
+{
+    if (sl_rate_problem(s))
+        return -1;
+    *count = (uint32_t)strtoul(s, NULL, 10);
+    return rate_period(strchr(s, '/') + 1, period_ms);
+}
+
+void sl_rate_format(uint32_t count, int64_t period_ms, char *buf, size_t cap)
+{
+    char period[32];
+    sl_duration_format(period_ms, period, sizeof(period));
+    snprintf(buf, cap, "%u/%s", (unsigned)count, period);
 }

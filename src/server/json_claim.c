@@ -134,6 +134,40 @@ static void locks(out *o, sl_server *srv, const sl_claim *claim, const sl_claim_
             num(o, (int64_t)lv.position);
         else
             LIT(o, "null");
+        if (lv.inline_limit) {
+            key(o, "limit");
+            num(o, (int64_t)lv.inline_limit);
+        }
+        raw(o, "}", 1);
+    }
+    raw(o, "]", 1);
+}
+
+/* Only for a claim in several groups: each with its cancel (one group
+ * reads as group and, in its events and why, needs nothing more). */
+static void groups(out *o, const sl_claim *claim, size_t nlocks)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < nlocks; i++) {
+        sl_claim_lock_view lv;
+        sl_claim_lock_peek(claim, i, &lv);
+        n += lv.via == SL_VIA_GROUP;
+    }
+    if (n < 2)
+        return;
+    key(o, "groups");
+    raw(o, "[", 1);
+    for (size_t i = 0, k = 0; i < nlocks; i++) {
+        sl_claim_lock_view lv;
+        sl_claim_lock_peek(claim, i, &lv);
+        if (lv.via != SL_VIA_GROUP)
+            continue;
+        if (k++)
+            raw(o, ",", 1);
+        LIT(o, "{\"name\":");
+        str(o, lv.name + 6); /* after "group/" */
+        key(o, "cancel");
+        str(o, sl_cancel_name(lv.cancel));
         raw(o, "}", 1);
     }
     raw(o, "]", 1);
@@ -179,6 +213,7 @@ void sl_json_claim_write(sl_server *srv, const sl_claim *claim, sl_buf *buf)
     tags(&o, claim, v.ntags);
     key(&o, "group");
     str_or_null(&o, v.group);
+    groups(&o, claim, v.nlocks);
     key(&o, "lease");
     duration(&o, v.lease_ms);
     key(&o, "expires");

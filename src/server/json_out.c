@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "sem_rules.h"
 #include "server.h"
 
 json_t *sl_json_time(int64_t ms)
@@ -53,9 +54,10 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
         break;
     case SL_RULE_QUOTA:
         snprintf(buf, cap,
-                 "quota: on %s its rebalance key holds %llu slots, its share is %llu, and a "
-                 "key below its share waits",
-                 w->key, (unsigned long long)w->key_used, (unsigned long long)w->quota);
+                 "quota: on %s its rebalance key holds %llu slots, its share is %llu (weight "
+                 "%u of %llu), and a key below its share waits",
+                 w->key, (unsigned long long)w->key_used, (unsigned long long)w->quota,
+                 (unsigned)w->weight, (unsigned long long)w->weights);
         break;
     case SL_RULE_OTHER_LOCK:
         snprintf(buf, cap, "other_lock: %s would admit it; it waits for another of its locks",
@@ -63,8 +65,31 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
         break;
     default:
         snprintf(buf, cap, "%s", "");
-        break;
+        return;
     }
+    size_t len = strlen(buf);
+    if (w->preempt != SL_PREEMPT_NONE && len < cap)
+        snprintf(buf + len, cap - len, "; it %s", sl_preempt_text(w->preempt));
+}
+
+/* A why entry's share: its rebalance key's quota, where one was worked out
+ * (a rebalanced lock that does not let the claim in); else null. */
+static json_t *share_json(const sl_why *w)
+{
+    if (w->weights == 0)
+        return json_null();
+    return json_pack("{s:I,s:I,s:I,s:I}", "quota", (json_int_t)w->quota, "held",
+                     (json_int_t)w->key_used, "weight", (json_int_t)w->weight, "weights",
+                     (json_int_t)w->weights);
+}
+
+/* A why entry's preempt field: null where preemption plays no part. */
+static json_t *preempt_json(const sl_why *w)
+{
+    if (w->preempt == SL_PREEMPT_NONE)
+        return json_null();
+    return json_pack("{s:s,s:I}", "status", sl_preempt_name(w->preempt), "holders",
+                     (json_int_t)w->npreempt);
 }
 
 void sl_claim_reason_words(sl_server *srv, const sl_claim *claim, char *buf, size_t cap)
@@ -225,6 +250,10 @@ json_t *sl_json_lock(sl_server *srv, const sl_lock_view *v, const sl_lock *lock,
     /* Only skip semaphores have the field: on the others it means nothing. */
     if (v->kind == SL_KIND_SEMAPHORE && v->strategy == SL_SKIP)
         json_object_set_new(o, "overtake_limit", sl_json_duration(v->overtake_ms));
+    if (v->kind == SL_KIND_SEMAPHORE) {
+        json_object_set_new(o, "inline", json_boolean(v->inline_limit > 0));
+        sl_sem_rules_json(o, v->strategy, &v->rules);
+    }
     json_object_set_new(o, "holders_count", json_integer((json_int_t)v->nholders));
     json_object_set_new(o, "pending_count", json_integer((json_int_t)v->npending));
     if (list_max > 0) {
@@ -247,6 +276,8 @@ json_t *sl_json_config_entry(sl_server *srv, const sl_config *cfg)
                           "holders_count", (json_int_t)0, "pending_count", (json_int_t)0);
     if (cv.strategy == SL_SKIP)
         json_object_set_new(o, "overtake_limit", sl_json_duration(cv.overtake_ms));
+    json_object_set_new(o, "inline", json_false());
+    sl_sem_rules_json(o, cv.strategy, &cv.rules);
     return o;
 }
 
@@ -271,6 +302,8 @@ json_t *sl_json_why(sl_server *srv, const sl_claim *claim)
                               "limit", (json_int_t)whys[i].limit, "position",
                               (json_int_t)whys[i].position, "ahead_count",
                               (json_int_t)whys[i].nahead, "ahead", ahead, "message", words);
+        json_object_set_new(r, "preempt", preempt_json(&whys[i]));
+        json_object_set_new(r, "share", share_json(&whys[i]));
         json_array_append_new(reasons, r);
     }
     return json_pack("{s:s,s:o}", "state", sl_state_name(v.state), "reasons", reasons);

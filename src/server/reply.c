@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "duration.h"
 #include "server.h"
 
 struct sl_reply {
@@ -242,12 +243,33 @@ static void reply_forbidden(sl_ctx *c, const sl_error *err)
                        "token's prefixes");
 }
 
+/* The engine's SL_EFULL and SL_EBACKDATE, with their numbers. */
+static bool reply_rule_refusal(sl_ctx *c, const sl_error *err)
+{
+    if (err->code == SL_EFULL) {
+        sl_reply_error(c, 409, "queue_full", "%s: %lld claims wait, its max_pending; %s",
+                       err->name, (long long)err->value, err->what);
+        return true;
+    }
+    if (err->code != SL_EBACKDATE)
+        return false;
+    char back[32], may[32];
+    sl_duration_format(err->value, back, sizeof(back));
+    sl_duration_format(err->asked, may, sizeof(may));
+    sl_reply_error(c, 403, "forbidden", "created is %s in the past and this claim may set it at "
+                                        "most %s back: %s",
+                   back, may, err->what);
+    return true;
+}
+
 void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
 {
     if (err->code == SL_EFORBIDDEN) {
         reply_forbidden(c, err);
         return;
     }
+    if (reply_rule_refusal(c, err))
+        return;
     int status = 400;
     const char *code = "bad_request";
     switch (err->code) {

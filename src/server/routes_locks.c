@@ -4,6 +4,7 @@
 
 #include "duration.h"
 #include "json_fields.h"
+#include "sem_rules.h"
 #include "server.h"
 
 bool sl_refuse_if_store_failed(sl_ctx *c)
@@ -38,12 +39,15 @@ static bool allowed(sl_ctx *c, const char *name)
 
 #define SEM_SHAPE                                                                          \
     "the body is {\"limit\": N, \"strategy\": \"strict\"|\"skip\"|\"rebalanced\", "          \
-    "\"lease\": \"30s\", \"overtake_limit\": \"1m\"} and only limit is required"
+    "\"lease\": \"30s\", \"overtake_limit\": \"1m\"} and the rules \"preempt\", "              \
+    "\"preempt_grace\", \"max_pending\", \"on_full\", \"weights\", \"default_weight\", "     \
+    "\"rate\", \"burst\", \"backdate\"; only limit is required"
 
 /* A PUT body's values; -1 and a message naming the field and the fix. */
-static int sem_body(json_t *body, sl_sem_opts *o, char *err, size_t cap)
+static int sem_body(json_t *body, sl_sem_opts *o, sl_weight *weights, char *err, size_t cap)
 {
-    static const char *const fields[] = {"limit", "strategy", "lease", "overtake_limit", NULL};
+    static const char *const fields[] = {"limit", "strategy", "lease", "overtake_limit",
+                                         SL_SEM_RULE_FIELDS, NULL};
     if (sl_json_known_fields(body, fields, "", SEM_SHAPE, err, cap) != 0)
         return -1;
     json_t *lim = json_object_get(body, "limit"), *strategy = json_object_get(body, "strategy");
@@ -75,7 +79,8 @@ static int sem_body(json_t *body, sl_sem_opts *o, char *err, size_t cap)
                  sl_strategy_name(o->strategy));
         return -1;
     }
-    if (sl_body_duration(overtake, "overtake_limit", &o->overtake_ms, err, cap) != 0)
+    if (sl_body_duration(overtake, "overtake_limit", &o->overtake_ms, err, cap) != 0 ||
+        sl_sem_rules_parse(body, o, weights, err, cap) != 0)
         return -1;
     return sl_body_lease(json_object_get(body, "lease"), &o->lease_ms, err, cap);
 }
@@ -89,8 +94,9 @@ static void sem_put(sl_ctx *c, const char *name)
         return;
     sl_sem_opts o;
     sl_sem_opts_default(&o, 0);
+    static sl_weight weights[SL_WEIGHTS_MAX]; /* one handler at a time: the loop's thread */
     char msg[512];
-    if (sem_body(body, &o, msg, sizeof(msg)) != 0) {
+    if (sem_body(body, &o, weights, msg, sizeof(msg)) != 0) {
         sl_reply_error(c, 400, "bad_request", "%s", msg);
     } else {
         sl_error err;
@@ -173,7 +179,7 @@ static json_t *sorted(json_t *arr)
 }
 
 /* Every configured semaphore and pattern, and every semaphore made from a
- * pattern while it has holders or waiters. */
+ * pattern or an inline limit while it has holders or waiters. */
 static void sem_list(sl_ctx *c)
 {
     sl_engine *eng = c->srv->eng;
@@ -193,8 +199,8 @@ static void sem_list(sl_ctx *c)
     for (const sl_lock *l = sl_lock_next(eng, NULL); l; l = sl_lock_next(eng, l)) {
         sl_lock_view v;
         sl_lock_get(l, &v);
-        if (v.kind == SL_KIND_SEMAPHORE && v.from_pattern && (v.nholders || v.npending) &&
-            sl_auth_allows(c, v.name))
+        if (v.kind == SL_KIND_SEMAPHORE && (v.from_pattern || v.inline_limit) &&
+            (v.nholders || v.npending) && sl_auth_allows(c, v.name))
             json_array_append_new(arr, sl_json_lock(c->srv, &v, l, 0));
     }
     sl_reply_json(c, 200, json_pack("{s:o}", "semaphores", sorted(arr)));

@@ -155,6 +155,7 @@ static sl_engine *engine_for(const sl_conf *conf)
         opts.hash_key[1] = key[1];
     }
     opts.default_lease_ms = conf->default_lease_ms;
+    opts.backdate_skew_ms = conf->backdate_skew_ms;
     opts.ended_retention_ms = conf->claim_retention_ms;
     opts.claims_max = conf->max_claims;
     sl_engine *eng = NULL;
@@ -229,7 +230,7 @@ void sl_server_apply_file_semaphores(sl_server *srv, int64_t now)
             continue;
         }
         sl_error err;
-        sl_sem_opts o = {s->limit, s->strategy, s->lease_ms, s->overtake_ms};
+        sl_sem_opts o = {.limit = s->limit, .strategy = s->strategy, .lease_ms = s->lease_ms, .overtake_ms = s->overtake_ms};
         if (sl_sem_configure(srv->eng, s->name, &o, now, &err) != 0)
             sl_log(SL_LOG_ERROR, "semaphore %s from the file: %s", s->name, err.what);
     }

@@ -77,15 +77,21 @@ static void capture_lock(sl_store_batch *b, const sl_lock *l)
     sl__batch_int(b, (int64_t)lv.token);
 }
 
-static void capture_config(sl_store *st, sl_engine *eng, const char *name, sl_store_batch *b)
+static int capture_config(sl_store *st, sl_engine *eng, const char *name, sl_store_batch *b)
 {
     const sl_config *cfg = sl_config_find(eng, name);
     if (!cfg) {
         capture_key(b, SL_REC_CONFIG_DELETE, name);
-        return;
+        return 0;
     }
     sl_config_view cv;
     sl_config_get(cfg, &cv);
+    bool rules = sl__rows_rules_json(&cv.rules, &st->locks_json);
+    if (st->locks_json.over) /* cannot happen within the engine's bounds */
+        return sl__batch_fail(b, SL_STORE_EIO,
+                              "the store %s: the rules of configuration %.64s do not fit in %d "
+                              "bytes of JSON",
+                              st->label, cv.name, SL_RULES_JSON_MAX);
     sl__batch_op(b, SL_REC_CONFIG_UPSERT);
     sl__batch_str(b, cv.name);
     sl__batch_int(b, cv.limit);
@@ -93,6 +99,8 @@ static void capture_config(sl_store *st, sl_engine *eng, const char *name, sl_st
     sl__batch_int(b, cv.lease_ms);
     sl__batch_int(b, st->source);
     sl__batch_int(b, cv.overtake_ms);
+    sl__batch_text(b, rules ? st->locks_json.p : NULL, st->locks_json.n); /* none: NULL */
+    return 0;
 }
 
 /* The slots a claim takes on each of its locks, as "1,2", parallel to the
@@ -188,7 +196,7 @@ int sl__capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_bat
     for (size_t i = 0; rc == 0 && i < ch->nlocks; i++)
         capture_lock(b, ch->locks[i]);
     for (size_t i = 0; rc == 0 && i < ch->nconfigs; i++)
-        capture_config(st, eng, ch->configs[i], b);
+        rc = capture_config(st, eng, ch->configs[i], b);
     for (size_t i = 0; rc == 0 && i < ch->nevents; i++)
         rc = capture_event(st, eng, &ch->events[i], b);
     if (rc == 0)

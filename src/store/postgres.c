@@ -36,11 +36,12 @@ static const char *const stmt_sql[PQ_COUNT] = {
     [PQ_LOCK_UPSERT] = "INSERT INTO locks (key, token) VALUES ($1, $2)"
                        " ON CONFLICT (key) DO UPDATE SET token = excluded.token",
     [PQ_LOCK_DELETE] = "DELETE FROM locks WHERE key = $1",
-    [PQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source, overtake_ms)"
-                         " VALUES ($1, $2, $3, $4, $5, $6)"
+    [PQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source,"
+                         " overtake_ms, rules) VALUES ($1, $2, $3, $4, $5, $6, $7)"
                          " ON CONFLICT (name) DO UPDATE SET lim = excluded.lim,"
                          " strategy = excluded.strategy, lease_ms = excluded.lease_ms,"
-                         " source = excluded.source, overtake_ms = excluded.overtake_ms",
+                         " source = excluded.source, overtake_ms = excluded.overtake_ms,"
+                         " rules = excluded.rules",
     [PQ_CONFIG_DELETE] = "DELETE FROM configs WHERE name = $1",
     [PQ_META_UPDATE] = "UPDATE meta SET next_seq = $1, next_arrival = $2, next_grant = $3,"
                        " token_floor = $4 WHERE id = 1",

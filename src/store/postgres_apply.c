@@ -24,24 +24,28 @@ static int afail(sl_pg *pg, int code, const char *fmt, ...)
     return code;
 }
 
-static int stmt_of(uint32_t op, pq_stmt *out)
+/* The statement that writes an operation, and how many parameters it
+ * takes (postgres.c's statements): PostgreSQL wants exactly that many. */
+static int stmt_of(uint32_t op, pq_stmt *out, uint32_t *nparams)
 {
     switch (op) {
-    case SL_REC_CLAIM_UPSERT: *out = PQ_CLAIM_UPSERT; return 0;
-    case SL_REC_CLAIM_DELETE: *out = PQ_CLAIM_DELETE; return 0;
-    case SL_REC_LOCK_UPSERT: *out = PQ_LOCK_UPSERT; return 0;
-    case SL_REC_LOCK_DELETE: *out = PQ_LOCK_DELETE; return 0;
-    case SL_REC_CONFIG_UPSERT: *out = PQ_CONFIG_UPSERT; return 0;
-    case SL_REC_CONFIG_DELETE: *out = PQ_CONFIG_DELETE; return 0;
-    case SL_REC_COUNTERS: *out = PQ_META_UPDATE; return 0;
+    case SL_REC_CLAIM_UPSERT: *out = PQ_CLAIM_UPSERT; *nparams = 24; return 0;
+    case SL_REC_CLAIM_DELETE: *out = PQ_CLAIM_DELETE; *nparams = 1; return 0;
+    case SL_REC_LOCK_UPSERT: *out = PQ_LOCK_UPSERT; *nparams = 2; return 0;
+    case SL_REC_LOCK_DELETE: *out = PQ_LOCK_DELETE; *nparams = 1; return 0;
+    case SL_REC_CONFIG_UPSERT: *out = PQ_CONFIG_UPSERT; *nparams = 7; return 0;
+    case SL_REC_CONFIG_DELETE: *out = PQ_CONFIG_DELETE; *nparams = 1; return 0;
+    case SL_REC_COUNTERS: *out = PQ_META_UPDATE; *nparams = 4; return 0;
     default: return -1;
     }
 }
 
 #define PARAMS_MAX 32
 
-/* Queues one prepared statement in the pipeline, with b's parameters of
- * op as text (integers written into ints[]). */
+/* Queues one prepared statement of nparams parameters in the pipeline,
+ * with b's parameters of op as text (integers written into ints[]). A
+ * record of an older build lacks the parameters appended since (record.h):
+ * they are NULL; a newer build's extra ones are not this build's to write. */
 static int send_op(sl_pg *pg, pq_stmt which, const sl_store_batch *b, const sb_op *op,
                    uint32_t nparams)
 {
@@ -50,14 +54,13 @@ static int send_op(sl_pg *pg, pq_stmt which, const sl_store_batch *b, const sb_o
     if (nparams > PARAMS_MAX)
         return -1;
     for (uint32_t i = 0; i < nparams; i++) {
-        const sb_param *p = &b->params[op->first + i];
-        if (p->type == SB_INT) {
+        const sb_param *p = i < op->nparams ? &b->params[op->first + i] : NULL;
+        v[i] = NULL;
+        if (p && p->type == SB_INT) {
             snprintf(ints[i], sizeof(ints[i]), "%" PRId64, p->i);
             v[i] = ints[i];
-        } else if (p->type == SB_TEXT) {
+        } else if (p && p->type == SB_TEXT) {
             v[i] = b->text + p->off; /* NUL-terminated in the batch */
-        } else {
-            v[i] = NULL;
         }
     }
     char name[16];
@@ -92,11 +95,12 @@ static int send_record(sl_pg *pg, int64_t id, const void *rec, size_t n)
     for (size_t i = 0; i < b->nops; i++) {
         const sb_op *op = &b->ops[i];
         pq_stmt which;
+        uint32_t nparams;
         int rc = 0;
         if (op->stmt == SL_REC_EVENT)
             rc = send_claim_log(pg, b, op, id);
-        else if (stmt_of(op->stmt, &which) == 0)
-            rc = send_op(pg, which, b, op, op->nparams);
+        else if (stmt_of(op->stmt, &which, &nparams) == 0)
+            rc = send_op(pg, which, b, op, nparams);
         if (rc)
             return afail(pg, SL_STORE_EIO, "the store %s: cannot send a statement: %s", pg->label,
                          PQerrorMessage(pg->wc));

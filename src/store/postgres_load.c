@@ -82,10 +82,34 @@ static int load_counters(sl_pg *pg, sl_engine *eng, char *why, size_t cap)
     return 0;
 }
 
+/* The engine takes a configuration with its rules (NULL: none). */
+static int restore_config(sl_pg *pg, const PGresult *r, int i, sl_engine *eng, const char *name,
+                          sl_sem_opts *o)
+{
+    const char *text;
+    if (!text_at(r, i, 5, SL_RULES_JSON_MAX, true, &text))
+        return bad_row(pg, "configuration", name, "its rules are too long");
+    sl_rows_rules rules;
+    char why[160];
+    int rc = 0;
+    size_t len = text ? (size_t)PQgetlength(r, i, 5) : 0;
+    if (sl__rows_parse_rules(text, len, &rules, why, sizeof(why)) != 0) {
+        rc = bad_row(pg, "configuration", name, why);
+    } else {
+        o->rules = rules.rules;
+        if (sl_engine_restore_config(eng, name, o) != 0)
+            rc = bad_row(pg, "configuration", name,
+                         "the engine refused it (a bad or repeated name, rules that do not "
+                         "go together, or too many)");
+    }
+    sl__rows_rules_free(&rules);
+    return rc;
+}
+
 static int load_configs(sl_pg *pg, sl_engine *eng, sl_store_load_stats *stats, char *why,
                         size_t cap)
 {
-    PGresult *r = query(pg, "SELECT name, lim, strategy, lease_ms, overtake_ms FROM configs",
+    PGresult *r = query(pg, "SELECT name, lim, strategy, lease_ms, overtake_ms, rules FROM configs",
                         why, cap);
     if (!r)
         return fail(pg, why);
@@ -99,12 +123,11 @@ static int load_configs(sl_pg *pg, sl_engine *eng, sl_store_load_stats *stats, c
                  !int_at(r, i, 2, SL_STRICT, SL_REBALANCED, &strategy) ||
                  !int_at(r, i, 3, 0, INT64_MAX, &lease) || !int_at(r, i, 4, 0, INT64_MAX, &overtake))
             rc = bad_row(pg, "configuration", name, "a column is missing or out of range");
-        else if (sl_engine_restore_config(eng, name,
-                                          &(sl_sem_opts){(uint32_t)lim, (sl_strategy)strategy,
-                                                         lease, overtake}) != 0)
-            rc = bad_row(pg, "configuration", name,
-                         "the engine refused it (a bad or repeated name, or too many)");
-        else
+        else if ((rc = restore_config(pg, r, i, eng, name,
+                                      &(sl_sem_opts){.limit = (uint32_t)lim,
+                                                     .strategy = (sl_strategy)strategy,
+                                                     .lease_ms = lease,
+                                                     .overtake_ms = overtake})) == 0)
             stats->configs++;
     }
     PQclear(r);

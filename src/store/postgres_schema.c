@@ -1,8 +1,9 @@
 /* postgres_schema.c - the PostgreSQL store's schema and its migrations.
  *
- * The same tables and columns as the SQLite store's schema 3
- * (sqlite_schema.c has what each integer means; the values are the
- * engine's enums, never renumbered), in PostgreSQL's types, plus the
+ * The same tables and columns as the SQLite store's schema 4 (version 1
+ * here was SQLite's 3, version 2 is SQLite's 4; sqlite_schema.c has what
+ * each integer and JSON column means; the values are the engine's enums,
+ * never renumbered), in PostgreSQL's types, plus the
  * leader's row of shared mode. The version is in schema_version; a
  * migration runs in a transaction of its own under an advisory lock, so
  * that servers starting together on a new database migrate it once. A
@@ -74,5 +75,9 @@ static const char schema_v1[] =
     "  batch bigint NOT NULL);"
     "INSERT INTO sluice_leader VALUES (1, 0, NULL, 0);";
 
-const char *const sl__pg_migrations[] = {schema_v1};
+/* Version 2: a configuration's scheduling rules, as SQLite's version 4
+ * (NULL: none, as every configuration saved before has). */
+static const char schema_v2[] = "ALTER TABLE configs ADD COLUMN rules text;";
+
+const char *const sl__pg_migrations[] = {schema_v1, schema_v2};
 const int sl__pg_nmigrations = (int)(sizeof(sl__pg_migrations) / sizeof(sl__pg_migrations[0]));

@@ -30,7 +30,9 @@ typedef enum {
     SL_REC_CLAIM_DELETE = 2,  /* id */
     SL_REC_LOCK_UPSERT = 3,   /* key, token */
     SL_REC_LOCK_DELETE = 4,   /* key */
-    SL_REC_CONFIG_UPSERT = 5, /* name, limit, strategy, lease, source, overtake */
+    SL_REC_CONFIG_UPSERT = 5, /* name, limit, strategy, lease, source, overtake, rules
+                               * (rules appended later: older records lack it, and
+                               * such a configuration has none) */
     SL_REC_CONFIG_DELETE = 6, /* name */
     SL_REC_EVENT = 7,         /* seq, time, type, claim, holder, locks, reason, slots, held
                                * (slots and held appended later: older records lack them) */

@@ -1,6 +1,7 @@
-/* rows_json.c - the JSON text of a claim's locks and tags and of an
- * event's lock keys (rows_json.h): written by capture.c, read back by the
- * backends' loads (sqlite_load.c).
+/* rows_json.c - the JSON text of a claim's locks and tags, of an event's
+ * lock keys and of a configuration's rules (rows_json.h): written by
+ * capture.c, read back by the backends' loads (sqlite_load.c,
+ * postgres_load.c).
  *
  * The shapes are fixed and small ([[kind, name, slots, via, token], ...]
  * and [[key, value], ...]), so both directions are written out here rather
@@ -9,7 +10,10 @@
  * value cost more than the rest of the load together (measured: jansson
  * 2.5 us a row, this 0.1 us). The reader is strict and bounded: it accepts
  * what the writer writes plus JSON whitespace and the standard escapes of
- * ASCII characters, and nothing else. */
+ * ASCII characters, and nothing else. A configuration's rules are an
+ * object of optional members, read here too: configurations are few, but
+ * its keys are this reader's strings, and one reader of the store's JSON
+ * is one set of rules about what it accepts. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@
 void sl__rows_buf_reset(sl_rows_buf *b)
 {
     b->n = 0;
+    b->max = SL_ROWS_JSON_MAX;
     b->over = false;
 }
 
@@ -33,7 +38,7 @@ void sl__rows_buf_free(sl_rows_buf *b)
 
 static void buf_add(sl_rows_buf *b, const char *s, size_t len)
 {
-    if (b->over || b->n + len + 1 > SL_ROWS_JSON_MAX) {
+    if (b->over || b->n + len + 1 > b->max) {
         b->over = true;
         return;
     }
@@ -101,6 +106,12 @@ void sl__rows_locks_json(const sl_claim *c, size_t n, sl_rows_buf *b)
         buf_i64(b, (int64_t)lv.via);
         buf_add(b, ",", 1);
         buf_i64(b, (int64_t)lv.token); /* the same bits as the unsigned token */
+        if (lv.inline_limit || lv.cancel) { /* later additions, only where set */
+            buf_add(b, ",", 1);
+            buf_i64(b, (int64_t)lv.inline_limit);
+            buf_add(b, ",", 1);
+            buf_i64(b, (int64_t)lv.cancel);
+        }
         buf_add(b, "]", 1);
     }
     buf_add(b, "]", 1);
@@ -140,6 +151,92 @@ void sl__rows_event_locks_json(const sl_event *ev, size_t nlocks, sl_rows_buf *b
         buf_add(b, "\"", 1);
     }
     buf_add(b, "]", 1);
+}
+
+/* ---- writing rules ------------------------------------------------------- */
+
+/* The members of a rules object: one list of names for writer and reader. */
+typedef enum {
+    R_PREEMPT,
+    R_PREEMPT_GRACE,
+    R_MAX_PENDING,
+    R_ON_FULL,
+    R_DEFAULT_WEIGHT,
+    R_WEIGHTS,
+    R_RATE_COUNT,
+    R_RATE_PERIOD,
+    R_RATE_BURST,
+    R_BACKDATE,
+    R_COUNT,
+} rule_id;
+
+static const char *const rule_names[R_COUNT] = {
+    [R_PREEMPT] = "preempt",
+    [R_PREEMPT_GRACE] = "preempt_grace_ms",
+    [R_MAX_PENDING] = "max_pending",
+    [R_ON_FULL] = "on_full",
+    [R_DEFAULT_WEIGHT] = "default_weight",
+    [R_WEIGHTS] = "weights",
+    [R_RATE_COUNT] = "rate_count",
+    [R_RATE_PERIOD] = "rate_period_ms",
+    [R_RATE_BURST] = "rate_burst",
+    [R_BACKDATE] = "backdate_ms",
+};
+
+/* "key": after the object's opening brace or a comma. */
+static void rule_key(sl_rows_buf *b, const char *key)
+{
+    if (b->n > 1)
+        buf_add(b, ",", 1);
+    buf_str(b, key);
+    buf_add(b, ":", 1);
+}
+
+static void rule_int(sl_rows_buf *b, const char *key, int64_t v)
+{
+    if (v == 0)
+        return; /* 0 is the rule off: not written */
+    rule_key(b, key);
+    buf_i64(b, v);
+}
+
+/* The weights as an object, in the configuration's order (keys are
+ * distinct, so an object loses nothing). */
+static void rule_weights(sl_rows_buf *b, const sl_weight *w, size_t n)
+{
+    if (n == 0)
+        return;
+    rule_key(b, rule_names[R_WEIGHTS]);
+    for (size_t i = 0; i < n; i++) {
+        buf_add(b, i ? "," : "{", 1);
+        buf_str(b, w[i].key);
+        buf_add(b, ":", 1);
+        buf_i64(b, w[i].weight);
+    }
+    buf_add(b, "}", 1);
+}
+
+bool sl__rows_rules_json(const sl_sem_rules *r, sl_rows_buf *b)
+{
+    sl__rows_buf_reset(b);
+    b->max = SL_RULES_JSON_MAX;
+    buf_add(b, "{", 1);
+    if (r->preempt) {
+        rule_key(b, rule_names[R_PREEMPT]);
+        buf_add(b, "true", 4);
+    }
+    rule_int(b, rule_names[R_PREEMPT_GRACE], r->preempt_grace_ms);
+    rule_int(b, rule_names[R_MAX_PENDING], r->max_pending);
+    rule_int(b, rule_names[R_ON_FULL], r->on_full);
+    rule_int(b, rule_names[R_DEFAULT_WEIGHT], r->default_weight);
+    rule_weights(b, r->weights, r->nweights);
+    rule_int(b, rule_names[R_RATE_COUNT], r->rate_count);
+    rule_int(b, rule_names[R_RATE_PERIOD], r->rate_period_ms);
+    rule_int(b, rule_names[R_RATE_BURST], r->rate_burst);
+    rule_int(b, rule_names[R_BACKDATE], r->backdate_ms);
+    bool any = b->n > 1;
+    buf_add(b, "}", 1);
+    return any;
 }
 
 /* ---- reading ------------------------------------------------------------- */
@@ -281,15 +378,23 @@ int sl__rows_parse_locks(const char *text, size_t len, char *scratch, sl_claim_l
         size_t i = *n;
         if (i >= max)
             return -2;
-        int64_t kind, slots, via, token;
+        int64_t kind, slots, via, token, inl = 0, cancel = 0;
         const char *name;
         if (!lit(&j, '[') || !num(&j, SL_KIND_MUTEX, SL_KIND_SEMAPHORE, &kind) || !lit(&j, ',') ||
             !str(&j, SL_NAME_MAX, &name) || !lit(&j, ',') || !num(&j, 1, SL_LIMIT_MAX, &slots) ||
             !lit(&j, ',') || !num(&j, SL_VIA_LOCK, SL_VIA_GROUP, &via) || !lit(&j, ',') ||
-            !num(&j, INT64_MIN, INT64_MAX, &token) || !lit(&j, ']'))
+            !num(&j, INT64_MIN, INT64_MAX, &token))
             return -3;
-        out[i] =
-            (sl_claim_lock_rec){(sl_kind)kind, name, (uint32_t)slots, (sl_via)via, (uint64_t)token};
+        /* Rows written since inline limits and several groups came have
+         * two more numbers where either is set. */
+        if (lit(&j, ',') && (!num(&j, 0, SL_LIMIT_MAX, &inl) || !lit(&j, ',') ||
+                             !num(&j, SL_CANCEL_NONE, SL_CANCEL_IN_PROGRESS, &cancel)))
+            return -3;
+        if (!lit(&j, ']'))
+            return -3;
+        out[i] = (sl_claim_lock_rec){(sl_kind)kind, name,         (uint32_t)slots,
+                                     (sl_via)via,   (uint64_t)token, (uint32_t)inl,
+                                     (sl_cancel)cancel};
         (*n)++;
     } while (lit(&j, ','));
     return lit(&j, ']') && close_array(&j) ? 0 : -1;
@@ -315,4 +420,155 @@ int sl__rows_parse_tags(const char *text, size_t len, char *scratch, sl_tag *out
         (*n)++;
     } while (lit(&j, ','));
     return lit(&j, ']') && close_array(&j) ? 0 : -1;
+}
+
+/* ---- reading rules ------------------------------------------------------- */
+
+static bool word(jp *j, const char *w)
+{
+    size_t n = strlen(w);
+    ws(j);
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0)
+        return false;
+    j->p += n;
+    return true;
+}
+
+static bool boolean(jp *j, bool *out)
+{
+    *out = word(j, "true");
+    return *out || word(j, "false");
+}
+
+static bool u32(jp *j, int64_t hi, uint32_t *out)
+{
+    int64_t v;
+    if (!num(j, 0, hi, &v))
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* {"key": weight, ...}: 0, -2 past SL_WEIGHTS_MAX keys, -3 malformed. */
+static int weights(jp *j, sl_rows_rules *out)
+{
+    size_t n = 0;
+    if (!lit(j, '{'))
+        return -3;
+    if (!lit(j, '}')) {
+        do {
+            const char *key;
+            uint32_t w;
+            if (n >= SL_WEIGHTS_MAX)
+                return -2;
+            if (!str(j, SL_NAME_MAX, &key) || !lit(j, ':') || !u32(j, SL_WEIGHT_MAX, &w) || w == 0)
+                return -3;
+            out->weights[n++] = (sl_weight){key, w};
+        } while (lit(j, ','));
+        if (!lit(j, '}'))
+            return -3;
+    }
+    out->rules.weights = n ? out->weights : NULL;
+    out->rules.nweights = n;
+    return 0;
+}
+
+/* One member's value: 0, -2 too many weights, -3 malformed or out of
+ * range. Bounds are the engine's where it has one, so that a damaged
+ * value is named here rather than as the engine's refusal. */
+static int rule_value(jp *j, rule_id id, sl_rows_rules *out)
+{
+    sl_sem_rules *r = &out->rules;
+    uint32_t on_full = 0;
+    bool ok = false;
+    switch (id) {
+    case R_PREEMPT: ok = boolean(j, &r->preempt); break;
+    case R_PREEMPT_GRACE: ok = num(j, 0, INT64_MAX, &r->preempt_grace_ms); break;
+    case R_MAX_PENDING: ok = u32(j, SL_LIMIT_MAX, &r->max_pending); break;
+    case R_ON_FULL:
+        ok = u32(j, SL_ON_FULL_DROP_OLDEST, &on_full);
+        r->on_full = (sl_on_full)on_full;
+        break;
+    case R_DEFAULT_WEIGHT: ok = u32(j, SL_WEIGHT_MAX, &r->default_weight); break;
+    case R_WEIGHTS: return weights(j, out);
+    case R_RATE_COUNT: ok = u32(j, SL_LIMIT_MAX, &r->rate_count); break;
+    case R_RATE_PERIOD: ok = num(j, 0, INT64_MAX, &r->rate_period_ms); break;
+    case R_RATE_BURST: ok = u32(j, SL_LIMIT_MAX, &r->rate_burst); break;
+    case R_BACKDATE: ok = num(j, 0, INT64_MAX, &r->backdate_ms); break;
+    case R_COUNT: break;
+    }
+    return ok ? 0 : -3;
+}
+
+static rule_id rule_of(const char *key)
+{
+    rule_id id = 0;
+    while (id < R_COUNT && strcmp(rule_names[id], key) != 0)
+        id++;
+    return id;
+}
+
+static int not_rules(char *why, size_t cap)
+{
+    snprintf(why, cap, "its rules are not a JSON object of rules");
+    return -1;
+}
+
+/* The members of the object, its brace already read. */
+static int rule_members(jp *j, sl_rows_rules *out, char *why, size_t cap)
+{
+    unsigned seen = 0;
+    if (lit(j, '}'))
+        return 0;
+    do {
+        const char *key;
+        if (!str(j, SL_NAME_MAX, &key) || !lit(j, ':'))
+            return not_rules(why, cap);
+        rule_id id = rule_of(key);
+        if (id == R_COUNT) {
+            snprintf(why, cap, "its rules hold \"%.64s\", which is no rule", key);
+            return -1;
+        }
+        if (seen & (1u << id)) {
+            snprintf(why, cap, "its rules give %s twice", rule_names[id]);
+            return -1;
+        }
+        seen |= 1u << id;
+        int rc = rule_value(j, id, out);
+        if (rc == -2) {
+            snprintf(why, cap, "its rules weigh more than %d keys", SL_WEIGHTS_MAX);
+            return -1;
+        }
+        if (rc) {
+            snprintf(why, cap, "its rule %s is malformed or out of range", rule_names[id]);
+            return -1;
+        }
+    } while (lit(j, ','));
+    return lit(j, '}') ? 0 : not_rules(why, cap);
+}
+
+int sl__rows_parse_rules(const char *text, size_t len, sl_rows_rules *out, char *why, size_t cap)
+{
+    memset(out, 0, sizeof(*out));
+    if (!text)
+        return 0;
+    out->keys = malloc(len + 1);
+    if (!out->keys) {
+        snprintf(why, cap, "out of memory for its rules");
+        return -1;
+    }
+    memcpy(out->keys, text, len);
+    out->keys[len] = '\0';
+    jp j = {out->keys, out->keys + len};
+    if (!lit(&j, '{'))
+        return not_rules(why, cap);
+    if (rule_members(&j, out, why, cap) != 0)
+        return -1;
+    return close_array(&j) ? 0 : not_rules(why, cap); /* nothing after it */
+}
+
+void sl__rows_rules_free(sl_rows_rules *r)
+{
+    free(r->keys);
+    r->keys = NULL;
 }

@@ -68,11 +68,12 @@ static const char *const stmt_sql[SQ_COUNT] = {
     [SQ_LOCK_UPSERT] = "INSERT INTO locks (key, token) VALUES (?1, ?2)"
                        " ON CONFLICT (key) DO UPDATE SET token = excluded.token",
     [SQ_LOCK_DELETE] = "DELETE FROM locks WHERE key = ?1",
-    [SQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source, overtake_ms)"
-                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+    [SQ_CONFIG_UPSERT] = "INSERT INTO configs (name, lim, strategy, lease_ms, source,"
+                         " overtake_ms, rules) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
                          " ON CONFLICT (name) DO UPDATE SET lim = excluded.lim,"
                          " strategy = excluded.strategy, lease_ms = excluded.lease_ms,"
-                         " source = excluded.source, overtake_ms = excluded.overtake_ms",
+                         " source = excluded.source, overtake_ms = excluded.overtake_ms,"
+                         " rules = excluded.rules",
     [SQ_CONFIG_DELETE] = "DELETE FROM configs WHERE name = ?1",
     [SQ_META_UPDATE] = "UPDATE meta SET next_seq = ?1, next_arrival = ?2, next_grant = ?3,"
                        " token_floor = ?4 WHERE id = 1",

@@ -103,6 +103,8 @@ static int run_op(sl_sqlite *sq, const sl_store_batch *b, const sb_op *op, int64
     if (stmt_of(op->stmt, &which) != 0)
         return 0;
     sqlite3_stmt *s = sq->wstmt[which];
+    /* An older build's record lacks the parameters appended since
+     * (record.h): left unbound, they are NULL. */
     for (uint32_t i = 0; i < op->nparams; i++) {
         const sb_param *p = &b->params[op->first + i];
         if (p->type == SB_INT)

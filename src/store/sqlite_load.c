@@ -104,10 +104,34 @@ static int load_counters(sl_sqlite *sq, sl_engine *eng)
     return 0;
 }
 
+/* The engine takes a configuration with its rules (NULL: none). */
+static int restore_config(sl_sqlite *sq, sqlite3_stmt *s, sl_engine *eng, const char *name,
+                          sl_sem_opts *o)
+{
+    const char *text;
+    if (!col_text(s, 5, SL_RULES_JSON_MAX, true, &text))
+        return bad_column(sq, s, 5, "configuration", name);
+    sl_rows_rules rules;
+    char why[160];
+    int rc = 0;
+    if (sl__rows_parse_rules(text, text ? strlen(text) : 0, &rules, why, sizeof(why)) != 0) {
+        rc = bad_row(sq, "configuration", name, why);
+    } else {
+        o->rules = rules.rules;
+        if (sl_engine_restore_config(eng, name, o) != 0)
+            rc = bad_row(sq, "configuration", name,
+                         "the engine refused it (a bad or repeated name, rules that do not "
+                         "go together, or too many)");
+    }
+    sl__rows_rules_free(&rules);
+    return rc;
+}
+
 static int load_configs(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stats)
 {
     sqlite3_stmt *s;
-    int rc = prepare(sq, "SELECT name, lim, strategy, lease_ms, overtake_ms FROM configs", &s);
+    int rc =
+        prepare(sq, "SELECT name, lim, strategy, lease_ms, overtake_ms, rules FROM configs", &s);
     while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
         rc = 0;
         const char *name;
@@ -122,12 +146,11 @@ static int load_configs(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stat
             rc = bad_column(sq, s, 3, "configuration", name);
         else if (!col_int(s, 4, 0, INT64_MAX, &overtake))
             rc = bad_column(sq, s, 4, "configuration", name);
-        else if (sl_engine_restore_config(eng, name,
-                                          &(sl_sem_opts){(uint32_t)lim, (sl_strategy)strategy,
-                                                         lease, overtake}) != 0)
-            rc = bad_row(sq, "configuration", name,
-                         "the engine refused it (a bad or repeated name, or too many)");
-        else
+        else if ((rc = restore_config(sq, s, eng, name,
+                                      &(sl_sem_opts){.limit = (uint32_t)lim,
+                                                     .strategy = (sl_strategy)strategy,
+                                                     .lease_ms = lease,
+                                                     .overtake_ms = overtake})) == 0)
             stats->configs++;
     }
     if (rc == SQLITE_DONE)

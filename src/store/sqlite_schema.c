@@ -24,6 +24,14 @@
  *                     sl_kind (0 mutex, 1 semaphore) and via sl_via (0 lock,
  *                     1 tag, 2 group), in the claim's lock order
  *   claims.tags       JSON [[key, value], ...] in the claim's tag order
+ *   configs.rules     JSON object of the rules set (sl_sem_rules), NULL for
+ *                     none: {"preempt":true, "preempt_grace_ms":30000,
+ *                     "max_pending":5, "on_full":1, "default_weight":1,
+ *                     "weights":{"key":3, ...}, "rate_count":100,
+ *                     "rate_period_ms":60000, "rate_burst":10,
+ *                     "backdate_ms":3600000}; a rule that is off (0, false)
+ *                     is left out, on_full is sl_on_full (0 reject,
+ *                     1 drop_oldest), durations are integer milliseconds
  * Unsigned 64-bit numbers (tokens, sequences) are stored as the signed
  * 64-bit integer with the same bits. Events keep their type as text
  * ("claim.acquired"), as the API shows it.
@@ -55,6 +63,8 @@ _Static_assert(SL_KIND_MUTEX == 0 && SL_KIND_SEMAPHORE == 1 && SL_VIA_LOCK == 0 
                "lock kinds and vias are stored as integers: never renumber them");
 _Static_assert(SL_SOURCE_API == 0 && SL_SOURCE_FILE == 1,
                "configuration sources are stored as integers: never renumber them");
+_Static_assert(SL_ON_FULL_REJECT == 0 && SL_ON_FULL_DROP_OLDEST == 1,
+               "on_full is stored as an integer: never renumber it");
 
 /* Version 1, the first release. meta has one row of counters; events.seq is
  * the rowid so that "seq > N" and the newest seq are index lookups. */
@@ -149,7 +159,12 @@ static const char schema_v3[] =
     "ALTER TABLE meta ADD COLUMN applied INTEGER NOT NULL DEFAULT 0;"
     "UPDATE meta SET applied = (SELECT coalesce(max(id), 0) FROM log);";
 
-const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2, schema_v3};
+/* Version 4: a configuration's scheduling rules (preemption, a bounded
+ * queue, weights, a rate, backdating), NULL when it has none, as every
+ * configuration saved before has. */
+static const char schema_v4[] = "ALTER TABLE configs ADD COLUMN rules TEXT;";
+
+const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2, schema_v3, schema_v4};
 const int sl__sqlite_nmigrations =
     (int)(sizeof(sl__sqlite_migrations) / sizeof(sl__sqlite_migrations[0]));
 

@@ -475,6 +475,21 @@ static void test_parse_refuses(void **state)
     json_object_del(o, "id");
     assert_int_equal(sl__parse_claim(o, &claim, &err), SL_CLIENT_EPROTO);
     json_decref(o);
+
+    /* A release by prefix's counts are all required: one left out is not 0. */
+    sl_client_release_counts n;
+    o = json_loads("{\"released\":2,\"withdrawn\":1}", 0, NULL);
+    assert_non_null(o);
+    assert_int_equal(sl__parse_release_counts(o, &n, &err), SL_CLIENT_EPROTO);
+    assert_non_null(strstr(err.message, "\"skipped\""));
+    assert_null(n.json);
+    json_object_set_new(o, "skipped", json_integer(-1));
+    assert_int_equal(sl__parse_release_counts(o, &n, &err), SL_CLIENT_EPROTO);
+    json_object_set_new(o, "skipped", json_integer(4));
+    assert_int_equal(sl__parse_release_counts(o, &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.released + n.withdrawn + n.skipped, 7);
+    sl_client_release_counts_free(&n);
+    json_decref(o);
 }
 
 /* ---- the client handle --------------------------------------------------------- */
@@ -755,7 +770,7 @@ static void test_claim_create(void **state)
                                .ntags = 1,
                                .group = "cc/g",
                                .priority = 5,
-                               .created = "2026-01-02T03:04:05.678Z",
+                               .created = "2099-01-02T03:04:05.678Z",
                                .rebalance_key = "k1",
                                .lease = "30s",
                                .timeout = "10m"};
@@ -770,7 +785,7 @@ static void test_claim_create(void **state)
     assert_string_equal(a->reason, "held");
     assert_null(a->by);
     assert_int_equal(a->priority, 5);
-    assert_int_equal(a->created_ms, 1767323045678LL);
+    assert_int_equal(a->created_ms, 4071006245678LL);
     assert_int_equal(a->lease_ms, 30000);
     assert_int_equal(a->timeout_ms, 600000);
     assert_true(a->expires_ms > 1767323045678LL);
@@ -1149,6 +1164,58 @@ static void test_release(void **state)
     assert_int_equal(sl_client_claim_release(c, NULL, NULL, &err), SL_CLIENT_EINVAL);
     sl_client_claim_free(a);
     sl_client_claim_free(b);
+    sl_client_free(c);
+}
+
+/* A release by holder prefix: the prefix's pending claims withdrawn (never
+ * granted on the way out), its held ones released, the counts the server
+ * answered; other holders untouched; the prefix escaped in the query. */
+static void test_claims_release(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_error err;
+    sl_client_claim *a = claim_one(c, "rp-run-42/a", false, "rp/m", NULL);
+    sl_client_claim *b = claim_one(c, "rp-run-42/b", false, "rp/m", NULL);
+    sl_client_claim *x = claim_one(c, "rp-run-420/x", false, "rp/x", NULL);
+    assert_string_equal(b->state, "pending");
+    sl_client_release_counts n;
+    assert_int_equal(sl_client_claims_release(c, "rp-run-42/", &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.released, 1);
+    assert_int_equal(n.withdrawn, 1);
+    assert_int_equal(n.skipped, 0);
+    assert_non_null(strstr(n.json, "\"released\":1"));
+    sl_client_release_counts_free(&n);
+    assert_null(n.json);
+    assert_state(c, a->id, "released");
+    assert_state(c, b->id, "withdrawn");
+    assert_state(c, x->id, "held");
+    /* Nothing left of the prefix: not an error, all 0. */
+    assert_int_equal(sl_client_claims_release(c, "rp-run-42/", &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.released + n.withdrawn + n.skipped, 0);
+    sl_client_release_counts_free(&n);
+    /* '&' would start another parameter, '#' end the URL, '+' read as a blank. */
+    sl_client_claim *o = claim_one(c, "rp-odd/a b&c=d:e+f%g#h?i", false, "rp/odd", NULL);
+    assert_int_equal(sl_client_claims_release(c, "rp-odd/a b&c=d:e+f%g#h?", &n, &err),
+                     SL_CLIENT_OK);
+    assert_int_equal(n.released, 1);
+    sl_client_release_counts_free(&n);
+    assert_state(c, o->id, "released");
+    /* Refused here (an empty prefix), and by the server (too long). */
+    assert_int_equal(sl_client_claims_release(c, "", &n, &err), SL_CLIENT_EINVAL);
+    assert_int_equal(sl_client_claims_release(c, NULL, &n, &err), SL_CLIENT_EINVAL);
+    assert_int_equal(sl_client_claims_release(c, "p", NULL, &err), SL_CLIENT_EINVAL);
+    char longp[255];
+    memset(longp, 'p', sizeof(longp) - 1);
+    longp[sizeof(longp) - 1] = '\0';
+    assert_http_error(sl_client_claims_release(c, longp, &n, &err), &err, 400, "bad_request");
+    assert_null(n.json);
+    assert_state(c, x->id, "held");
+    release(c, x->id);
+    sl_client_claim_free(a);
+    sl_client_claim_free(b);
+    sl_client_claim_free(x);
+    sl_client_claim_free(o);
     sl_client_free(c);
 }
 
@@ -2020,6 +2087,7 @@ int main(void)
         cmocka_unit_test(test_renew),
         cmocka_unit_test(test_release),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_claims_release),
         cmocka_unit_test(test_why),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_claims_list),

@@ -44,7 +44,7 @@ static void breq_many_locks(breq *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         snprintf(b->names[i], sizeof(b->names[i]), "l%zu", i);
-        b->locks[i] = (sl_lock_req){SL_KIND_MUTEX, b->names[i], 0};
+        b->locks[i] = (sl_lock_req){SL_KIND_MUTEX, b->names[i], 0, 0};
     }
     b->req.nlocks = n;
 }
@@ -419,10 +419,10 @@ static void late_refusals_change_nothing(void **state)
     breq *b = test_malloc(sizeof(*b));
     breq_init(b, "c1");
     breq_many_locks(b, 3);
-    b->locks[1] = (sl_lock_req){SL_KIND_SEMAPHORE, "pool", 2};
-    b->locks[2] = (sl_lock_req){SL_KIND_SEMAPHORE, "unknown", 1};
+    b->locks[1] = (sl_lock_req){SL_KIND_SEMAPHORE, "pool", 2, 0};
+    b->locks[2] = (sl_lock_req){SL_KIND_SEMAPHORE, "unknown", 1, 0};
     refused(eng, &b->req, SL_EUNKNOWN, "locks[2]");
-    b->locks[2] = (sl_lock_req){SL_KIND_MUTEX, "held", 1};
+    b->locks[2] = (sl_lock_req){SL_KIND_MUTEX, "held", 1, 0};
     b->req.ntags = 1;
     b->tags[0] = (sl_tag){"env", "a b"};
     refused(eng, &b->req, SL_EINVAL, "tags[0]");
@@ -533,7 +533,7 @@ static void allow_sees_every_lock(void **state)
     sl_engine *eng = t_engine();
     t_sem(eng, 0, "tag/tenant=*", 2, SL_STRICT);
     t_sem(eng, 0, "tag/tenant", 5, SL_STRICT);
-    const sl_lock_req locks[] = {{SL_KIND_MUTEX, "a/m", 1}};
+    const sl_lock_req locks[] = {{SL_KIND_MUTEX, "a/m", 1, 0}};
     const sl_tag two[] = {{"tenant", "acme"}, {"env", "dev"}};
     allow_log a = {.refuse = "nothing"};
     sl_error err;

@@ -79,7 +79,7 @@ static void kept_across_a_restore(void **state)
     (void)state;
     sl_engine *eng = t_engine();
     sl_engine_restore_counters(eng, 1, 2, 1, 0);
-    sl_claim_lock_rec lock = {SL_KIND_MUTEX, "x", 1, SL_VIA_LOCK, 0};
+    sl_claim_lock_rec lock = {SL_KIND_MUTEX, "x", 1, SL_VIA_LOCK, 0, 0, 0};
     sl_claim_rec rec;
     memset(&rec, 0, sizeof(rec));
     rec.v.id = "a";

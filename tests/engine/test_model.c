@@ -1322,14 +1322,14 @@ static void setup(const params *p)
         if (!p->sem_on[s])
             continue;
         sl_error err;
-        sl_sem_opts o = {p->limit[s], p->strat[s], p->lease[s], p->overtake[s]};
+        sl_sem_opts o = {.limit = p->limit[s], .strategy = p->strat[s], .lease_ms = p->lease[s], .overtake_ms = p->overtake[s]};
         CHECK(sl_sem_configure(R.eng, lock_names[s], &o, 0, &err) == 0, "setup %s",
               lock_names[s]);
         r_sem_set(s, p->limit[s], p->strat[s], p->lease[s], p->overtake[s], 0);
     }
     if (p->grp_sem) {
         sl_error err;
-        sl_sem_opts o = {p->glimit, p->gstrat, p->glease, p->govertake};
+        sl_sem_opts o = {.limit = p->glimit, .strategy = p->gstrat, .lease_ms = p->glease, .overtake_ms = p->govertake};
         CHECK(sl_sem_configure(R.eng, "group/*", &o, 0, &err) == 0, "setup group/*");
         r_sem_set(NSEM, p->glimit, p->gstrat, p->glease, p->govertake, 0);
         for (int g = 0; g < NGRP; g++)
@@ -1365,7 +1365,7 @@ static void apply(const mop *op, size_t i)
             for (int k = 0; k < op->nl; k++) {
                 int L = op->lk[k];
                 locks[k] = (sl_lock_req){L < NSEM ? SL_KIND_SEMAPHORE : SL_KIND_MUTEX,
-                                         lock_names[L], op->slots[k]};
+                                         lock_names[L], op->slots[k], 0};
             }
             sl_claim_req req = {
                 .id = op->dup_of >= 0 ? ids : id,
@@ -1420,7 +1420,7 @@ static void apply(const mop *op, size_t i)
         case OP_LIMIT: {
             const char *name = op->sem < NSEM ? lock_names[op->sem] : "group/*";
             sl_error err;
-            sl_sem_opts o = {op->limit, op->strategy, op->slease, op->sovertake};
+            sl_sem_opts o = {.limit = op->limit, .strategy = op->strategy, .lease_ms = op->slease, .overtake_ms = op->sovertake};
             int rc = sl_sem_configure(R.eng, name, &o, now, &err);
             CHECK(rc == 0, "sem_set %s: rc %d", name, rc);
             if (op->sem < NSEM) {

@@ -767,8 +767,8 @@ static void refuse_unknown_semaphore(void **state)
     sl_error err;
     snap(eng, &s);
     sl_lock_req locks[] = {
-        {SL_KIND_SEMAPHORE, "known", 1},
-        {SL_KIND_SEMAPHORE, "nosuch", 1},
+        {SL_KIND_SEMAPHORE, "known", 1, 0},
+        {SL_KIND_SEMAPHORE, "nosuch", 1, 0},
     };
     assert_int_equal(create_locks(eng, 1, "a", locks, 2, &err), SL_EUNKNOWN);
     assert_int_equal(err.code, SL_EUNKNOWN);
@@ -777,7 +777,7 @@ static void refuse_unknown_semaphore(void **state)
     assert_string_equal(err.field, "locks[1]");
     unchanged(eng, &s);
     /* A mutex of that name needs no configuration. */
-    sl_lock_req m = {SL_KIND_MUTEX, "nosuch", 0};
+    sl_lock_req m = {SL_KIND_MUTEX, "nosuch", 0, 0};
     assert_int_equal(create_locks(eng, 2, "a", &m, 1, &err), 0);
     t_free(eng);
 }
@@ -822,7 +822,7 @@ static void refuse_malformed(void **state)
     assert_int_equal(t_claim_rc(eng, 1, "id=a m:X timeout=-1", &err), SL_EINVAL);
     unchanged(eng, &s);
     /* holder and id are required, each within its bound. */
-    sl_lock_req x = {SL_KIND_MUTEX, "X", 1};
+    sl_lock_req x = {SL_KIND_MUTEX, "X", 1, 0};
     sl_claim_req r;
     memset(&r, 0, sizeof(r));
     r.id = "a";
@@ -864,7 +864,7 @@ static void refuse_too_many_locks(void **state)
     sl_lock_req locks[SL_LOCKS_MAX + 1];
     for (size_t i = 0; i <= SL_LOCKS_MAX; i++) {
         snprintf(names[i], sizeof(names[i]), "l%zu", i);
-        locks[i] = (sl_lock_req){SL_KIND_MUTEX, names[i], 1};
+        locks[i] = (sl_lock_req){SL_KIND_MUTEX, names[i], 1, 0};
     }
     snapshot s;
     sl_error err;
@@ -896,21 +896,21 @@ static void refuse_bad_names(void **state)
     sl_error err;
     snap(eng, &s);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        sl_lock_req l = {SL_KIND_MUTEX, bad[i], 1};
+        sl_lock_req l = {SL_KIND_MUTEX, bad[i], 1, 0};
         assert_int_equal(create_locks(eng, 1, "a", &l, 1, &err), SL_EINVAL);
         assert_string_equal(err.field, "locks[0]");
         l.kind = SL_KIND_SEMAPHORE;
         assert_int_equal(create_locks(eng, 1, "a", &l, 1, &err), SL_EINVAL);
         unchanged(eng, &s);
     }
-    sl_lock_req nul = {SL_KIND_MUTEX, NULL, 1};
+    sl_lock_req nul = {SL_KIND_MUTEX, NULL, 1, 0};
     assert_int_equal(create_locks(eng, 1, "a", &nul, 1, &err), SL_EINVAL);
     assert_int_equal(t_claim_rc(eng, 1, "id=a m:X group=a//b", &err), SL_EINVAL);
     assert_string_equal(err.field, "group");
     unchanged(eng, &s);
     /* 253 characters and every allowed character are fine. */
     long_name[SL_NAME_MAX] = '\0';
-    sl_lock_req ok[] = {{SL_KIND_MUTEX, long_name, 1}, {SL_KIND_MUTEX, "Az09._-/:=x", 1}};
+    sl_lock_req ok[] = {{SL_KIND_MUTEX, long_name, 1, 0}, {SL_KIND_MUTEX, "Az09._-/:=x", 1, 0}};
     assert_int_equal(create_locks(eng, 2, "ok", ok, 2, &err), 0);
     assert_int_equal(t_state(eng, "ok"), SL_HELD);
     t_free(eng);

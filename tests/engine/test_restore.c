@@ -168,7 +168,7 @@ static void st_put_config(store *st, const char *name, const sl_config *cfg)
 static int restore_config(sl_engine *eng, const char *name, uint32_t limit, sl_strategy s,
                           int64_t lease_ms, int64_t overtake_ms)
 {
-    sl_sem_opts o = {limit, s, lease_ms, overtake_ms};
+    sl_sem_opts o = {.limit = limit, .strategy = s, .lease_ms = lease_ms, .overtake_ms = overtake_ms};
     return sl_engine_restore_config(eng, name, &o);
 }
 
@@ -922,7 +922,7 @@ static void good_rec(rec_buf *r, const char *id)
     r->rec.v.grace_ms = 30000;
     r->rec.v.nlocks = 1;
     r->rec.v.ntags = 1;
-    r->lock = (sl_claim_lock_rec){SL_KIND_MUTEX, "x", 1, SL_VIA_LOCK, 5};
+    r->lock = (sl_claim_lock_rec){SL_KIND_MUTEX, "x", 1, SL_VIA_LOCK, 5, 0, 0};
     r->tag = (sl_tag){"env", "prod"};
     r->rec.locks = &r->lock;
     r->rec.tags = &r->tag;
@@ -996,8 +996,8 @@ static void bad_records_are_refused_and_change_nothing(void **state)
     r->tag.value = NULL;
     refused_rec(eng, r);
     /* The same lock twice, which sl_claim_create never lets in. */
-    sl_claim_lock_rec twice[2] = {{SL_KIND_MUTEX, "y", 1, SL_VIA_LOCK, 0},
-                                  {SL_KIND_MUTEX, "y", 1, SL_VIA_GROUP, 0}};
+    sl_claim_lock_rec twice[2] = {{SL_KIND_MUTEX, "y", 1, SL_VIA_LOCK, 0, 0, 0},
+                                  {SL_KIND_MUTEX, "y", 1, SL_VIA_GROUP, 0, 0, 0}};
     good_rec(r, "b");
     r->rec.v.state = SL_PENDING;
     r->rec.v.nlocks = 2;

@@ -457,10 +457,10 @@ class TestClaims(ApiCase):
         orders the queue; lease "0" is none."""
         m = self.name("m")
         c = self.srv.claim("h", [("m", m)], lease="1m30s", timeout=5, grace="0",
-                           created="2026-11-22T10:00:00.000Z", priority=-3,
+                           created="2099-11-22T10:00:00.000Z", priority=-3,
                            rebalance_key="k1", tags={"env": "prod"})
         self.assertEqual(c["lease"], "1m30s")
-        self.assertEqual(c["created"], "2026-11-22T10:00:00.000Z")
+        self.assertEqual(c["created"], "2099-11-22T10:00:00.000Z")
         self.assertEqual((c["priority"], c["rebalance_key"], c["tags"]), (-3, "k1",
                                                                           {"env": "prod"}))
         self.assertRegex(c["expires"], RFC3339_MS)
@@ -659,9 +659,9 @@ class TestClaims(ApiCase):
         """cancel only reaches claims that come before the new one in created
         order: an older re-run waits instead (engine.md)."""
         g = self.name("g")
-        a = self.srv.claim("a", group=g, created="2026-01-01T00:00:02.000Z")
+        a = self.srv.claim("a", group=g, created="2099-01-01T00:00:02.000Z")
         old = self.srv.claim("old", group=g, cancel="in-progress", grace="0",
-                             created="2026-01-01T00:00:01.000Z")
+                             created="2099-01-01T00:00:01.000Z")
         self.assertEqual(old["state"], "pending")
         self.assertEqual(self.srv.claim_get(a["id"])["state"], "held")
         self.srv.release(old["id"])
@@ -974,12 +974,12 @@ class TestWhyListsQueue(ApiCase):
         lock's queue with that queue's positions."""
         m, m2 = self.name("m"), self.name("m2")
         hold = self.srv.claim("hold", [("m", m)])
-        pa = self.srv.claim("pa", [("m", m)], created="2026-01-01T00:00:02.000Z")
-        pb = self.srv.claim("pb", [("m", m)], created="2026-01-01T00:00:03.000Z", priority=5)
-        pc = self.srv.claim("pc", [("m", m)], created="2026-01-01T00:00:01.000Z")
-        pd = self.srv.claim("pd", [("m", m)], created="2026-01-01T00:00:01.000Z")
+        pa = self.srv.claim("pa", [("m", m)], created="2099-01-01T00:00:02.000Z")
+        pb = self.srv.claim("pb", [("m", m)], created="2099-01-01T00:00:03.000Z", priority=5)
+        pc = self.srv.claim("pc", [("m", m)], created="2099-01-01T00:00:01.000Z")
+        pd = self.srv.claim("pd", [("m", m)], created="2099-01-01T00:00:01.000Z")
         hold2 = self.srv.claim("hold2", [("m", m2)])
-        other = self.srv.claim("px", [("m", m2)], created="2026-01-01T00:00:01.500Z")
+        other = self.srv.claim("px", [("m", m2)], created="2099-01-01T00:00:01.500Z")
         want = [pb["id"], pc["id"], pd["id"], other["id"], pa["id"]]
         r = self.srv.get("/v1/queue")
         self.assertEqual(r.status, 200, r)

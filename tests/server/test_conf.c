@@ -344,7 +344,7 @@ static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
      "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, advertise, leader_timeout, durability, "
-     "log_level, default_lease, default_timeout, limits, semaphores, tokens (libcyaml: Load: Unexpected key: "
+     "log_level, default_lease, default_timeout, backdate_skew, limits, semaphores, tokens (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",

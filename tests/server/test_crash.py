@@ -190,9 +190,9 @@ class TestCrash(unittest.TestCase):
         and created times; returns (holder, ids in expected queue order)."""
         s = self.srv
         hold = s.claim("crash/qholder", [("m", QUEUE_LOCK)])
-        spec = [("p1", 0, "2026-01-01T00:00:03.000Z"), ("p2", 2, "2026-01-01T00:00:05.000Z"),
-                ("p3", 0, "2026-01-01T00:00:01.000Z"), ("p4", 0, "2026-01-01T00:00:01.000Z"),
-                ("p5", -1, "2026-01-01T00:00:00.000Z")]
+        spec = [("p1", 0, "2099-01-01T00:00:03.000Z"), ("p2", 2, "2099-01-01T00:00:05.000Z"),
+                ("p3", 0, "2099-01-01T00:00:01.000Z"), ("p4", 0, "2099-01-01T00:00:01.000Z"),
+                ("p5", -1, "2099-01-01T00:00:00.000Z")]
         ids = {}
         for name, prio, created in spec:
             c = s.claim("crash/" + name, [("m", QUEUE_LOCK)], priority=prio, created=created)

@@ -41,7 +41,7 @@ OPERATIONS = {
     ("GET", "/claims"), ("GET", "/locks/{key}"), ("GET", "/runs/{run}"),
 }
 
-ERROR_CODES = {"bad_request", "unauthorized", "forbidden", "not_found", "conflict",
+ERROR_CODES = {"bad_request", "unauthorized", "forbidden", "not_found", "conflict", "queue_full",
                "unknown_semaphore", "too_large", "method_not_allowed", "unavailable",
                "no_leader", "leader_changed", "leader_lost", "not_leader", "bad_gateway"}
 

@@ -242,6 +242,21 @@ static void same_lock(sl_engine *a, sl_engine *b, const sl_lock *la)
     }
 }
 
+void ts_same_rules(const char *name, const sl_sem_rules *x, const sl_sem_rules *y)
+{
+    if (x->preempt != y->preempt || x->preempt_grace_ms != y->preempt_grace_ms ||
+        x->max_pending != y->max_pending || x->on_full != y->on_full ||
+        x->default_weight != y->default_weight || x->nweights != y->nweights ||
+        x->rate_count != y->rate_count || x->rate_period_ms != y->rate_period_ms ||
+        x->rate_burst != y->rate_burst || x->backdate_ms != y->backdate_ms)
+        fail_msg("configuration %s: its rules differ", name);
+    for (size_t i = 0; i < x->nweights; i++)
+        if (strcmp(x->weights[i].key, y->weights[i].key) != 0 ||
+            x->weights[i].weight != y->weights[i].weight)
+            fail_msg("configuration %s: weight %zu is %s=%u / %s=%u", name, i, x->weights[i].key,
+                     x->weights[i].weight, y->weights[i].key, y->weights[i].weight);
+}
+
 void ts_same(sl_engine *a, sl_engine *b)
 {
     sl_engine_stats sa, sb;
@@ -283,7 +298,9 @@ void ts_same(sl_engine *a, sl_engine *b)
         assert_int_equal(x.limit, y.limit);
         assert_int_equal(x.strategy, y.strategy);
         assert_int_equal(x.lease_ms, y.lease_ms);
+        assert_int_equal(x.overtake_ms, y.overtake_ms);
         assert_int_equal(x.pattern, y.pattern);
+        ts_same_rules(x.name, &x.rules, &y.rules);
     }
     /* The token floor: what a mutex never used reads. */
     sl_lock_view fa, fb;

@@ -37,8 +37,10 @@ sl_engine *ts_load(sl_store *st, sl_engine_opts *opts, int64_t now, sl_store_loa
 /* Asserts that b holds what a holds: every claim (fields but its last sign
  * of life, locks with tokens and positions, tags) in the same arrival and
  * pending order, every live lock (values, holders in grant order, waiters
- * in queue order), every configuration, the counters. */
+ * in queue order), every configuration with its rules, the counters. */
 void ts_same(sl_engine *a, sl_engine *b);
+/* Fails the test unless x and y are the same rules (weights in order). */
+void ts_same_rules(const char *name, const sl_sem_rules *x, const sl_sem_rules *y);
 
 /* A raw connection to the store file in dir, and one-value queries on it. */
 sqlite3 *ts_db(const char *dir);

@@ -1,7 +1,8 @@
-/* test_rows_json.c - the JSON of claims' locks and tags (rows_json.c): what the writers
- * write for real claims, that the readers give it back, and that the
- * readers refuse anything else (bad shapes, bad escapes, numbers out of
- * range, too many entries, names too long) without reading past the text. */
+/* test_rows_json.c - the JSON of claims' locks and tags and of a
+ * configuration's rules (rows_json.c): what the writers write for real
+ * claims and rules, that the readers give it back, and that the readers
+ * refuse anything else (bad shapes, bad escapes, numbers out of range, too
+ * many entries, names too long) without reading past the text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,12 +155,131 @@ static void readers_refuse_the_rest(void **state)
     assert_int_equal(sl__rows_parse_locks(whole, len, scratch, l, 2, &n), -1);
 }
 
+/* Only the rules that are set are written, in a fixed order, and read
+ * back as they were; none set writes nothing (a NULL column). */
+static void rules_both_ways(void **state)
+{
+    (void)state;
+    sl_rows_buf b = {0};
+    sl_sem_rules none = {0};
+    assert_false(sl__rows_rules_json(&none, &b));
+    sl_weight w[2] = {{"gold", 5}, {"tab\tkey", 1}};
+    sl_sem_rules r = {.max_pending = 3, .weights = w, .nweights = 2, .backdate_ms = 1};
+    assert_true(sl__rows_rules_json(&r, &b));
+    assert_string_equal(b.p, "{\"max_pending\":3,\"weights\":{\"gold\":5,"
+                             "\"tab\\u0009key\":1},\"backdate_ms\":1}");
+    sl_rows_rules back;
+    char why[160];
+    assert_int_equal(sl__rows_parse_rules(b.p, b.n, &back, why, sizeof(why)), 0);
+    assert_int_equal(back.rules.max_pending, 3);
+    assert_int_equal(back.rules.nweights, 2);
+    assert_string_equal(back.rules.weights[1].key, "tab\tkey");
+    assert_int_equal(back.rules.weights[0].weight, 5);
+    assert_int_equal(back.rules.backdate_ms, 1);
+    assert_false(back.rules.preempt);
+    sl__rows_rules_free(&back);
+
+    /* NULL is no rule; whitespace and false are read too. */
+    assert_int_equal(sl__rows_parse_rules(NULL, 0, &back, why, sizeof(why)), 0);
+    assert_int_equal(back.rules.nweights, 0);
+    sl__rows_rules_free(&back);
+    const char *spaced = " { \"preempt\" : false , \"on_full\" : 1 } ";
+    assert_int_equal(sl__rows_parse_rules(spaced, strlen(spaced), &back, why, sizeof(why)), 0);
+    assert_false(back.rules.preempt);
+    assert_int_equal(back.rules.on_full, SL_ON_FULL_DROP_OLDEST);
+    sl__rows_rules_free(&back);
+    /* The length is what is read, not the terminator. */
+    assert_int_equal(sl__rows_parse_rules("{}{", 2, &back, why, sizeof(why)), 0);
+    sl__rows_rules_free(&back);
+    sl__rows_buf_free(&b);
+}
+
+/* The most a configuration can have (SL_WEIGHTS_MAX keys of SL_NAME_MAX
+ * characters that all need escapes) fits, and reads back; the buffer then
+ * serves a claim's locks under their own bound again. */
+static void rules_worst_case(void **state)
+{
+    (void)state;
+    static char keys[SL_WEIGHTS_MAX][SL_NAME_MAX + 1];
+    static sl_weight w[SL_WEIGHTS_MAX];
+    for (int i = 0; i < SL_WEIGHTS_MAX; i++) {
+        memset(keys[i], '"', SL_NAME_MAX);
+        snprintf(keys[i], 4, "%03d", i); /* distinct */
+        keys[i][3] = '"';
+        w[i] = (sl_weight){keys[i], SL_WEIGHT_MAX};
+    }
+    sl_sem_rules r = {.preempt = true,
+                      .preempt_grace_ms = INT64_MAX,
+                      .max_pending = SL_LIMIT_MAX,
+                      .on_full = SL_ON_FULL_DROP_OLDEST,
+                      .default_weight = SL_WEIGHT_MAX,
+                      .weights = w,
+                      .nweights = SL_WEIGHTS_MAX,
+                      .rate_count = SL_LIMIT_MAX,
+                      .rate_period_ms = INT64_MAX,
+                      .rate_burst = SL_LIMIT_MAX,
+                      .backdate_ms = INT64_MAX};
+    sl_rows_buf b = {0};
+    assert_true(sl__rows_rules_json(&r, &b));
+    assert_false(b.over);
+    assert_true(b.n > SL_ROWS_JSON_MAX);
+    assert_true(b.n <= SL_RULES_JSON_MAX);
+    sl_rows_rules back;
+    char why[160];
+    assert_int_equal(sl__rows_parse_rules(b.p, b.n, &back, why, sizeof(why)), 0);
+    assert_int_equal(back.rules.nweights, SL_WEIGHTS_MAX);
+    assert_string_equal(back.rules.weights[255].key, keys[255]);
+    assert_int_equal(back.rules.rate_period_ms, INT64_MAX);
+    sl__rows_rules_free(&back);
+
+    sl_engine *eng = t_engine();
+    t_claim(eng, 1, "id=a m:x");
+    sl__rows_locks_json(t_find(eng, "a"), 1, &b);
+    assert_int_equal(b.max, SL_ROWS_JSON_MAX);
+    assert_string_equal(b.p, "[[0,\"x\",1,0,1]]");
+    t_free(eng);
+    sl__rows_buf_free(&b);
+}
+
+/* The reader's refusals name what is wrong. */
+static void rules_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"", "not a JSON object"},
+        {"null", "not a JSON object"},
+        {"{\"preempt\":tru}", "rule preempt is malformed"},
+        {"{\"preempt\":true", "not a JSON object"},
+        {"{\"preempt\":true}}", "not a JSON object"},
+        {"{\"max_pending\":\"5\"}", "rule max_pending is malformed"},
+        {"{\"default_weight\":1000001}", "rule default_weight is malformed"},
+        {"{\"weights\":{\"k\":1,}}", "rule weights is malformed"},
+        {"{\"weights\":{\"\\u0000\":1}}", "rule weights is malformed"},
+        {"{\"Preempt\":true}", "\"Preempt\", which is no rule"},
+        {"{\"on_full\":0,\"on_full\":0}", "on_full twice"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sl_rows_rules r;
+        char why[160] = "";
+        assert_int_equal(
+            sl__rows_parse_rules(bad[i].text, strlen(bad[i].text), &r, why, sizeof(why)), -1);
+        if (!strstr(why, bad[i].why))
+            fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].text, why, bad[i].why);
+        sl__rows_rules_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(written_by_the_claim),
         cmocka_unit_test(readers_accept_json),
         cmocka_unit_test(readers_refuse_the_rest),
+        cmocka_unit_test(rules_both_ways),
+        cmocka_unit_test(rules_worst_case),
+        cmocka_unit_test(rules_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,7 +47,7 @@ static void make_claim(sl_engine *eng, size_t i, int64_t now)
     snprintf(s, sizeof(s), "s/%zu", i % 1000);
     snprintf(team, sizeof(team), "t%zu", i % 50);
     snprintf(group, sizeof(group), "g/%zu", i % 1000);
-    sl_lock_req locks[2] = {{SL_KIND_MUTEX, m, 1}, {SL_KIND_SEMAPHORE, s, 1}};
+    sl_lock_req locks[2] = {{SL_KIND_MUTEX, m, 1, 0}, {SL_KIND_SEMAPHORE, s, 1, 0}};
     sl_tag tags[1] = {{"team", team}};
     sl_claim_req req;
     memset(&req, 0, sizeof(req));

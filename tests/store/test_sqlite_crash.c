@@ -57,7 +57,7 @@ static void child_die(int fd, const char *what, const char *detail)
 static sl_claim *child_claim(sl_engine *eng, int fd, int64_t now, const char *id, const char *lock2,
                              bool pool)
 {
-    sl_lock_req locks[2] = {{SL_KIND_SEMAPHORE, "pool", 1}, {SL_KIND_MUTEX, lock2, 1}};
+    sl_lock_req locks[2] = {{SL_KIND_SEMAPHORE, "pool", 1, 0}, {SL_KIND_MUTEX, lock2, 1, 0}};
     sl_claim_req req;
     memset(&req, 0, sizeof(req));
     req.id = id;

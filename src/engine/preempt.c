@@ -1,0 +1,167 @@
+/* preempt.c - priority preemption: an urgent waiter revokes lower-priority
+ * holders rather than wait for them to finish (docs/engine.md).
+ *
+ * On a lock whose rules say preempt (strict or skip), the waiter at the head
+ * of the line (the first in the total order) that cannot fit revokes holders
+ * of strictly lower priority: the lowest priority first, and among equals
+ * the most recently granted, then any of those not needed after all (so
+ * the set is minimal), until the free slots, the slots of holders already
+ * revoking and the revoked ones cover what it asks for. Revoked holders
+ * keep their slots for the lock's preempt_grace and end `canceled`, reason
+ * preempted. It preempts only when every other lock of the claim would let
+ * it in at once or by preempting too: revoking work that cannot lead to a
+ * grant would be pure loss. A preempted claim is never queued again by the
+ * engine, so there is no cascade.
+ *
+ * When: a lock whose admission is looked at again (sl__lock_mark_dirty), a
+ * waiter joining its queue, or a candidate that failed elsewhere, puts a
+ * preempting lock on eng->preempt; sl__settle runs sl__preempt_pass once
+ * no more grants are possible. Nothing else can make a preemption possible:
+ * priorities never change and holders only ever leave. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_int.h"
+
+bool sl__lock_preempts(const sl_lock *l)
+{
+    return l->kind == SL_KIND_SEMAPHORE && l->strategy != SL_REBALANCED &&
+           sl__lock_rules(l)->preempt;
+}
+
+void sl__preempt_mark(sl_engine *eng, sl_lock *l)
+{
+    if (l->preempt_marked || !sl__lock_preempts(l))
+        return;
+    l->preempt_marked = true;
+    sl__pvec_push(&eng->mem, &eng->preempt, l);
+}
+
+static const sl_centry *head(const sl_lock *l)
+{
+    sl_tnode *t = sl__tree_first(&l->queue);
+    return t ? sl__container_of(t, sl_centry, u.node) : NULL;
+}
+
+/* Holders first to go: lowest priority, then most recently granted. */
+static int victim_cmp(const void *a, const void *b)
+{
+    const sl_claim *x = (*(const sl_centry *const *)a)->claim;
+    const sl_claim *y = (*(const sl_centry *const *)b)->claim;
+    if (x->priority != y->priority)
+        return x->priority < y->priority ? -1 : 1;
+    return x->grant_seq > y->grant_seq ? -1 : x->grant_seq < y->grant_seq;
+}
+
+/* What preemption means for entry e on its lock, and with a plan (WILL)
+ * the holders to revoke in eng->victims (appended after base). */
+static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *count)
+{
+    const sl_lock *l = e->lock;
+    uint64_t free = sl__lock_free_slots(l), revoking = 0;
+    *count = 0;
+    if (!sl__lock_preempts(l) || e->slots <= free)
+        return SL_PREEMPT_NONE;
+    if (head(l) != e)
+        return SL_PREEMPT_NOT_HEAD;
+    sl_pvec *v = &eng->victims;
+    for (sl_centry *h = l->hhead; h; h = h->u.h.next) {
+        if (h->claim->state == SL_REVOKING) {
+            revoking += h->slots;
+            ++*count;
+        } else if (h->claim->priority < e->claim->priority) {
+            sl__pvec_push(&eng->mem, v, h);
+        }
+    }
+    if (free + revoking >= e->slots) {
+        v->n = base;
+        return SL_PREEMPT_WAITING;
+    }
+    qsort(v->v + base, v->n - base, sizeof(void *), victim_cmp);
+    uint64_t got = free + revoking;
+    size_t n = base;
+    while (n < v->n && got < e->slots)
+        got += ((sl_centry *)v->v[n++])->slots;
+    v->n = n;
+    if (got < e->slots) {
+        v->n = base;
+        *count = 0;
+        return SL_PREEMPT_TOO_FEW;
+    }
+    /* Minimal: the latest chosen (least eager to go) leave the set first. */
+    for (size_t i = n; i-- > base;) {
+        uint64_t s = ((sl_centry *)v->v[i])->slots;
+        if (got - s >= e->slots) {
+            got -= s;
+            memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(void *));
+            v->n--;
+        }
+    }
+    *count = v->n - base;
+    return SL_PREEMPT_WILL;
+}
+
+sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count)
+{
+    size_t base = eng->victims.n;
+    sl_preempt p = plan(eng, e, base, count);
+    eng->victims.n = base;
+    return p;
+}
+
+static void revoke(sl_engine *eng, sl_centry *h, const sl_claim *by, int64_t now)
+{
+    sl_claim *v = h->claim;
+    int64_t grace = sl__lock_rules(h->lock)->preempt_grace_ms;
+    if (v->state != SL_HELD)
+        return; /* revoked already for another lock of the same claim */
+    if (grace == 0) {
+        sl__claim_end(eng, v, SL_CANCELED, SL_REASON_PREEMPTED, by->id, now);
+        return;
+    }
+    v->state = SL_REVOKING;
+    v->reason = SL_REASON_PREEMPTED;
+    v->by = sl__strndup(&eng->mem, by->id, by->idlen);
+    v->revoke_at = now + grace;
+    sl_event *ev = sl__event_add(eng, SL_EV_CLAIM_REVOKING, v, now);
+    ev->reason = SL_REASON_PREEMPTED;
+    sl__claim_touch(eng, v);
+    sl__claim_rearm(eng, v);
+}
+
+/* Plans c's preemptions on every lock; executes them when each of its
+ * locks would then let it in. Returns whether it revoked anyone. */
+static bool try_claim(sl_engine *eng, sl_claim *c, int64_t now)
+{
+    size_t base = eng->victims.n;
+    bool any = false;
+    for (size_t i = 0; i < c->nlocks; i++) {
+        size_t n;
+        sl_preempt p = plan(eng, &c->e[i], eng->victims.n, &n);
+        if (p == SL_PREEMPT_WILL)
+            any = true;
+        else if (p != SL_PREEMPT_WAITING && !sl__queue_admissible(eng, &c->e[i])) {
+            eng->victims.n = base;
+            return false;
+        }
+    }
+    for (size_t i = base; i < eng->victims.n; i++)
+        revoke(eng, eng->victims.v[i], c, now);
+    eng->victims.n = base;
+    c->preempting = c->preempting || any;
+    return any;
+}
+
+bool sl__preempt_pass(sl_engine *eng, int64_t now)
+{
+    bool changed = false;
+    for (size_t i = 0; i < eng->preempt.n; i++) {
+        sl_lock *l = eng->preempt.v[i];
+        l->preempt_marked = false;
+        const sl_centry *e = head(l);
+        if (e && sl__lock_preempts(l) && try_claim(eng, e->claim, now))
+            changed = true;
+    }
+    eng->preempt.n = 0;
+    return changed;
+}
