@@ -77,6 +77,15 @@ static void field_name(char *buf, size_t cap, const char *a, size_t i, const cha
     buf[n] = '\0';
 }
 
+static int inline_conflict(sl_error *err, const char *what, const char *field,
+                           const char *name, uint32_t has, uint32_t asked)
+{
+    fail(err, SL_EINLINE, what, field, name, has);
+    if (err)
+        err->asked = asked;
+    return SL_EINLINE;
+}
+
 /* The limit of semaphore `name` for a claim giving inline limit `inl` (0:
  * none): its configuration's, which an inline limit must match; else the
  * inline limit, which must match the one its live claims made it with. */
@@ -85,10 +94,9 @@ static int sem_limit(const sl_engine *eng, sl_xlock *xl, const char *name, size_
 {
     const sl_config *cfg = sl__config_resolve(eng, name, len);
     if (cfg && inl > 0 && inl != cfg->limit)
-        return fail(err, SL_EINVAL,
-                    "the semaphore is configured (value: its limit), so an inline limit must "
-                    "equal that limit or be left out",
-                    field, name, cfg->limit);
+        return inline_conflict(err, "the semaphore is configured, so an inline limit must equal "
+                                    "its limit or be left out",
+                               field, name, cfg->limit, inl);
     if (cfg) {
         *limit = cfg->limit;
         xl->cfg_lease = cfg->lease_ms;
@@ -103,15 +111,11 @@ static int sem_limit(const sl_engine *eng, sl_xlock *xl, const char *name, size_
     if (inl > SL_LIMIT_MAX)
         return fail(err, SL_EINVAL, "an inline limit is 1 to 1000000000", field, name, inl);
     const sl_lock *l = sl__lock_find(eng, xl->key, xl->keylen);
-    if (l && l->inline_limit > 0 && l->inline_limit != inl) {
-        fail(err, SL_EINVAL,
-             "the semaphore's live claims made it with another inline limit (value); give "
-             "the same limit, or wait until it has no holders and no waiters",
-             field, name, l->inline_limit);
-        if (err)
-            err->asked = 0;
-        return SL_EINVAL;
-    }
+    if (l && l->inline_limit > 0 && l->inline_limit != inl)
+        return inline_conflict(err, "the semaphore's live claims made it with another inline "
+                                    "limit; give the same limit, or wait until it has no holders "
+                                    "and no waiters",
+                               field, name, l->inline_limit, inl);
     *limit = inl;
     xl->inline_limit = inl;
     return 0;

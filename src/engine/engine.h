@@ -40,6 +40,7 @@ enum {
     SL_EFORBIDDEN = -6, /* the request's `allow` refused one of the claim's locks */
     SL_EFULL = -7,      /* a lock's queue holds max_pending waiters (on_full: reject) */
     SL_EBACKDATE = -8,  /* `created` lies further back than the claim may set it */
+    SL_EINLINE = -9,    /* an inline limit differs from the semaphore's (err->value), asked */
 };
 
 /* Bounds the engine enforces itself (docs/api.md's). */
@@ -402,7 +403,8 @@ typedef struct sl_claim_req {
  * SL_EUNKNOWN (a semaphore with no configuration; err->name says which),
  * SL_ECONFLICT (the id is taken), SL_ELIMIT, SL_EFULL (err->name's queue
  * holds err->value waiters, its max_pending), SL_EBACKDATE (err->value:
- * how far back `created` is, err->asked: how far it may be). */
+ * how far back `created` is, err->asked: how far it may be), SL_EINLINE
+ * (err->value: the semaphore's limit, err->asked: the inline limit given). */
 int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_claim **out,
                     sl_error *err);
 sl_claim *sl_claim_find(const sl_engine *eng, const char *id);

@@ -251,6 +251,13 @@ static bool reply_rule_refusal(sl_ctx *c, const sl_error *err)
                        err->name, (long long)err->value, err->what);
         return true;
     }
+    if (err->code == SL_EINLINE) {
+        sl_reply_error(c, 409, "conflict",
+                       "%s (%s): it has limit %lld and this claim gives limit %lld: %s",
+                       err->field, err->name, (long long)err->value, (long long)err->asked,
+                       err->what);
+        return true;
+    }
     if (err->code != SL_EBACKDATE)
         return false;
     char back[32], may[32];

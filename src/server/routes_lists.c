@@ -349,13 +349,91 @@ static bool queue_resume(sl_ctx *c, const char *cursor, const sl_claim **first, 
     return true;
 }
 
+/* Whether a pending claim is one DELETE /v1/queue clears: on the lock
+ * (when given), of the holder prefix (when given). */
+static bool clears(const sl_claim *cl, const char *key, const char *prefix)
+{
+    sl_claim_view v;
+    sl_claim_get(cl, &v);
+    if (prefix && strncmp(v.holder, prefix, strlen(prefix)) != 0)
+        return false;
+    for (size_t i = 0; key && i < v.nlocks; i++) {
+        sl_claim_lock_view lv;
+        sl_claim_lock_peek(cl, i, &lv);
+        if (strcmp(lv.key, key) == 0)
+            return true;
+    }
+    return !key;
+}
+
+/* DELETE /v1/queue?lock=KEY&holder_prefix=P: an operator empties a queue,
+ * every pending claim on the lock (and/or of the prefix) canceled "by an
+ * operator", one event each. Admin only: it ends other people's work. The
+ * claims are gathered first, in the total order. */
+static void queue_clear(sl_ctx *c)
+{
+    static const char *const known[] = {"lock", "holder_prefix", NULL};
+    if (!sl_query_only(c, known))
+        return;
+    const char *lock = sl_query_get(c, "lock"), *prefix = sl_query_get(c, "holder_prefix");
+    sl_kind kind;
+    if ((!lock && !prefix) || (lock && !lock_key(lock, &kind)) ||
+        (prefix && (!*prefix || strlen(prefix) > SL_HOLDER_MAX))) {
+        sl_reply_error(c, 400, "bad_request",
+                       "DELETE /v1/queue needs lock=KEY (mtx/NAME or sem/NAME), "
+                       "holder_prefix=P (1 to %d characters), or both: it cancels the pending "
+                       "claims on that lock and/or of holders starting with P",
+                       SL_HOLDER_MAX);
+        return;
+    }
+    if (!c->auth.admin) {
+        sl_reply_error(c, 403, "forbidden",
+                       "clearing a queue cancels other clients' claims: it needs an admin token");
+        return;
+    }
+    if (sl_refuse_if_store_failed(c))
+        return;
+    sl_engine *eng = c->srv->eng;
+    size_t n = 0, cap = 0;
+    sl_claim **all = NULL;
+    for (const sl_claim *cl = sl_pending_next(eng, NULL); cl; cl = sl_pending_next(eng, cl)) {
+        if (!clears(cl, lock, prefix))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            sl_claim **grown = realloc(all, cap * sizeof(*all));
+            if (!grown)
+                abort();
+            all = grown;
+        }
+        all[n++] = (sl_claim *)cl;
+    }
+    /* From the back of the line: a waiter leaving lets in only those behind
+     * it, so none of the claims being cleared is granted on the way. */
+    size_t canceled = 0;
+    for (size_t i = n; i-- > 0;) {
+        sl_claim_view v;
+        sl_claim_get(all[i], &v);
+        if (v.state == SL_PENDING && sl_claim_cancel(eng, all[i], c->now) == 0)
+            canceled++;
+    }
+    free(all);
+    if (canceled)
+        sl_server_touch(c->srv);
+    sl_reply_json(c, 200, json_pack("{s:I}", "canceled", (json_int_t)canceled));
+}
+
 void sl_route_queue(sl_ctx *c)
 {
     static const char *const known[] = {"lock", "limit", "after", NULL};
     c->route = SL_ROUTE_QUEUE;
+    if (c->method == SL_HTTP_DELETE) {
+        queue_clear(c);
+        return;
+    }
     if (c->method != SL_HTTP_GET) {
-        sl_allow(c, "GET");
-        sl_reply_error(c, 405, "method_not_allowed", "/v1/queue takes GET");
+        sl_allow(c, "GET, DELETE");
+        sl_reply_error(c, 405, "method_not_allowed", "/v1/queue takes GET and DELETE");
         return;
     }
     if (!sl_query_only(c, known))
