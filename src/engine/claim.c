@@ -102,6 +102,9 @@ static int sem_limit(const sl_engine *eng, sl_xlock *xl, const char *name, size_
         xl->cfg_lease = cfg->lease_ms;
         return 0;
     }
+    const sl_lock *live = sl__lock_find(eng, xl->key, xl->keylen);
+    if (inl == 0 && live && live->inline_limit > 0)
+        inl = live->inline_limit; /* it exists while its claims live: join it as it is */
     if (inl == 0)
         return fail(err, SL_EUNKNOWN,
                     "no semaphore or pattern is configured by this name; configure it with "
@@ -110,12 +113,11 @@ static int sem_limit(const sl_engine *eng, sl_xlock *xl, const char *name, size_
                     field, name, 0);
     if (inl > SL_LIMIT_MAX)
         return fail(err, SL_EINVAL, "an inline limit is 1 to 1000000000", field, name, inl);
-    const sl_lock *l = sl__lock_find(eng, xl->key, xl->keylen);
-    if (l && l->inline_limit > 0 && l->inline_limit != inl)
+    if (live && live->inline_limit > 0 && live->inline_limit != inl)
         return inline_conflict(err, "the semaphore's live claims made it with another inline "
                                     "limit; give the same limit, or wait until it has no holders "
                                     "and no waiters",
-                               field, name, l->inline_limit, inl);
+                               field, name, live->inline_limit, inl);
     *limit = inl;
     xl->inline_limit = inl;
     return 0;

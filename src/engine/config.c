@@ -124,6 +124,11 @@ static int check_rules(const char *name, const sl_sem_opts *o, sl_error *err)
     if (r->rate_count > 0 && r->rate_period_ms <= 0)
         return bad(err, "a rate's period is a positive duration", "rate", name,
                    r->rate_period_ms);
+    if (r->rate_count > 0 &&
+        (uint64_t)(r->rate_burst ? r->rate_burst : r->rate_count) >
+            ((uint64_t)1 << 62) / (uint64_t)r->rate_period_ms)
+        return bad(err, "a rate's burst times its period is too large; use a shorter period",
+                   "rate", name, r->rate_period_ms);
     if (r->rate_count == 0 && r->rate_burst > 0)
         return bad(err, "a burst needs a rate", "rate_burst", name, r->rate_burst);
     if (r->backdate_ms < 0)

@@ -57,6 +57,7 @@ int sl_engine_new(const sl_engine_opts *opts, sl_engine **out)
     sl__hash_init(&eng->configs, &eng->mem, config_key, k0, k1);
     sl__hash_init(&eng->idems, &eng->mem, sl__idem_key, k0, k1);
     sl__heap_init(&eng->timers, &eng->mem);
+    sl__heap_init(&eng->rate_timers, &eng->mem);
     /* Allocated once: building a claim needs up to SL_CLAIM_LOCKS_MAX locks
      * of scratch (37 KB), too much for the stack and the hot path. */
     eng->xlocks = sl__malloc(&eng->mem, SL_CLAIM_LOCKS_MAX * sizeof(*eng->xlocks));
@@ -73,6 +74,7 @@ void sl_engine_free(sl_engine *eng)
         return;
     sl__changes_free(eng);
     sl__heap_free(&eng->timers); /* first: it resets the timers inside claims */
+    sl__heap_free(&eng->rate_timers);
     sl_claim *c = eng->chead;
     while (c) {
         sl_claim *next = c->next;
@@ -105,8 +107,9 @@ void sl_engine_advance(sl_engine *eng, int64_t now)
 
 int64_t sl_engine_next_deadline(const sl_engine *eng)
 {
-    const sl_timer *t = sl__heap_peek(&eng->timers);
-    return t ? t->at : INT64_MAX;
+    const sl_timer *t = sl__heap_peek(&eng->timers), *r = sl__heap_peek(&eng->rate_timers);
+    int64_t at = t ? t->at : INT64_MAX;
+    return r && r->at < at ? r->at : at;
 }
 
 void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out)

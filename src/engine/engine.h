@@ -83,6 +83,7 @@ typedef enum {
     SL_RULE_BEHIND,     /* enough free slots, but claims ahead take them */
     SL_RULE_QUOTA,      /* rebalanced: its key is at its share while another waits below */
     SL_RULE_OTHER_LOCK, /* admissible here, blocked on another lock */
+    SL_RULE_RATE,       /* admissible here but for the rate: no whole token yet */
 } sl_rule;
 
 /* What preemption does for a pending claim on one lock (sl_why.preempt). */
@@ -520,6 +521,7 @@ typedef struct sl_why {
                        * which has waited the overtake limit */
     uint32_t weight;  /* rebalanced: its key's weight */
     uint64_t weights; /* rebalanced: the weights of every key present, summed */
+    int64_t admit_ms;    /* rate: when the next token is whole */
     sl_preempt preempt;  /* a preempting lock: what preemption does for it */
     size_t npreempt;     /* WILL: holders it would revoke; WAITING: revoking holders */
 } sl_why;

@@ -72,6 +72,10 @@ struct sl_lock {
     sl_tree rkey_order;       /* rebalanced: keys with pending claims, by oldest pending */
     uint64_t wsum;            /* rebalanced: the weights of the keys present, summed */
     uint32_t inline_limit;    /* made by its claims' inline limit (no configuration) */
+    bool rate_init;           /* rate: the bucket has been used (else full, or see origin) */
+    uint64_t rate_level;      /* rate: the bucket at rate_at, in units (rate.c) */
+    int64_t rate_at;
+    sl_timer rate_timer;      /* rate: when the next token is whole */
     bool idle;      /* on the idle list */
     bool dirty;     /* on eng->dirty: admission must be looked at again */
     bool tok_dirty; /* on eng->chg_locks */
@@ -158,6 +162,10 @@ struct sl_engine {
     sl_lock *active_head, *active_tail, *idle_head, *idle_tail;
     size_t nactive, nidle, nheld, nended;
     sl_heap timers;
+    sl_heap rate_timers; /* sl_lock.rate_timer */
+    uint64_t lock_seq;   /* tie-break of rate timers: creation order */
+    bool rate_origin_set; /* restored: unused buckets filled from empty since rate_origin */
+    int64_t rate_origin;
     uint64_t next_seq, next_arrival, next_grant, token_floor;
     uint64_t grants;
     int64_t now; /* the time of the admission pass under way, or of the last one */
@@ -255,6 +263,14 @@ void sl__preempt_mark(sl_engine *eng, sl_lock *l); /* its head may preempt now *
 bool sl__preempt_pass(sl_engine *eng, int64_t now); /* true: it revoked someone */
 /* What preemption does for a waiter on its lock (sl_why), *count as there. */
 sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count);
+
+/* rate.c */
+bool sl__lock_rated(const sl_lock *l);
+bool sl__rate_allows(const sl_engine *eng, const sl_lock *l); /* a whole token now */
+int64_t sl__rate_next(const sl_engine *eng, const sl_lock *l); /* when one is */
+void sl__rate_arm(sl_engine *eng, sl_lock *l);  /* its timer at that time */
+void sl__rate_take(sl_engine *eng, sl_lock *l); /* a grant */
+void sl__rate_fire(sl_engine *eng, sl_timer *t);
 
 /* group.c */
 void sl__group_cancel(sl_engine *eng, sl_claim *c, int64_t now);

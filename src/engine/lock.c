@@ -93,7 +93,9 @@ bool sl__lock_busy(const sl_lock *l)
 
 static bool lock_kept_active(const sl_lock *l)
 {
-    return sl__lock_busy(l) || (l->cfg && !l->cfg->pattern);
+    /* A rate's bucket is state: a semaphore forgotten and made again would
+     * start full. */
+    return sl__lock_busy(l) || (l->cfg && !l->cfg->pattern) || sl__lock_rated(l);
 }
 
 void sl__lock_check_idle(sl_engine *eng, sl_lock *l)
@@ -119,6 +121,7 @@ sl_lock *sl__lock_get(sl_engine *eng, const char *key, size_t len)
     l->limit = l->kind == SL_KIND_MUTEX ? 1 : 0;
     l->strategy = SL_STRICT;
     l->token = eng->token_floor;
+    sl__timer_init(&l->rate_timer, eng->lock_seq++);
     sl__tree_init(&l->queue, queue_cmp);
     sl__hash_insert(&eng->locks, &l->hnode);
     list_append(eng, l, true);
@@ -248,6 +251,7 @@ void sl__lock_holder_remove(sl_engine *eng, sl_centry *e)
 
 static void lock_free(sl_engine *eng, sl_lock *l)
 {
+    sl__heap_cancel(&eng->rate_timers, &l->rate_timer);
     sl__hash_remove(&eng->locks, &l->hnode);
     list_remove(eng, l);
     sl__rk_free_all(eng, l);

@@ -11,7 +11,8 @@ static const char *const state_names[] = {
 
 static const char *const strategy_names[] = {"strict", "skip", "rebalanced"};
 
-static const char *const rule_names[] = {"none", "at_limit", "behind", "quota", "other_lock"};
+static const char *const rule_names[] = {"none",  "at_limit",   "behind",
+                                         "quota", "other_lock", "rate"};
 
 static const char *const cancel_names[] = {"none", "pending", "in-progress"};
 

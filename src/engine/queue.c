@@ -173,7 +173,7 @@ bool sl__queue_admissible(sl_engine *eng, const sl_centry *e)
 {
     const sl_lock *l = e->lock;
     uint64_t free = sl__lock_free_slots(l);
-    if (e->slots > free)
+    if (e->slots > free || !sl__rate_allows(eng, l))
         return false;
     switch (l->strategy) {
     case SL_STRICT:
@@ -286,6 +286,10 @@ static void collect(sl_engine *eng, sl_lock *l, const sl_claim *floor)
     uint64_t free = sl__lock_free_slots(l);
     if (free == 0 || l->npending == 0)
         return;
+    if (!sl__rate_allows(eng, l)) {
+        sl__rate_arm(eng, l); /* tried again when a token is whole */
+        return;
+    }
     if (l->strategy == SL_REBALANCED) {
         collect_ctx cc = {eng, free, floor};
         sl__rk_walk(eng, l, collect_visit, &cc);
@@ -325,8 +329,10 @@ static void grant(sl_engine *eng, sl_claim *c, int64_t now)
     for (size_t i = 0; i < c->nlocks; i++)
         sl__queue_remove(eng, &c->e[i]);
     sl__pending_remove(eng, c);
-    for (size_t i = 0; i < c->nlocks; i++)
+    for (size_t i = 0; i < c->nlocks; i++) {
         sl__lock_holder_add(eng, &c->e[i]);
+        sl__rate_take(eng, c->e[i].lock);
+    }
     c->state = SL_HELD;
     c->granted = now;
     c->grant_seq = eng->next_grant++;
@@ -355,11 +361,14 @@ static void grant_and_follow(sl_engine *eng, sl_claim *c, int64_t now)
 }
 
 /* A candidate admissible on one lock but not everywhere: its preempting
- * locks may now let it preempt (the one that held it back was freed). */
-static void mark_preempting_locks(sl_engine *eng, const sl_claim *c)
+ * locks may now let it preempt (the one that held it back was freed), and
+ * a rate that holds it back wakes it when its next token is whole. */
+static void candidate_refused(sl_engine *eng, const sl_claim *c)
 {
-    for (size_t i = 0; i < c->nlocks; i++)
+    for (size_t i = 0; i < c->nlocks; i++) {
         sl__preempt_mark(eng, c->e[i].lock);
+        sl__rate_arm(eng, c->e[i].lock);
+    }
 }
 
 static void settle_once(sl_engine *eng, int64_t now);
@@ -398,7 +407,7 @@ static void settle_once(sl_engine *eng, int64_t now)
             if (c->state == SL_PENDING && admissible_everywhere(eng, c))
                 grant_and_follow(eng, c, now);
             else if (c->state == SL_PENDING)
-                mark_preempting_locks(eng, c);
+                candidate_refused(eng, c);
         }
     }
     for (size_t i = 0; i < eng->dirty.n; i++)

@@ -229,6 +229,9 @@ void sl__restore_finish(sl_engine *eng)
 void sl_engine_restore_done(sl_engine *eng, int64_t now)
 {
     sl__restore_finish(eng);
+    /* Rate buckets were not saved: empty from now, never fuller than real. */
+    eng->rate_origin_set = true;
+    eng->rate_origin = now;
     for (sl_claim *c = eng->chead; c; c = c->next) {
         c->watchers = 0;
         if (!sl_state_ended((sl_state)c->state) && c->life < now)

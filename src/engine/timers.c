@@ -105,12 +105,21 @@ static void fire(sl_engine *eng, sl_claim *c, int64_t at)
         sl__claim_rearm(eng, c);
 }
 
+/* Claims' timers and locks' rate timers, in deadline order (a claim's
+ * first on a tie: an ending claim frees slots the token may then take). */
 void sl__timers_fire(sl_engine *eng, int64_t now)
 {
-    sl_timer *t;
-    while ((t = sl__heap_peek(&eng->timers)) && t->at <= now) {
-        int64_t at = t->at;
-        fire(eng, sl__container_of(t, sl_claim, timer), at);
+    for (;;) {
+        sl_timer *t = sl__heap_peek(&eng->timers), *r = sl__heap_peek(&eng->rate_timers);
+        bool claim = t && (!r || t->at <= r->at);
+        sl_timer *next = claim ? t : r;
+        if (!next || next->at > now)
+            break;
+        int64_t at = next->at;
+        if (claim)
+            fire(eng, sl__container_of(t, sl_claim, timer), at);
+        else
+            sl__rate_fire(eng, r);
         sl__settle(eng, at);
     }
     if (now > eng->now)

@@ -3,7 +3,8 @@
  * at_limit: fewer free slots than it asks for. behind: enough free slots,
  * but claims ahead take them. quota (rebalanced, and it wins there): its key
  * holds its share while a key below its share waits. other_lock: admissible
- * here, blocked on another of its locks. */
+ * here, blocked on another of its locks. rate: admissible here but for the
+ * semaphore's rate. */
 #include <string.h>
 
 #include "engine_int.h"
@@ -39,6 +40,17 @@ static void fill_ahead(sl_engine *eng, const sl_centry *e, sl_why *w)
     }
 }
 
+/* The rule where the slots would let it in: other_lock, unless the rate
+ * holds it back until its next token. */
+static sl_rule admissible_or_rate(sl_engine *eng, const sl_lock *l, sl_why *w)
+{
+    if (sl__rate_allows(eng, l))
+        return SL_RULE_OTHER_LOCK;
+    if (w)
+        w->admit_ms = sl__rate_next(eng, l);
+    return SL_RULE_RATE;
+}
+
 static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
 {
     const sl_lock *l = e->lock;
@@ -57,13 +69,13 @@ static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
                 w->kept = true;
             return SL_RULE_BEHIND; /* the first waiter's slots are kept for it */
         }
-        return fits_alone ? SL_RULE_OTHER_LOCK : SL_RULE_AT_LIMIT;
+        return fits_alone ? admissible_or_rate(eng, l, w) : SL_RULE_AT_LIMIT;
     }
     /* The slots asked ahead matter only when its own fit, so the walk that
      * sums them (O(log n); longer on a rebalanced lock) is skipped for a
      * claim that waits at the limit: every claim.waiting event asks this. */
     if (fits_alone && sl__queue_ahead_slots(eng, e) + e->slots <= free)
-        return SL_RULE_OTHER_LOCK;
+        return admissible_or_rate(eng, l, w);
     if (l->strategy == SL_REBALANCED) {
         bool below = false;
         uint64_t quota = sl__rk_quota(l, e->rk, &below);

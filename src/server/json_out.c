@@ -63,6 +63,13 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
         snprintf(buf, cap, "other_lock: %s would admit it; it waits for another of its locks",
                  w->key);
         break;
+    case SL_RULE_RATE: {
+        char at[32];
+        sl_time_format(w->admit_ms, at, sizeof(at));
+        snprintf(buf, cap, "rate: %s would admit it but for its rate; its next token is at %s",
+                 w->key, at);
+        break;
+    }
     default:
         snprintf(buf, cap, "%s", "");
         return;
@@ -304,6 +311,8 @@ json_t *sl_json_why(sl_server *srv, const sl_claim *claim)
                               (json_int_t)whys[i].nahead, "ahead", ahead, "message", words);
         json_object_set_new(r, "preempt", preempt_json(&whys[i]));
         json_object_set_new(r, "share", share_json(&whys[i]));
+        if (whys[i].rule == SL_RULE_RATE)
+            json_object_set_new(r, "admit_at", sl_json_time(whys[i].admit_ms));
         json_array_append_new(reasons, r);
     }
     return json_pack("{s:s,s:o}", "state", sl_state_name(v.state), "reasons", reasons);

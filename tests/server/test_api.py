@@ -1250,7 +1250,7 @@ class TestOps(ApiCase):
         cases = [("POST", "/v1/semaphores", "GET, HEAD"), ("DELETE", "/v1/semaphores", "GET, HEAD"),
                  ("PUT", "/v1/mutexes/x", "GET, HEAD"), ("POST", "/v1/mutexes", "GET, HEAD"),
                  ("PUT", "/v1/claims", "GET, HEAD, POST, DELETE"),
-                 ("POST", "/v1/queue", "GET, HEAD"), ("POST", "/v1/events", "GET, HEAD"),
+                 ("POST", "/v1/queue", "GET, HEAD, DELETE"), ("POST", "/v1/events", "GET, HEAD"),
                  ("PUT", "/v1/claims/" + c["id"], "GET, HEAD, DELETE"),
                  ("GET", "/v1/claims/%s/renew" % c["id"], "POST"),
                  ("POST", "/v1/claims/%s/why" % c["id"], "GET, HEAD"),

@@ -1,0 +1,83 @@
+/* rate.c - rate limits: at most N grants per period on a semaphore, a
+ * token bucket refilled smoothly, `burst` tokens at most (docs/engine.md).
+ *
+ * Each grant on the semaphore takes one token, whatever its slots. The
+ * bucket is kept in exact integers: one token is `period` units, time adds
+ * `count` units a millisecond, so no rounding ever lets one grant too many.
+ * A waiter that the semaphore would otherwise let in waits with the rule
+ * `rate`; the lock's rate timer fires when the next token is whole and
+ * marks the lock for admission. The bucket starts full at first use, and
+ * empty after a restore (the saved state does not say how full it was, and
+ * a restart must never let more than the rate through). */
+#include "engine_int.h"
+
+bool sl__lock_rated(const sl_lock *l)
+{
+    return l->kind == SL_KIND_SEMAPHORE && sl__lock_rules(l)->rate_count > 0;
+}
+
+static uint64_t capacity(const sl_sem_rules *r)
+{
+    uint64_t burst = r->rate_burst ? r->rate_burst : r->rate_count;
+    return burst * (uint64_t)r->rate_period_ms;
+}
+
+/* The bucket's level at `now`, in units. Unused since the engine began,
+ * it is full; unused since a restore, it filled from empty at the restore. */
+static uint64_t level_at(const sl_engine *eng, const sl_lock *l, int64_t now)
+{
+    const sl_sem_rules *r = sl__lock_rules(l);
+    uint64_t cap = capacity(r);
+    uint64_t level = l->rate_init ? l->rate_level : 0;
+    int64_t at = l->rate_init ? l->rate_at : eng->rate_origin;
+    if (!l->rate_init && !eng->rate_origin_set)
+        return cap;
+    if (now <= at || level >= cap)
+        return level < cap ? level : cap;
+    uint64_t room = cap - level, elapsed = (uint64_t)(now - at);
+    if (elapsed >= room / r->rate_count + 1)
+        return cap;
+    uint64_t add = elapsed * r->rate_count;
+    return add >= room ? cap : level + add;
+}
+
+bool sl__rate_allows(const sl_engine *eng, const sl_lock *l)
+{
+    return !sl__lock_rated(l) ||
+           level_at(eng, l, eng->now) >= (uint64_t)sl__lock_rules(l)->rate_period_ms;
+}
+
+int64_t sl__rate_next(const sl_engine *eng, const sl_lock *l)
+{
+    const sl_sem_rules *r = sl__lock_rules(l);
+    uint64_t level = level_at(eng, l, eng->now), token = (uint64_t)r->rate_period_ms;
+    if (!sl__lock_rated(l) || level >= token)
+        return eng->now;
+    return eng->now + (int64_t)((token - level + r->rate_count - 1) / r->rate_count);
+}
+
+void sl__rate_arm(sl_engine *eng, sl_lock *l)
+{
+    if (sl__lock_rated(l) && !sl__rate_allows(eng, l))
+        sl__heap_set(&eng->rate_timers, &l->rate_timer, sl__rate_next(eng, l));
+}
+
+void sl__rate_take(sl_engine *eng, sl_lock *l)
+{
+    if (!sl__lock_rated(l))
+        return;
+    uint64_t token = (uint64_t)sl__lock_rules(l)->rate_period_ms;
+    uint64_t level = level_at(eng, l, eng->now);
+    l->rate_level = level >= token ? level - token : 0;
+    l->rate_at = eng->now;
+    l->rate_init = true;
+    if (l->npending > 0)
+        sl__rate_arm(eng, l);
+}
+
+void sl__rate_fire(sl_engine *eng, sl_timer *t)
+{
+    sl_lock *l = sl__container_of(t, sl_lock, rate_timer);
+    sl__heap_cancel(&eng->rate_timers, t);
+    sl__lock_mark_dirty(eng, l);
+}
