@@ -101,7 +101,7 @@ static bool lock_kept_active(const sl_lock *l)
 void sl__lock_check_idle(sl_engine *eng, sl_lock *l)
 {
     bool idle = !lock_kept_active(l);
-    if (!sl__lock_busy(l) && l->inline_limit > 0)
+    if (!sl__lock_busy(l) && l->inline_limit > 0 && !l->cfg)
         l->inline_limit = l->limit = 0; /* gone with its last claim */
     if (idle == l->idle)
         return;
@@ -145,6 +145,7 @@ void sl__lock_apply_config(sl_engine *eng, sl_lock *l, const sl_config *cfg)
 {
     l->cfg = cfg;
     if (cfg) {
+        l->inline_limit = 0; /* configured now: the configuration rules it */
         if (cfg->strategy != l->strategy)
             sl__queue_requeue(eng, l, cfg->strategy);
         /* Any value may let someone in (rules too: weights, a rate, preempt). */

@@ -62,8 +62,6 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
     *count = 0;
     if (!sl__lock_preempts(l) || e->slots <= free)
         return SL_PREEMPT_NONE;
-    if (head(l) != e)
-        return SL_PREEMPT_NOT_HEAD;
     sl_pvec *v = &eng->victims;
     for (sl_centry *h = l->hhead; h; h = h->u.h.next) {
         if (h->claim->state == SL_REVOKING) {
@@ -72,6 +70,15 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
         } else if (h->claim->priority < e->claim->priority) {
             sl__pvec_push(&eng->mem, v, h);
         }
+    }
+    /* A claim with nobody below it and nothing revoking never preempts
+     * here: saying "would, but" of it would mislead. */
+    if (v->n == base && revoking == 0)
+        return SL_PREEMPT_NONE;
+    if (head(l) != e) {
+        v->n = base;
+        *count = 0;
+        return SL_PREEMPT_NOT_HEAD;
     }
     if (free + revoking >= e->slots) {
         v->n = base;
@@ -135,12 +142,15 @@ static bool try_claim(sl_engine *eng, sl_claim *c, int64_t now)
 {
     size_t base = eng->victims.n;
     bool any = false;
+    bool waiting = false;
     for (size_t i = 0; i < c->nlocks; i++) {
         size_t n;
         sl_preempt p = plan(eng, &c->e[i], eng->victims.n, &n);
         if (p == SL_PREEMPT_WILL)
             any = true;
-        else if (p != SL_PREEMPT_WAITING && !sl__queue_admissible(eng, &c->e[i])) {
+        else if (p == SL_PREEMPT_WAITING)
+            waiting = true;
+        else if (!sl__queue_admissible(eng, &c->e[i])) {
             eng->victims.n = base;
             return false;
         }
@@ -148,7 +158,9 @@ static bool try_claim(sl_engine *eng, sl_claim *c, int64_t now)
     for (size_t i = base; i < eng->victims.n; i++)
         revoke(eng, eng->victims.v[i], c, now);
     eng->victims.n = base;
-    c->preempting = c->preempting || any;
+    /* Waiting at the head for revoked holders to leave (a restore forgets
+     * who revoked them): the slots they free are kept for it too. */
+    c->preempting = c->preempting || any || waiting;
     return any;
 }
 

@@ -41,7 +41,8 @@ const sl_centry *sl__skip_barrier(const sl_engine *eng, const sl_lock *l)
     const sl_centry *first = sl__container_of(t, sl_centry, u.node);
     if (first->claim->preempting)
         return first; /* the slots it revoked are for it */
-    return eng->now - first->claim->arrived >= l->overtake_ms ? first : NULL;
+    return l->overtake_ms > 0 && eng->now - first->claim->arrived >= l->overtake_ms ? first
+                                                                                   : NULL;
 }
 
 /* The entry is its skip queue's first: the overtake barrier may change. */

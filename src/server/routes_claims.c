@@ -237,9 +237,12 @@ static void claim_renew(sl_ctx *c, sl_claim *claim)
     sl_claim_get(claim, &v);
     json_t *body = json_pack(
         "{s:{s:s,s:s},s:o}", "error", "code", "conflict", "message",
-        v.state == SL_REVOKING
-            ? "the claim is being revoked by a newer claim of its group: stop, then release it"
-            : "the claim has ended and cannot be renewed: stop using what it held",
+        v.state != SL_REVOKING
+            ? "the claim has ended and cannot be renewed: stop using what it held"
+        : v.reason == SL_REASON_PREEMPTED
+            ? "the claim is being revoked for a waiting claim of higher priority (preempted): "
+              "stop, then release it"
+            : "the claim is being revoked by a newer claim of its group: stop, then release it",
         "claim", sl_json_claim(c->srv, claim));
     sl_reply_json(c, 409, body);
 }

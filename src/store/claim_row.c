@@ -84,7 +84,7 @@ bool sl__claim_row_read(const sl_claim_cols *c, sl_claim_row *r)
         {SL_CC_TIMEOUT, INT64_MIN, INT64_MAX},   {SL_CC_LIFE, INT64_MIN, INT64_MAX},
         {SL_CC_GRANTED, INT64_MIN, INT64_MAX},   {SL_CC_GRANT_SEQ, INT64_MIN, INT64_MAX},
         {SL_CC_REVOKE_AT, INT64_MIN, INT64_MAX}, {SL_CC_ENDED, INT64_MIN, INT64_MAX},
-        {SL_CC_REASON, SL_REASON_NONE, SL_REASON_OPERATOR},
+        {SL_CC_REASON, SL_REASON_NONE, SL_REASON_QUEUE_FULL},
         {SL_CC_IDEM_FP, INT64_MIN, INT64_MAX},
     };
     static const struct {

@@ -54,7 +54,8 @@ _Static_assert(SL_CANCEL_NONE == 0 && SL_CANCEL_PENDING == 1 && SL_CANCEL_IN_PRO
 _Static_assert(SL_REASON_NONE == 0 && SL_REASON_RELEASED == 1 && SL_REASON_WITHDRAWN == 2 &&
                    SL_REASON_CLIENT_GONE == 3 && SL_REASON_LEASE == 4 && SL_REASON_TIMEOUT == 5 &&
                    SL_REASON_SUPERSEDED == 6 && SL_REASON_REVOKED == 7 && SL_REASON_GRACE == 8 &&
-                   SL_REASON_REVOKED_FREED == 9 && SL_REASON_OPERATOR == 10,
+                   SL_REASON_REVOKED_FREED == 9 && SL_REASON_OPERATOR == 10 &&
+                   SL_REASON_PREEMPTED == 11 && SL_REASON_QUEUE_FULL == 12,
                "reasons are stored as integers: never renumber them");
 _Static_assert(SL_STRICT == 0 && SL_SKIP == 1 && SL_REBALANCED == 2,
                "strategies are stored as integers: never renumber them");

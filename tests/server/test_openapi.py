@@ -34,7 +34,7 @@ OPERATIONS = {
     ("GET", "/v1/claims/{id}"), ("DELETE", "/v1/claims/{id}"),
     ("POST", "/v1/claims/{id}/renew"), ("GET", "/v1/claims/{id}/why"),
     ("POST", "/v1/claims/{id}/cancel"),
-    ("GET", "/v1/queue"),
+    ("GET", "/v1/queue"), ("DELETE", "/v1/queue"),
     ("GET", "/v1/events"), ("GET", "/v1/events/stream"),
     ("GET", "/v1/status"), ("GET", "/healthz"), ("GET", "/metrics"),
     ("GET", "/"), ("GET", "/queue"), ("GET", "/claims/{id}"), ("GET", "/ui/{file}"),
@@ -283,6 +283,7 @@ class TestTour(unittest.TestCase):
         want(s.get("/v1/claims?limit=1&after=" + page["next"]), 200)
         want(s.get("/v1/claims?state=held&holder=oa-a"), 200)
         want(s.delete("/v1/claims?holder_prefix=oa-nobody/"), 200)
+        want(s.delete("/v1/queue?holder_prefix=oa-nobody/"), 200)
         want(s.delete("/v1/claims"), 400)
         want(s.get("/v1/claims?lock=mtx/oa/m&limit=1"), 200)
         want(s.get("/v1/claims?after=zzz"), 400)
