@@ -60,9 +60,10 @@ typedef struct sl_client sl_client;
  * again, with a pause growing from 50 ms to 1 s (or the answer's
  * Retry-After), for 15 s (a long poll: for its wait) before it reports
  * the last failure. Every call may be sent twice except
- * sl_client_semaphore_delete and sl_client_claims_release, which move on
- * only when the connection was refused (sent twice, a release by prefix
- * would count only what the second found left); a creation is sent again
+ * sl_client_semaphore_delete, sl_client_claims_release and
+ * sl_client_queue_clear, which move on only when the connection was
+ * refused (sent twice, a release by prefix would count only what the
+ * second found left); a creation is sent again
  * with the same Idempotency-Key, and a long poll waits only the rest of its
  * wait. With a list, one attempt takes at most 12 s beyond its wait,
  * so that a server that hangs is left for the next. With one URL, a
@@ -95,11 +96,18 @@ typedef struct sl_client_claim_lock {
     bool has_token;   /* once granted */
     uint64_t token;   /* the fencing token */
     size_t position;  /* place in the lock's queue while pending, from 1; else 0 */
+    unsigned limit;   /* the inline limit the claim gave this semaphore, else 0 */
 } sl_client_claim_lock;
 
 typedef struct sl_client_tag {
     char *key, *value;
 } sl_client_tag;
+
+/* One of the groups of a claim in several. */
+typedef struct sl_client_group {
+    char *name;
+    char *cancel; /* "none", "pending" or "in-progress" */
+} sl_client_group;
 
 /* A claim as the server reported it. */
 typedef struct sl_client_claim {
@@ -119,6 +127,11 @@ typedef struct sl_client_claim {
     /* While revoking: when the server ends it and hands its slots on (its
      * clock's Unix ms); else -1. */
     int64_t revoke_at_ms;
+    /* A claim in more than one group: each with its cancel, as the server
+     * lists them (group is the first); a claim in one group or none has
+     * none here (group names its one). */
+    sl_client_group *groups;
+    size_t ngroups;
 } sl_client_claim;
 
 void sl_client_claim_free(sl_client_claim *claim);
@@ -129,11 +142,24 @@ typedef struct sl_client_lock_req {
     bool semaphore; /* else a mutex */
     const char *name;
     unsigned slots; /* 0 means 1 */
+    /* Semaphores: an inline limit (1 to 1000000000; 0: none). When no
+     * configuration or pattern covers the name, the semaphore is made with
+     * it and goes once nobody holds or waits for it; a claim giving another
+     * limit meanwhile is refused (409), and a configured semaphore takes
+     * only its own limit. */
+    unsigned limit;
 } sl_client_lock_req;
 
 typedef struct sl_client_tag_req {
     const char *key, *value;
 } sl_client_tag_req;
+
+/* A concurrency group of a claim: the lock group/NAME (a mutex, or the
+ * semaphore configured for it), with its own cancel. */
+typedef struct sl_client_group_req {
+    const char *name;
+    const char *cancel; /* "none", "pending", "in-progress"; NULL: none */
+} sl_client_group_req;
 
 /* POST /v1/claims. Unset strings are left out of the request (the server's
  * defaults apply); durations are strings such as "30s". */
@@ -159,6 +185,10 @@ typedef struct sl_client_claim_req {
      * when the connection breaks; a caller that retries on its own should
      * pass one key to all its attempts (sl_client_idempotency_key). */
     const char *idempotency_key;
+    /* More groups, each with its cancel, besides group and cancel (which
+     * are the shorthand for one): at most 8 groups in all. */
+    const sl_client_group_req *groups;
+    size_t ngroups;
 } sl_client_claim_req;
 
 /* A random idempotency key (32 hex digits and a NUL) into buf. */
@@ -237,6 +267,23 @@ int sl_client_claims(sl_client *c, const char *state, const char *holder, const 
  * queue_position and rule set. */
 int sl_client_queue(sl_client *c, const char *lock, sl_client_claim_list *out,
                     sl_client_error *err);
+
+/* What clearing a queue canceled (DELETE /v1/queue). */
+typedef struct sl_client_queue_cleared {
+    uint64_t canceled; /* pending claims canceled */
+    char *json;        /* the answer's JSON as the server sent it */
+} sl_client_queue_cleared;
+
+/* Frees what sl_client_queue_clear put in *cleared (not cleared itself). */
+void sl_client_queue_cleared_free(sl_client_queue_cleared *cleared);
+/* DELETE /v1/queue?lock=KEY&holder_prefix=P: an operator's cancel of every
+ * pending claim waiting for lock (a key "mtx/NAME" / "sem/NAME"), or whose
+ * holder starts with holder_prefix, or both when both are given (NULL: not
+ * given; at least one is required, and neither may be empty: EINVAL). Each
+ * ends canceled "by an operator"; held claims are left alone. It needs an
+ * admin token (403 otherwise). No such claim is not an error: 0. */
+int sl_client_queue_clear(sl_client *c, const char *lock, const char *holder_prefix,
+                          sl_client_queue_cleared *out, sl_client_error *err);
 
 /* ---- why ------------------------------------------------------------------ */
 

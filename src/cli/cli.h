@@ -211,6 +211,7 @@ void cli_sigpipe_block(bool block);
 
 #define CLI_MAX_LOCKS 64 /* docs/api.md: at most 64 locks in one claim */
 #define CLI_MAX_TAGS 64
+#define CLI_MAX_GROUPS 8 /* docs/api.md: at most 8 groups in one claim */
 
 /* Flag ids shared by run and acquire, and their table entries. */
 enum {
@@ -225,13 +226,15 @@ enum {
     CF_LEASE,
     CF_TIMEOUT,
     CF_HOLDER,
+    CF_LIMIT,
 };
 /* clang-format off */
 #define CLI_CLAIM_FLAGS                                                                        \
     {"mutex", true, CF_MUTEX}, {"semaphore", true, CF_SEMAPHORE}, {"tag", true, CF_TAG},       \
     {"group", true, CF_GROUP}, {"cancel", true, CF_CANCEL}, {"grace", true, CF_GRACE},         \
     {"priority", true, CF_PRIORITY}, {"rebalance-key", true, CF_REBALANCE_KEY},                \
-    {"lease", true, CF_LEASE}, {"timeout", true, CF_TIMEOUT}, {"holder", true, CF_HOLDER}
+    {"lease", true, CF_LEASE}, {"timeout", true, CF_TIMEOUT}, {"holder", true, CF_HOLDER},     \
+    {"limit", true, CF_LIMIT}
 /* clang-format on */
 
 typedef struct cli_claim_flags {
@@ -239,7 +242,12 @@ typedef struct cli_claim_flags {
     size_t nlocks;
     sl_client_tag_req tags[CLI_MAX_TAGS];
     size_t ntags;
-    const char *group, *cancel, *rebalance_key, *holder;
+    /* Each --group with the --cancel given after it (NULL: none). */
+    sl_client_group_req groups[CLI_MAX_GROUPS];
+    size_t ngroups;
+    /* A --cancel before any --group: the one group's, as it always was. */
+    const char *cancel_first;
+    const char *rebalance_key, *holder;
     int priority;
     int64_t grace_ms, lease_ms, timeout_ms; /* -1: not given */
     char *owned[CLI_MAX_LOCKS + 2 * CLI_MAX_TAGS];
@@ -255,10 +263,12 @@ void cli_claim_flags_free(cli_claim_flags *f);
 /* false (after a usage message naming `name`, the flag or variable, and
  * saying why) when ms is a lease below CLI_LEASE_MIN_MS. */
 bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms);
-/* Takes one of the CF_* flags; false after a usage message. */
+/* Takes one of the CF_* flags; false after a usage message. --limit is
+ * the inline limit of the --semaphore just before it; --cancel applies to
+ * the --group just before it (before any, to the one --group). */
 bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val);
-/* After the last flag: false (after a usage message) when no lock was given
- * or --cancel came without --group. */
+/* After the last flag: false (after a usage message) when no lock was given,
+ * --cancel came without --group, or before the first of several. */
 bool cli_claim_flags_check(const cli *c, const cli_claim_flags *f);
 
 /* Creates the claim and waits until it is held: a long poll on the create

@@ -69,6 +69,52 @@ static bool all_digits(const char *s)
     return true;
 }
 
+/* --limit N: the inline limit of the --semaphore just before it, which
+ * makes a semaphore of its own for as long as it is used (a run's steps). */
+static bool limit_flag(const cli *c, cli_claim_flags *f, const char *val)
+{
+    sl_client_lock_req *l = f->nlocks ? &f->locks[f->nlocks - 1] : NULL;
+    if (!l || !l->semaphore) {
+        cli_usage(c, "--limit %s follows the --semaphore it is for (--semaphore NAME[:SLOTS] "
+                     "--limit N)%s%s",
+                  val, l ? "; the lock before it is --mutex " : "", l ? l->name : "");
+        return false;
+    }
+    if (l->limit) {
+        cli_usage(c, "--semaphore %s has two --limit flags: give it one", l->name);
+        return false;
+    }
+    long long n;
+    if (!cli_parse_int(c, "--limit", val, 1, 1000000000, &n))
+        return false;
+    l->limit = (unsigned)n;
+    return true;
+}
+
+/* --group G, and the --cancel given after it. */
+static bool group_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
+{
+    if (id == CF_GROUP) {
+        if (f->ngroups == CLI_MAX_GROUPS) {
+            cli_usage(c, "at most %d groups in one claim", CLI_MAX_GROUPS);
+            return false;
+        }
+        f->groups[f->ngroups++] = (sl_client_group_req){.name = val};
+        return true;
+    }
+    if (strcmp(val, "pending") != 0 && strcmp(val, "in-progress") != 0 &&
+        strcmp(val, "none") != 0) {
+        cli_usage(c, "--cancel takes pending, in-progress or none, not '%s'", val);
+        return false;
+    }
+    /* A later one replaces an earlier one, as when there was one group. */
+    if (f->ngroups)
+        f->groups[f->ngroups - 1].cancel = val;
+    else
+        f->cancel_first = val;
+    return true;
+}
+
 bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
 {
     long long n;
@@ -115,16 +161,10 @@ bool cli_claim_flag(const cli *c, cli_claim_flags *f, int id, const char *val)
         return true;
     }
     case CF_GROUP:
-        f->group = val;
-        return true;
     case CF_CANCEL:
-        if (strcmp(val, "pending") != 0 && strcmp(val, "in-progress") != 0 &&
-            strcmp(val, "none") != 0) {
-            cli_usage(c, "--cancel takes pending, in-progress or none, not '%s'", val);
-            return false;
-        }
-        f->cancel = val;
-        return true;
+        return group_flag(c, f, id, val);
+    case CF_LIMIT:
+        return limit_flag(c, f, val);
     case CF_GRACE:
         return cli_duration_arg(c, "--grace", val, &f->grace_ms);
     case CF_PRIORITY:
@@ -174,13 +214,21 @@ bool cli_lease_check(const cli *c, const char *name, const char *val, int64_t ms
 
 bool cli_claim_flags_check(const cli *c, const cli_claim_flags *f)
 {
-    if (f->nlocks == 0 && f->ntags == 0 && !f->group) {
+    if (f->nlocks == 0 && f->ntags == 0 && f->ngroups == 0) {
         cli_usage(c, "say what to claim: --mutex NAME, --semaphore NAME[:SLOTS], --tag K=V "
                      "or --group G");
         return false;
     }
-    if ((f->cancel || f->grace_ms >= 0) && !f->group) {
+    if ((f->cancel_first || f->grace_ms >= 0) && f->ngroups == 0) {
         cli_usage(c, "--cancel and --grace apply to a --group");
+        return false;
+    }
+    /* With one group a --cancel anywhere is its own; with several, which
+     * one it meant cannot be told. */
+    if (f->cancel_first && f->ngroups > 1) {
+        cli_usage(c, "--cancel %s comes before any --group: with several groups, give each "
+                     "its --cancel after it (--group G --cancel MODE)",
+                  f->cancel_first);
         return false;
     }
     return true;
@@ -676,8 +724,15 @@ int cli_claim_hold(cli *c, const cli_claim_flags *f, sl_client_claim **out)
     r->nlocks = f->nlocks;
     r->tags = f->tags;
     r->ntags = f->ntags;
-    r->group = f->group;
-    r->cancel = f->cancel;
+    /* One group goes as group and cancel, as it always did; several as
+     * groups, each with its own cancel. */
+    if (f->ngroups == 1) {
+        r->group = f->groups[0].name;
+        r->cancel = f->groups[0].cancel ? f->groups[0].cancel : f->cancel_first;
+    } else {
+        r->groups = f->groups;
+        r->ngroups = f->ngroups;
+    }
     r->priority = f->priority;
     r->rebalance_key = f->rebalance_key;
     /* Whole milliseconds: what the user typed, checked, in one unit. */

@@ -1,12 +1,15 @@
 /* queue.c - the queue of pending claims, every claim, and why one waits.
  *
  *   sluice queue list [--lock KEY] | why ID | cancel ID
+ *   sluice queue clear KEY [--holder-prefix P] | clear --holder-prefix P
  *   sluice claims list [--state S] [--holder H] [--lock KEY] | info ID
  *   sluice claims release --holder-prefix P
  *
  * `queue cancel` is an operator's cancel (POST /v1/claims/{id}/cancel): the
  * claim, pending, held or revoking, ends `canceled` "by an operator", so
  * that its own client (a sluice run) can tell it from its own release.
+ * `queue clear` is the same cancel for every pending claim on a lock
+ * and/or of a holder prefix (DELETE /v1/queue?lock=&holder_prefix=).
  * `claims release` is a run's cleanup (DELETE /v1/claims?holder_prefix=):
  * the client's own release of every live claim of the prefix. */
 #include <stdlib.h>
@@ -16,7 +19,11 @@
 
 enum { QF_LOCK = 1, QF_STATE, QF_HOLDER, QF_HOLDER_PREFIX };
 
-static const cli_flag queue_flags[] = {{"lock", true, QF_LOCK}, {0}};
+static const cli_flag queue_flags[] = {
+    {"lock", true, QF_LOCK},
+    {"holder-prefix", true, QF_HOLDER_PREFIX},
+    {0},
+};
 static const cli_flag claims_flags[] = {
     {"lock", true, QF_LOCK},
     {"state", true, QF_STATE},
@@ -29,6 +36,12 @@ typedef struct filters {
     const char *lock, *state, *holder;
     const char *holder_prefix; /* claims release; "" when given empty */
 } filters;
+
+/* "mtx/NAME" or "sem/NAME", as --lock and queue clear take a lock. */
+static bool lock_key(const char *s)
+{
+    return strncmp(s, "mtx/", 4) == 0 || strncmp(s, "sem/", 4) == 0;
+}
 
 /* SUB [ARG] with flags anywhere; fills pos (at most 3) and the filters. */
 static int parse(cli *c, const cli_flag *flags, int argc, char **argv, const char **pos, int *n,
@@ -50,7 +63,7 @@ static int parse(cli *c, const cli_flag *flags, int argc, char **argv, const cha
                 return cli_usage(c, "too many arguments");
             pos[(*n)++] = val;
         } else if (r == QF_LOCK) {
-            if (strncmp(val, "mtx/", 4) != 0 && strncmp(val, "sem/", 4) != 0)
+            if (!lock_key(val))
                 return cli_usage(c, "--lock takes a lock key, mtx/NAME or sem/NAME, not '%s'", val);
             fl->lock = val;
         } else if (r == QF_STATE) {
@@ -220,8 +233,16 @@ static int claims_info(cli *c, sl_client *cl, const char *id)
     cli_fields_add(f, "Expires", NULL, "%s", t2);
     cli_fields_add(f, "Lease", NULL, "%s", d1);
     cli_fields_add(f, "Timeout", NULL, "%s", d2);
-    if (q->group)
+    if (q->ngroups) {
+        cli_buf groups = {0};
+        for (size_t i = 0; i < q->ngroups; i++)
+            cli_buf_addf(&groups, "%s%s (cancel %s)", i ? ", " : "", q->groups[i].name,
+                         q->groups[i].cancel);
+        cli_fields_add(f, "Groups", NULL, "%s", groups.s);
+        cli_buf_free(&groups);
+    } else if (q->group) {
         cli_fields_add(f, "Group", NULL, "%s", q->group);
+    }
     if (q->rebalance_key)
         cli_fields_add(f, "Rebalance key", NULL, "%s", q->rebalance_key);
     if (q->ntags) {
@@ -237,8 +258,12 @@ static int claims_info(cli *c, sl_client *cl, const char *id)
     cli_fields_print(f, stdout);
     printf("\nLocks (%zu):\n", q->nlocks);
     if (q->nlocks) {
-        static const char *const h[] = {"LOCK", "SLOTS", "TOKEN", "POSITION"};
-        cli_table *t = cli_table_new(c, 4, h);
+        static const char *const h[] = {"LOCK", "SLOTS", "TOKEN", "POSITION", "LIMIT"};
+        /* LIMIT only when the claim gave a semaphore an inline limit. */
+        bool limits = false;
+        for (size_t i = 0; i < q->nlocks; i++)
+            limits = limits || q->locks[i].limit > 0;
+        cli_table *t = cli_table_new(c, limits ? 5 : 4, h);
         for (size_t i = 0; i < q->nlocks; i++) {
             const sl_client_claim_lock *l = &q->locks[i];
             char key[300];
@@ -252,6 +277,10 @@ static int claims_info(cli *c, sl_client *cl, const char *id)
             if (l->position)
                 cli_table_cellf(t, NULL, "%zu", l->position);
             else
+                cli_table_cell(t, "-", NULL);
+            if (limits && l->limit)
+                cli_table_cellf(t, NULL, "%u", l->limit);
+            else if (limits)
                 cli_table_cell(t, "-", NULL);
         }
         cli_table_print(t, stdout, NULL);
@@ -272,6 +301,44 @@ static int claims_release(cli *c, sl_client *cl, const filters *fl)
         printf("released %llu, withdrawn %llu, skipped %llu\n", (unsigned long long)n.released,
                (unsigned long long)n.withdrawn, (unsigned long long)n.skipped);
     sl_client_release_counts_free(&n);
+    return 0;
+}
+
+static int queue_clear(cli *c, sl_client *cl, const char *lock, const filters *fl)
+{
+    sl_client_queue_cleared n = {0};
+    sl_client_error err = {0};
+    if (sl_client_queue_clear(cl, lock, fl->holder_prefix, &n, &err) != SL_CLIENT_OK)
+        return cli_fail(c, "cannot clear the queue", &err);
+    if (c->json)
+        printf("%s\n", n.json);
+    else
+        printf("canceled %llu\n", (unsigned long long)n.canceled);
+    sl_client_queue_cleared_free(&n);
+    return 0;
+}
+
+/* queue clear: a lock (the argument, or --lock as list takes it), a holder
+ * prefix, or both; an empty one is a usage error rather than the server's
+ * 400, and without either it would be the whole queue's. */
+static int check_clear(const cli *c, int nargs, const char *arg, const filters *fl)
+{
+    if (nargs > 1)
+        return cli_usage(c, "'queue clear' takes one lock: sluice queue clear sem/NAME");
+    if (nargs == 1 && fl->lock)
+        return cli_usage(c, "give the lock once: as the argument or as --lock");
+    if (nargs == 1 && (!lock_key(arg) || !arg[4]))
+        return cli_usage(c, "'queue clear' takes a lock key, mtx/NAME or sem/NAME, not '%s'",
+                         arg);
+    if (fl->lock && !fl->lock[4])
+        return cli_usage(c, "--lock takes a lock key, mtx/NAME or sem/NAME, not '%s'", fl->lock);
+    if (nargs == 0 && !fl->lock && !fl->holder_prefix)
+        return cli_usage(c, "'queue clear' needs a lock (sem/NAME, mtx/NAME), "
+                            "--holder-prefix PREFIX, or both: it cancels every pending claim "
+                            "on the lock and/or of holders starting with the prefix");
+    if (fl->holder_prefix && !*fl->holder_prefix)
+        return cli_usage(c, "--holder-prefix must not be empty: give the start of the "
+                            "holders (e.g. RUN/)");
     return 0;
 }
 
@@ -298,7 +365,8 @@ static int check_release(const cli *c, int nargs, const filters *fl)
 static int check_args(const cli *c, const char *sub, bool list, int nargs, const filters *fl)
 {
     if (fl->holder_prefix)
-        return cli_usage(c, "--holder-prefix goes with 'claims release'");
+        return cli_usage(c, "--holder-prefix goes with '%s'",
+                         strcmp(c->command, "queue") == 0 ? "queue clear" : "claims release");
     if (list && nargs != 0)
         return cli_usage(c, "'%s list' takes no arguments", c->command);
     if (!list && nargs != 1)
@@ -324,10 +392,14 @@ static int dispatch(cli *c, int argc, char **argv, bool queue)
     bool cancel = queue && strcmp(sub, "cancel") == 0;
     bool info = !queue && strcmp(sub, "info") == 0;
     bool release = !queue && strcmp(sub, "release") == 0;
-    if (!list && !why && !cancel && !info && !release)
+    bool clear = queue && strcmp(sub, "clear") == 0;
+    if (!list && !why && !cancel && !info && !release && !clear)
         return cli_usage(c, "no command '%s %s': use %s", c->command, sub,
-                         queue ? "list, why or cancel" : "list, info or release");
-    st = release ? check_release(c, nargs, &fl) : check_args(c, sub, list, nargs, &fl);
+                         queue ? "list, why, cancel or clear" : "list, info or release");
+    if (clear)
+        st = check_clear(c, nargs, nargs ? pos[1] : NULL, &fl);
+    else
+        st = release ? check_release(c, nargs, &fl) : check_args(c, sub, list, nargs, &fl);
     if (st != 0)
         return st;
     sl_client *cl = NULL;
@@ -341,6 +413,8 @@ static int dispatch(cli *c, int argc, char **argv, bool queue)
         st = queue_cancel(c, cl, pos[1]);
     else if (release)
         st = claims_release(c, cl, &fl);
+    else if (clear)
+        st = queue_clear(c, cl, nargs ? pos[1] : fl.lock, &fl);
     else
         st = claims_info(c, cl, pos[1]);
     sl_client_free(cl);

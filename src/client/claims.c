@@ -56,6 +56,48 @@ static int set_str(json_t *o, const char *key, const char *value)
     return json_object_set_new(o, key, json_string(value));
 }
 
+/* One lock of the request; NULL when out of memory. */
+static json_t *lock_json(const sl_client_lock_req *l)
+{
+    json_t *lo = json_object();
+    int bad = !lo || json_object_set_new(lo, l->semaphore ? "semaphore" : "mutex",
+                                         json_string(l->name)) != 0;
+    if (!bad && l->slots > 0)
+        bad = json_object_set_new(lo, "slots", json_integer((json_int_t)l->slots)) != 0;
+    /* A mutex's limit is sent too: the server says why it takes none. */
+    if (!bad && l->limit > 0)
+        bad = json_object_set_new(lo, "limit", json_integer((json_int_t)l->limit)) != 0;
+    if (bad) {
+        json_decref(lo);
+        return NULL;
+    }
+    return lo;
+}
+
+/* req->groups into the body's "groups" (left out when there are none). */
+static int groups_json(const sl_client_claim_req *req, json_t *o, sl_client_error *err)
+{
+    if (req->ngroups == 0)
+        return SL_CLIENT_OK;
+    if (!req->groups)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "ngroups is %zu but groups is NULL",
+                           req->ngroups);
+    json_t *arr = json_array();
+    if (!arr || json_object_set_new(o, "groups", arr) != 0)
+        return sl__err_oom(err);
+    for (size_t i = 0; i < req->ngroups; i++) {
+        const sl_client_group_req *g = &req->groups[i];
+        if (!g->name || !*g->name)
+            return sl__err_set(err, SL_CLIENT_EINVAL, "groups[%zu]: a group needs a name", i);
+        json_t *go = json_object();
+        if (json_array_append_new(arr, go) != 0 || !go ||
+            json_object_set_new(go, "name", json_string(g->name)) != 0 ||
+            set_str(go, "cancel", g->cancel) != 0)
+            return sl__err_oom(err);
+    }
+    return SL_CLIENT_OK;
+}
+
 /* The request body into *out; EINVAL when a field is unusable. */
 static int claim_body(const sl_client_claim_req *req, json_t **out, sl_client_error *err)
 {
@@ -72,13 +114,7 @@ static int claim_body(const sl_client_claim_req *req, json_t **out, sl_client_er
             json_decref(tags);
             return sl__err_set(err, SL_CLIENT_EINVAL, "locks[%zu]: a lock needs a name", i);
         }
-        json_t *lo = json_object();
-        bad = !lo || json_object_set_new(lo, l->semaphore ? "semaphore" : "mutex",
-                                         json_string(l->name)) != 0;
-        if (!bad && l->slots > 0)
-            bad = json_object_set_new(lo, "slots", json_integer((json_int_t)l->slots)) != 0;
-        if (json_array_append_new(locks, lo) != 0)
-            bad = 1;
+        bad = json_array_append_new(locks, lock_json(l)) != 0;
     }
     for (size_t i = 0; !bad && i < req->ntags; i++) {
         const sl_client_tag_req *t = &req->tags[i];
@@ -106,6 +142,11 @@ static int claim_body(const sl_client_claim_req *req, json_t **out, sl_client_er
     if (bad) {
         json_decref(o);
         return sl__err_oom(err);
+    }
+    int rc = groups_json(req, o, err);
+    if (rc != SL_CLIENT_OK) {
+        json_decref(o);
+        return rc;
     }
     *out = o;
     return SL_CLIENT_OK;
@@ -332,6 +373,41 @@ int sl_client_claims_release(sl_client *c, const char *holder_prefix, sl_client_
     sl__buf_free(&path);
     if (rc == SL_CLIENT_OK)
         rc = sl__parse_release_counts(root, out, err);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- clearing a queue --------------------------------------------------------------- */
+
+int sl_client_queue_clear(sl_client *c, const char *lock, const char *holder_prefix,
+                          sl_client_queue_cleared *out, sl_client_error *err)
+{
+    sl__err_clear(err);
+    if (!c || !out)
+        return sl__err_set(err, SL_CLIENT_EINVAL, "the client and the result must not be NULL");
+    memset(out, 0, sizeof(*out));
+    /* Without either the call would be the whole queue's: the server
+     * refuses it, and so does the library, before any request. */
+    if (!lock && !holder_prefix)
+        return sl__err_set(err, SL_CLIENT_EINVAL,
+                           "a lock (\"sem/NAME\", \"mtx/NAME\"), a holder prefix or both "
+                           "are required");
+    if ((lock && !*lock) || (holder_prefix && !*holder_prefix))
+        return sl__err_set(err, SL_CLIENT_EINVAL, "the %s must not be empty",
+                           lock && !*lock ? "lock" : "holder prefix");
+    sl__buf path = {0};
+    sl__buf_str(&path, "/v1/queue");
+    sl__buf_query(&path, "lock", lock); /* each left out when NULL */
+    sl__buf_query(&path, "holder_prefix", holder_prefix);
+    if (path.oom) {
+        sl__buf_free(&path);
+        return sl__err_oom(err);
+    }
+    json_t *root = NULL;
+    int rc = sl__http_json(c, "DELETE", path.p, NULL, 0, &root, err);
+    sl__buf_free(&path);
+    if (rc == SL_CLIENT_OK)
+        rc = sl__parse_queue_cleared(root, out, err);
     json_decref(root);
     return rc;
 }

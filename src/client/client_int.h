@@ -224,6 +224,7 @@ int sl__parse_why(const json_t *o, sl_client_why *out, sl_client_error *err);
 int sl__parse_event(const json_t *o, sl_client_event *out, sl_client_error *err);
 int sl__parse_status(const json_t *o, sl_client_status *out, sl_client_error *err);
 int sl__parse_release_counts(const json_t *o, sl_client_release_counts *out, sl_client_error *err);
+int sl__parse_queue_cleared(const json_t *o, sl_client_queue_cleared *out, sl_client_error *err);
 void sl__claim_clear(sl_client_claim *claim);
 void sl__lock_clear(sl_client_lock *lock);
 void sl__event_clear(sl_client_event *ev);

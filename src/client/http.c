@@ -538,8 +538,9 @@ static int attempt(sl_client *c, const sl__call *call, int64_t wait, json_t **ou
 /* Whether a call may reach the server twice: all but the deletion of a
  * configuration (a second one would answer 404, or delete one made again
  * meanwhile), a release by holder prefix (DELETE /v1/claims?...: a second
- * would count only what the first left, and end claims made meanwhile) and
- * a creation without an idempotency key. A claim's release and cancel
+ * would count only what the first left, and end claims made meanwhile), a
+ * queue's clearing (DELETE /v1/queue?...: likewise) and a creation without
+ * an idempotency key. A claim's release and cancel
  * answer an ended claim as it is; renewals and PUTs repeat. */
 static bool resendable(const sl__call *call)
 {

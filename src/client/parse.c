@@ -373,6 +373,11 @@ void sl__claim_clear(sl_client_claim *c)
         free(c->tags[i].value);
     }
     free(c->tags);
+    for (size_t i = 0; i < c->ngroups; i++) {
+        free(c->groups[i].name);
+        free(c->groups[i].cancel);
+    }
+    free(c->groups);
     free(c->rule);
     free(c->json);
     memset(c, 0, sizeof(*c));
@@ -407,6 +412,22 @@ static void claim_locks(pctx *p, const json_t *arr, sl_client_claim *c)
         cl->slots = (unsigned)uint_field(p, l, "slots", false, 1, NULL);
         cl->token = uint_field(p, l, "token", false, 0, &cl->has_token);
         cl->position = (size_t)uint_field(p, l, "position", false, 0, NULL);
+        cl->limit = (unsigned)uint_field(p, l, "limit", false, 0, NULL);
+    }
+}
+
+/* "groups", sent only for a claim in more than one group. */
+static void claim_groups(pctx *p, const json_t *arr, sl_client_claim *c)
+{
+    size_t n = json_array_size(arr);
+    c->groups = array_alloc(p, n, sizeof(*c->groups));
+    for (size_t i = 0; c->groups && i < n && !p->rc; i++) {
+        const json_t *g = json_array_get(arr, i);
+        if (!need_object(p, g))
+            break;
+        c->groups[i].name = str_field(p, g, "name", true, false);
+        c->groups[i].cancel = str_field(p, g, "cancel", true, false);
+        c->ngroups = i + 1; /* what to free */
     }
 }
 
@@ -458,6 +479,7 @@ int sl__parse_claim(const json_t *o, sl_client_claim *out, sl_client_error *err)
     out->timeout_ms = duration_field(&p, o, "timeout");
     claim_locks(&p, array_field(&p, o, "locks", true), out);
     claim_tags(&p, json_object_get(o, "tags"), out);
+    claim_groups(&p, array_field(&p, o, "groups", false), out);
     out->queue_position = (size_t)uint_field(&p, o, "position", false, 0, NULL);
     out->rule = str_field(&p, o, "rule", false, false);
     out->json = dump(&p, o);
@@ -799,5 +821,29 @@ int sl__parse_release_counts(const json_t *o, sl_client_release_counts *out, sl_
     out->json = dump(&p, o);
     if (p.rc)
         sl_client_release_counts_free(out);
+    return p.rc;
+}
+
+/* ---- clearing a queue ------------------------------------------------------------- */
+
+void sl_client_queue_cleared_free(sl_client_queue_cleared *cleared)
+{
+    if (!cleared)
+        return;
+    free(cleared->json);
+    memset(cleared, 0, sizeof(*cleared));
+}
+
+int sl__parse_queue_cleared(const json_t *o, sl_client_queue_cleared *out, sl_client_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    pctx p = {err, SL_CLIENT_OK, "queue clearing answer"};
+    if (!need_object(&p, o))
+        return p.rc;
+    /* Required: a count left out would read as nothing canceled. */
+    out->canceled = uint_field(&p, o, "canceled", true, 0, NULL);
+    out->json = dump(&p, o);
+    if (p.rc)
+        sl_client_queue_cleared_free(out);
     return p.rc;
 }

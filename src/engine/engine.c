@@ -125,6 +125,7 @@ void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out)
     out->timers = sl__heap_count(&eng->timers);
     out->next_seq = eng->next_seq;
     out->grants = eng->grants;
+    out->preemptions = eng->preemptions;
     out->mem_blocks = eng->mem.live;
 }
 

@@ -189,6 +189,7 @@ int64_t sl_engine_next_deadline(const sl_engine *eng);
 typedef struct sl_engine_stats {
     size_t claims, pending, held, ended, locks, idle_locks, configs, timers;
     uint64_t next_seq, grants;
+    uint64_t preemptions; /* holders revoked for a waiter of higher priority */
     size_t mem_blocks; /* live allocations */
 } sl_engine_stats;
 void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out);

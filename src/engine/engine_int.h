@@ -167,7 +167,7 @@ struct sl_engine {
     bool rate_origin_set; /* restored: unused buckets filled from empty since rate_origin */
     int64_t rate_origin;
     uint64_t next_seq, next_arrival, next_grant, token_floor;
-    uint64_t grants;
+    uint64_t grants, preemptions;
     int64_t now; /* the time of the admission pass under way, or of the last one */
     sl_pvec dirty; /* sl_lock* whose admission must be looked at */
     sl_pvec cand;  /* sl_claim*, scratch for the admission pass */

@@ -122,6 +122,7 @@ static void revoke(sl_engine *eng, sl_centry *h, const sl_claim *by, int64_t now
     int64_t grace = sl__lock_rules(h->lock)->preempt_grace_ms;
     if (v->state != SL_HELD)
         return; /* revoked already for another lock of the same claim */
+    eng->preemptions++;
     if (grace == 0) {
         sl__claim_end(eng, v, SL_CANCELED, SL_REASON_PREEMPTED, by->id, now);
         return;

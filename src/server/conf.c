@@ -77,9 +77,31 @@ void sl_conf_defaults(sl_conf *c)
 
 void sl__conf_sems_free(sl_conf_sem *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         free(s[i].name);
+        free((void *)s[i].rules.weights); /* ours: see sl__conf_weights_copy */
+    }
     free(s);
+}
+
+/* One block, as the engine keeps them: an entry needs no second free per
+ * key, and a copy of the entry is one call. */
+sl_weight *sl__conf_weights_copy(const sl_weight *w, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    size_t bytes = n * sizeof(*w);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(w[i].key) + 1;
+    sl_weight *out = sl__conf_xmalloc(bytes);
+    char *p = (char *)(out + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(w[i].key) + 1;
+        memcpy(p, w[i].key, len);
+        out[i] = (sl_weight){p, w[i].weight};
+        p += len;
+    }
+    return out;
 }
 
 void sl__conf_tokens_free(sl_conf_token *t, size_t n)
@@ -120,6 +142,8 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
         for (size_t i = 0; i < src->nsemaphores; i++) {
             dst->semaphores[i] = src->semaphores[i];
             dst->semaphores[i].name = dup_or_null(src->semaphores[i].name);
+            dst->semaphores[i].rules.weights = sl__conf_weights_copy(
+                src->semaphores[i].rules.weights, src->semaphores[i].rules.nweights);
         }
     }
     if (src->ntokens) {
@@ -306,18 +330,94 @@ static long duplicate_in(const sl_conf *c, int which, size_t *first)
     return dup;
 }
 
-/* Finds the first thing wrong with a configuration: *path (like
- * "semaphores[2].limit") and *msg (what is wrong and how to mend it).
- * Returns 0 when all is well. */
-int sl__conf_problem(const sl_conf *c, char *path, char *msg)
-{
-    const char *p;
+/* The messages of conf_int.h spell these out. */
+_Static_assert(SL_WEIGHTS_MAX == 256 && SL_NAME_MAX == 253, "MSG_WEIGHT*_FMT say 256 and 253");
+
+/* In the checks below: the first problem found, its path and message. */
 #define PROBLEM(...)                                                                               \
     do {                                                                                           \
         snprintf(msg, MSG_CAP, __VA_ARGS__);                                                       \
         return -1;                                                                                 \
     } while (0)
 #define AT(...) snprintf(path, PATH_CAP, __VA_ARGS__)
+
+/* The weights of semaphores[i] (rebalanced only, which the caller checked). */
+static int weights_problem(const sl_sem_rules *r, size_t i, char *path, char *msg)
+{
+    AT("semaphores[%zu].default_weight", i);
+    if (r->default_weight > SL_WEIGHT_MAX)
+        PROBLEM("%lu is not a weight; write a whole number from 1 to %u, like 1",
+                (unsigned long)r->default_weight, SL_WEIGHT_MAX);
+    AT("semaphores[%zu].weights", i);
+    if (r->nweights > SL_WEIGHTS_MAX)
+        PROBLEM(MSG_WEIGHTS_MAX_FMT, r->nweights);
+    for (size_t j = 0; j < r->nweights; j++) {
+        const sl_weight *w = &r->weights[j];
+        AT("semaphores[%zu].weights", i);
+        if (!w->key || !*w->key || strlen(w->key) > SL_NAME_MAX)
+            PROBLEM(MSG_WEIGHT_KEY_FMT, w->key ? w->key : "");
+        AT("semaphores[%zu].weights.%.*s", i, KEY_IN_PATH, w->key);
+        if (w->weight < 1 || w->weight > SL_WEIGHT_MAX)
+            PROBLEM("%lu is not a weight; write a whole number from 1 to %u, like 3",
+                    (unsigned long)w->weight, SL_WEIGHT_MAX);
+        for (size_t k = 0; k < j; k++)
+            if (strcmp(r->weights[k].key, w->key) == 0)
+                PROBLEM("is given twice; keep one");
+    }
+    return 0;
+}
+
+/* The scheduling rules of semaphores[i]: each in range, and each where it
+ * applies (the API's rules: sem_rules.c, and the engine's). */
+static int rules_problem(const sl_conf_sem *s, size_t i, char *path, char *msg)
+{
+    const sl_sem_rules *r = &s->rules;
+    AT("semaphores[%zu].preempt", i);
+    if (r->preempt && s->strategy == SL_REBALANCED)
+        PROBLEM(MSG_PREEMPT_NOT_REBALANCED);
+    AT("semaphores[%zu].preempt_grace", i);
+    if (r->preempt_grace_ms < 0 || r->preempt_grace_ms > SL_DURATION_MAX_MS)
+        PROBLEM("must be 0 (at once) or a duration of at most 100 years, like 30s");
+    if (!r->preempt && r->preempt_grace_ms != 0)
+        PROBLEM(MSG_GRACE_NEEDS_PREEMPT);
+    AT("semaphores[%zu].max_pending", i);
+    if (r->max_pending > SL_LIMIT_MAX)
+        PROBLEM("%lu is more than the largest allowed, %u", (unsigned long)r->max_pending,
+                SL_LIMIT_MAX);
+    AT("semaphores[%zu].on_full", i);
+    if ((unsigned)r->on_full > SL_ON_FULL_DROP_OLDEST)
+        PROBLEM("is not a way to meet a full queue; use reject or drop_oldest");
+    if (r->on_full != SL_ON_FULL_REJECT && r->max_pending == 0)
+        PROBLEM(MSG_ON_FULL_NEEDS_MAX_PENDING);
+    if (s->strategy != SL_REBALANCED && (r->nweights > 0 || r->default_weight > 0)) {
+        AT("semaphores[%zu].%s", i, r->nweights > 0 ? "weights" : "default_weight");
+        PROBLEM(MSG_REBALANCED_ONLY);
+    }
+    if (weights_problem(r, i, path, msg) != 0)
+        return -1;
+    AT("semaphores[%zu].rate", i);
+    if (r->rate_count > SL_LIMIT_MAX ||
+        (r->rate_count > 0 && (r->rate_period_ms <= 0 || r->rate_period_ms > SL_DURATION_MAX_MS)))
+        PROBLEM("must be N/PERIOD, 1 to %u grants per a duration longer than 0, like 100/1m",
+                SL_LIMIT_MAX);
+    AT("semaphores[%zu].burst", i);
+    if (r->rate_burst > SL_LIMIT_MAX)
+        PROBLEM("%lu is more than the largest allowed, %u", (unsigned long)r->rate_burst,
+                SL_LIMIT_MAX);
+    if (r->rate_burst > 0 && r->rate_count == 0)
+        PROBLEM(MSG_BURST_NEEDS_RATE);
+    AT("semaphores[%zu].backdate", i);
+    if (r->backdate_ms < 0 || r->backdate_ms > SL_DURATION_MAX_MS)
+        PROBLEM("must be 0 (none) or a duration of at most 100 years, like 1h");
+    return 0;
+}
+
+/* Finds the first thing wrong with a configuration: *path (like
+ * "semaphores[2].limit") and *msg (what is wrong and how to mend it).
+ * Returns 0 when all is well. */
+int sl__conf_problem(const sl_conf *c, char *path, char *msg)
+{
+    const char *p;
 
     AT("listen");
     if (!c->listen || !*c->listen)
@@ -407,6 +507,8 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         AT("semaphores[%zu].overtake_limit", i);
         if (s->overtake_ms < 0 || s->overtake_ms > SL_DURATION_MAX_MS)
             PROBLEM("must be 0 (none) or a duration of at most 100 years, like 1m");
+        if (rules_problem(s, i, path, msg) != 0)
+            return -1;
     }
 
     for (size_t i = 0; i < c->ntokens; i++) {
@@ -467,10 +569,10 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
                 "that the logs tell them apart",
                 c->tokens[dup].name, first);
     }
-#undef AT
-#undef PROBLEM
     return 0;
 }
+#undef AT
+#undef PROBLEM
 
 int sl_conf_check(const sl_conf *c, char *err, size_t errlen)
 {

@@ -2,8 +2,8 @@
  *
  * The YAML file (libcyaml, loaded by schema, so a misspelt key is refused
  * with its line and column) holds the listen address, the store, semaphores
- * and patterns with limits, strategies and leases, default lease, bearer
- * tokens, limits and log level. Command-line flags override the file. */
+ * and patterns with limits, strategies, leases and scheduling rules, default
+ * lease, bearer tokens, limits and log level. Command-line flags override the file. */
 #ifndef SL_SERVER_CONF_H
 #define SL_SERVER_CONF_H
 
@@ -22,6 +22,10 @@ typedef struct sl_conf_sem {
     sl_strategy strategy;
     int64_t lease_ms;    /* 0 = none */
     int64_t overtake_ms; /* skip only: SL_OVERTAKE_DEFAULT_MS unless set; 0 = none */
+    /* The scheduling rules, as the engine takes them (all off when zero).
+     * rules.weights is owned: one allocation holding the nweights entries
+     * and their keys (sl__conf_weights_copy), freed with the entry. */
+    sl_sem_rules rules;
 } sl_conf_sem;
 
 typedef struct sl_conf_token {

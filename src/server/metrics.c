@@ -76,6 +76,8 @@ void sl_metrics_events(sl_metrics *m, const sl_event *events, size_t n)
             sl_claim_get(ev->claim, &v);
             if ((unsigned)v.state <= SL_CANCELED)
                 m->claims_ended[v.state]++;
+            if (ev->reason == SL_REASON_QUEUE_FULL)
+                m->queue_full_dropped++;
             break;
         default:
             break;
@@ -147,6 +149,19 @@ void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, sl_buf *out)
     for (int s = SL_RELEASED; s <= SL_CANCELED; s++)
         sl_buf_addf(out, "sluice_claims_ended_total{outcome=\"%s\"} %llu\n",
                             sl_state_name((sl_state)s), (unsigned long long)m->claims_ended[s]);
+    sl_buf_addf(out,
+                "# HELP sluice_preemptions_total Holders revoked for a waiting claim of higher "
+                "priority.\n"
+                "# TYPE sluice_preemptions_total counter\n"
+                "sluice_preemptions_total %llu\n"
+                "# HELP sluice_queue_full_total Claims that found a lock's queue at its "
+                "max_pending, by what happened: the new claim refused, or the oldest waiter "
+                "superseded.\n"
+                "# TYPE sluice_queue_full_total counter\n"
+                "sluice_queue_full_total{action=\"rejected\"} %llu\n"
+                "sluice_queue_full_total{action=\"dropped\"} %llu\n",
+                (unsigned long long)st.preemptions, (unsigned long long)m->queue_full_rejected,
+                (unsigned long long)m->queue_full_dropped);
     render_histogram(out, "sluice_claim_wait_seconds", "Time from a claim's arrival to its grant.",
                      &m->wait);
     render_histogram(out, "sluice_store_commit_seconds", "Time of one store transaction.",

@@ -36,6 +36,7 @@ typedef struct sl_http_count {
 typedef struct sl_metrics {
     uint64_t claims_created, claims_acquired;
     uint64_t claims_ended[SL_CANCELED + 1]; /* by final state */
+    uint64_t queue_full_rejected, queue_full_dropped; /* max_pending: refused, superseded */
     sl_histogram wait;   /* arrival to grant */
     sl_histogram commit; /* one store transaction */
     uint64_t commits, commit_failures, events_written;

@@ -6,13 +6,14 @@
  * keeps the running configuration. Then, live: tokens (the next request is
  * checked against the new ones), the HTTP limits (for what arrives from
  * now on), the long-poll cap, retentions of the event log, the stream cap,
- * the default timeout, the log level, and the semaphores of the file (the
- * same rule as at start: the file manages those it created and never
- * undoes the API's). What cannot change under a running server is kept,
- * with a warning that it needs a restart: where it listens, its store and
- * durability, shared mode's settings, and the engine's own settings
- * (default lease, claim retention, max claims; a server taking the lead in
- * shared mode builds its engine with the new ones). */
+ * the default timeout, the log level, and the semaphores of the file with
+ * their scheduling rules (the same rule as at start: the file manages those
+ * it created and never undoes the API's). What cannot change under a
+ * running server is kept, with a warning that it needs a restart: where it
+ * listens, its store and durability, shared mode's settings, and the
+ * engine's own settings (default lease, backdate skew, claim retention, max
+ * claims; a server taking the lead in shared mode builds its engine with
+ * the new ones). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +59,11 @@ static void keep_fixed(sl_conf *next, const sl_conf *run)
     next->max_claims = (size_t)claims;
     /* The engine has these from when it was built. */
     if (next->default_lease_ms != run->default_lease_ms ||
+        next->backdate_skew_ms != run->backdate_skew_ms ||
         next->claim_retention_ms != run->claim_retention_ms)
-        sl_log(SL_LOG_WARN, "reload: default_lease and limits.claim_retention take effect when "
-                            "the engine is next built (a restart, or a takeover in shared mode)");
+        sl_log(SL_LOG_WARN, "reload: default_lease, backdate_skew and limits.claim_retention take "
+                            "effect when the engine is next built (a restart, or a takeover in "
+                            "shared mode)");
 }
 
 static int load(sl_server *srv, sl_conf *next)

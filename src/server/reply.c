@@ -247,6 +247,7 @@ static void reply_forbidden(sl_ctx *c, const sl_error *err)
 static bool reply_rule_refusal(sl_ctx *c, const sl_error *err)
 {
     if (err->code == SL_EFULL) {
+        c->srv->metrics.queue_full_rejected++;
         sl_reply_error(c, 409, "queue_full", "%s: %lld claims wait, its max_pending; %s",
                        err->name, (long long)err->value, err->what);
         return true;

@@ -230,9 +230,16 @@ void sl_server_apply_file_semaphores(sl_server *srv, int64_t now)
             continue;
         }
         sl_error err;
-        sl_sem_opts o = {.limit = s->limit, .strategy = s->strategy, .lease_ms = s->lease_ms, .overtake_ms = s->overtake_ms};
+        /* The rules' weights point into srv->conf, alive through the call;
+         * the engine keeps a copy of its own. */
+        sl_sem_opts o = {.limit = s->limit,
+                         .strategy = s->strategy,
+                         .lease_ms = s->lease_ms,
+                         .overtake_ms = s->overtake_ms,
+                         .rules = s->rules};
         if (sl_sem_configure(srv->eng, s->name, &o, now, &err) != 0)
-            sl_log(SL_LOG_ERROR, "semaphore %s from the file: %s", s->name, err.what);
+            sl_log(SL_LOG_ERROR, "semaphore %s from the file: %s%s%s", s->name, err.field,
+                   *err.field ? ": " : "", err.what);
     }
     remove_dropped_semaphores(srv, now);
 }

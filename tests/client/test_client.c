@@ -1219,6 +1219,204 @@ static void test_claims_release(void **state)
     sl_client_free(c);
 }
 
+/* A semaphore nothing configures, made by its claims' inline limit and
+ * gone with the last of them; a different limit meanwhile is a conflict. */
+static void test_inline_limit(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_error err;
+    sl_client_lock_req lock = {.semaphore = true, .name = "il/steps", .slots = 1, .limit = 2};
+    sl_client_claim_req req = {.holder = "il/a", .locks = &lock, .nlocks = 1};
+    sl_client_claim *a = NULL, *b = NULL, *d = NULL;
+    assert_int_equal(sl_client_claim_create(c, &req, &a, &err), SL_CLIENT_OK);
+    req.holder = "il/b";
+    assert_int_equal(sl_client_claim_create(c, &req, &b, &err), SL_CLIENT_OK);
+    req.holder = "il/d";
+    assert_int_equal(sl_client_claim_create(c, &req, &d, &err), SL_CLIENT_OK);
+    assert_string_equal(a->state, "held");
+    assert_string_equal(b->state, "held");
+    assert_string_equal(d->state, "pending");
+    assert_int_equal(a->locks[0].limit, 2);
+    assert_int_equal(d->locks[0].position, 1);
+    sl_client_lock *l = NULL;
+    assert_int_equal(sl_client_semaphore_get(c, "il/steps", &l, &err), SL_CLIENT_OK);
+    assert_int_equal(l->limit, 2);
+    sl_client_lock_free(l);
+
+    sl_client_claim *x = (sl_client_claim *)&err;
+    lock.limit = 3;
+    req.holder = "il/x";
+    assert_http_error(sl_client_claim_create(c, &req, &x, &err), &err, 409, "conflict");
+    assert_null(x);
+    assert_non_null(strstr(err.message, "3"));
+
+    /* A claim that gives no limit has none in its answer. */
+    sl_client_claim *m = claim_one(c, "il/m", false, "il/m", NULL);
+    assert_int_equal(m->locks[0].limit, 0);
+    release(c, m->id);
+
+    release(c, d->id);
+    release(c, b->id);
+    release(c, a->id);
+    l = NULL;
+    assert_http_error(sl_client_semaphore_get(c, "il/steps", &l, &err), &err, 404, "not_found");
+    sl_client_claim_free(a);
+    sl_client_claim_free(b);
+    sl_client_claim_free(d);
+    sl_client_claim_free(m);
+    sl_client_free(c);
+}
+
+/* Several groups, each with its cancel: one revokes, the other counts. */
+static void test_groups(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_error err;
+    set_semaphore(c, "group/gr-repo-*", 5);
+    sl_client_group_req g_old[] = {{.name = "gr-pr-12"}, {.name = "gr-repo-x"}};
+    sl_client_claim_req req = {.holder = "gr/old", .groups = g_old, .ngroups = 2};
+    sl_client_claim *old = NULL, *young = NULL, *got = NULL;
+    assert_int_equal(sl_client_claim_create(c, &req, &old, &err), SL_CLIENT_OK);
+    assert_string_equal(old->state, "held");
+    assert_string_equal(old->group, "gr-pr-12");
+    assert_int_equal(old->ngroups, 2);
+    assert_string_equal(old->groups[0].name, "gr-pr-12");
+    assert_string_equal(old->groups[0].cancel, "none");
+    assert_string_equal(old->groups[1].name, "gr-repo-x");
+    assert_int_equal(old->nlocks, 2);
+    assert_true(old->locks[1].semaphore); /* the pattern's semaphore */
+
+    /* The shorthand is the first group, the list the rest. */
+    sl_client_group_req g_young[] = {{.name = "gr-repo-x", .cancel = "none"}};
+    req = (sl_client_claim_req){.holder = "gr/young", .group = "gr-pr-12",
+                                .cancel = "in-progress", .grace = "0", .groups = g_young,
+                                .ngroups = 1};
+    assert_int_equal(sl_client_claim_create(c, &req, &young, &err), SL_CLIENT_OK);
+    assert_string_equal(young->state, "held");
+    assert_int_equal(young->ngroups, 2);
+    assert_string_equal(young->groups[0].cancel, "in-progress");
+    assert_int_equal(sl_client_claim_get(c, old->id, 0, NULL, &got, &err), SL_CLIENT_OK);
+    assert_string_equal(got->state, "canceled");
+    assert_non_null(strstr(got->reason, young->id));
+    sl_client_claim_free(got);
+
+    /* One group: no list. */
+    sl_client_claim *one = claim_one(c, "gr/one", false, "gr/m", &(claim_opts){.group = "gr-1"});
+    assert_int_equal(one->ngroups, 0);
+    assert_null(one->groups);
+    assert_string_equal(one->group, "gr-1");
+    release(c, one->id);
+
+    sl_client_group_req nameless[] = {{.cancel = "pending"}};
+    req = (sl_client_claim_req){.holder = "gr/bad", .groups = nameless, .ngroups = 1};
+    got = (sl_client_claim *)&err;
+    assert_int_equal(sl_client_claim_create(c, &req, &got, &err), SL_CLIENT_EINVAL);
+    assert_null(got);
+    req = (sl_client_claim_req){.holder = "gr/bad", .groups = NULL, .ngroups = 1};
+    assert_int_equal(sl_client_claim_create(c, &req, &got, &err), SL_CLIENT_EINVAL);
+    /* Nine in all: the server's limit is 8. */
+    sl_client_group_req nine[8];
+    char names[8][16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(names[i], sizeof(names[i]), "gr-nine-%d", i);
+        nine[i] = (sl_client_group_req){.name = names[i]};
+    }
+    req = (sl_client_claim_req){.holder = "gr/bad", .group = "gr-nine", .groups = nine,
+                                .ngroups = 8};
+    assert_http_error(sl_client_claim_create(c, &req, &got, &err), &err, 400, "bad_request");
+
+    release(c, young->id);
+    sl_client_claim_free(old);
+    sl_client_claim_free(young);
+    sl_client_claim_free(one);
+    sl_client_free(c);
+}
+
+/* DELETE /v1/queue: the waiters of a lock and/or of a holder prefix end
+ * canceled; holders stay. */
+static void test_queue_clear(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_error err;
+    sl_client_claim *h = claim_one(c, "qc/h", false, "qc/m", NULL);
+    sl_client_claim *w1 = claim_one(c, "qc/w1", false, "qc/m", NULL);
+    sl_client_claim *w2 = claim_one(c, "qc-x/w2", false, "qc/m", NULL);
+    /* Holders may hold what a query must escape: '&' would start another
+     * parameter, '#' end the URL, '+' read as a blank. */
+    sl_client_claim *oh = claim_one(c, "qc/oh", false, "qc/o:k=v", NULL);
+    sl_client_claim *ow = claim_one(c, "qc/a b&c+d#e?f", false, "qc/o:k=v", NULL);
+    sl_client_queue_cleared n;
+    assert_int_equal(sl_client_queue_clear(c, "mtx/qc/m", "qc-x/", &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.canceled, 1);
+    assert_non_null(strstr(n.json, "\"canceled\":1"));
+    sl_client_queue_cleared_free(&n);
+    assert_null(n.json);
+    assert_state(c, w2->id, "canceled");
+    assert_state(c, w1->id, "pending");
+    assert_int_equal(sl_client_queue_clear(c, "mtx/qc/m", NULL, &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.canceled, 1);
+    sl_client_queue_cleared_free(&n);
+    assert_state(c, w1->id, "canceled");
+    assert_state(c, h->id, "held");
+    assert_int_equal(sl_client_queue_clear(c, "mtx/qc/o:k=v", "qc/a b&c+d#e?", &n, &err),
+                     SL_CLIENT_OK);
+    assert_int_equal(n.canceled, 1);
+    sl_client_queue_cleared_free(&n);
+    assert_state(c, ow->id, "canceled");
+    /* Nothing to cancel is not an error. */
+    assert_int_equal(sl_client_queue_clear(c, NULL, "qc/", &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.canceled, 0);
+    sl_client_queue_cleared_free(&n);
+
+    assert_int_equal(sl_client_queue_clear(c, NULL, NULL, &n, &err), SL_CLIENT_EINVAL);
+    assert_int_equal(sl_client_queue_clear(c, "", NULL, &n, &err), SL_CLIENT_EINVAL);
+    assert_int_equal(sl_client_queue_clear(c, NULL, "", &n, &err), SL_CLIENT_EINVAL);
+    assert_int_equal(sl_client_queue_clear(c, "mtx/qc/m", NULL, NULL, &err), SL_CLIENT_EINVAL);
+    assert_http_error(sl_client_queue_clear(c, "qc/m", NULL, &n, &err), &err, 400,
+                      "bad_request");
+    assert_null(n.json);
+    release(c, h->id);
+    release(c, oh->id);
+    sl_client_claim_free(h);
+    sl_client_claim_free(w1);
+    sl_client_claim_free(w2);
+    sl_client_claim_free(oh);
+    sl_client_claim_free(ow);
+    sl_client_free(c);
+}
+
+/* Clearing a queue needs an admin token: a limited one is refused. */
+static void test_queue_clear_admin(void **state)
+{
+    (void)state;
+    server s;
+    server_start(&s, "tokens:\n"
+                     "  - name: admin\n"
+                     "    token: \"s3cret-admin\"\n"
+                     "    admin: true\n"
+                     "  - name: ci\n"
+                     "    token: \"s3cret-ci\"\n"
+                     "    prefixes: [\"qa/\"]\n");
+    sl_client_error err;
+    sl_client_queue_cleared n;
+    sl_client_options o = {.server = s.url, .token = "s3cret-ci"};
+    sl_client *c = NULL;
+    assert_int_equal(sl_client_new(&o, &c, &err), SL_CLIENT_OK);
+    assert_http_error(sl_client_queue_clear(c, "mtx/qa/m", NULL, &n, &err), &err, 403,
+                      "forbidden");
+    sl_client_free(c);
+    o.token = "s3cret-admin";
+    assert_int_equal(sl_client_new(&o, &c, &err), SL_CLIENT_OK);
+    assert_int_equal(sl_client_queue_clear(c, "mtx/qa/m", NULL, &n, &err), SL_CLIENT_OK);
+    assert_int_equal(n.canceled, 0);
+    sl_client_queue_cleared_free(&n);
+    sl_client_free(c);
+    server_cleanup(&s);
+}
+
 /* An operator's cancel: pending and held claims end canceled, with the
  * operator's reason, not the client's own withdrawn/released; a revoking
  * claim carries revoke_at, then ends canceled too. */
@@ -2088,6 +2286,10 @@ int main(void)
         cmocka_unit_test(test_release),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_claims_release),
+        cmocka_unit_test(test_inline_limit),
+        cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_queue_clear),
+        cmocka_unit_test(test_queue_clear_admin),
         cmocka_unit_test(test_why),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_claims_list),

@@ -430,6 +430,40 @@ static void test_release_by_prefix_is_not_resent(void **state)
     canned_stop(&b);
 }
 
+/* Clearing a queue is not sent twice once it may have arrived either: sent
+ * again, it would count only what the first had left. It moves on when
+ * refused, with the lock and the prefix escaped in its query. */
+static void test_queue_clear_is_not_resent(void **state)
+{
+    (void)state;
+    static const answer cleared = {"200 OK", "", "{\"canceled\":3}"};
+    canned a, b;
+    canned_start(&a, &hang_up);
+    canned_start(&b, &cleared);
+    sl_client *c = client_of(a.url, b.url, NULL);
+    sl_client_error err;
+    sl_client_queue_cleared n;
+    assert_int_equal(sl_client_queue_clear(c, "sem/db", NULL, &n, &err), SL_CLIENT_ECONNECT);
+    assert_int_equal(hits(&a), 1);
+    assert_int_equal(hits(&b), 0);
+    sl_client_free(c);
+
+    char dead[64];
+    snprintf(dead, sizeof(dead), "http://127.0.0.1:%d", dead_port());
+    c = client_of(dead, b.url, NULL);
+    assert_int_equal(sl_client_queue_clear(c, "sem/k=v", "run 42/&x", &n, &err), SL_CLIENT_OK);
+    assert_int_equal(hits(&b), 1);
+    assert_int_equal(n.canceled, 3);
+    pthread_mutex_lock(&b.mu);
+    assert_non_null(strstr(b.last, "DELETE /v1/queue?lock=sem%2Fk%3Dv&holder_prefix=run%2042%2F%26x "
+                                   "HTTP/1.1"));
+    pthread_mutex_unlock(&b.mu);
+    sl_client_queue_cleared_free(&n);
+    sl_client_free(c);
+    canned_stop(&a);
+    canned_stop(&b);
+}
+
 /* A creation is sent again with the same Idempotency-Key, every time. */
 static void test_creation_resent_with_its_key(void **state)
 {
@@ -541,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_delete_of_a_configuration_is_not_resent),
         cmocka_unit_test(test_release_is_resent),
         cmocka_unit_test(test_release_by_prefix_is_not_resent),
+        cmocka_unit_test(test_queue_clear_is_not_resent),
         cmocka_unit_test(test_creation_resent_with_its_key),
         cmocka_unit_test(test_retry_after_is_honoured),
         cmocka_unit_test(test_long_poll_resumes_with_the_rest),

@@ -1,8 +1,9 @@
 /* test_conf.c - src/server/conf.c: defaults, the YAML file, the checks.
  *
  * Files are written into a fresh mkdtemp directory. Covered: the defaults;
- * a full file loads into exactly the values it says; sections left out keep
- * their defaults; the example in docs/configuration.md loads; every kind of
+ * a full file loads into exactly the values it says; a semaphore's scheduling
+ * rules load with the API's defaults; sections left out keep their defaults;
+ * the examples in docs/configuration.md load; every kind of
  * error gives its exact message with the file, line, column and key path
  * (unknown, repeated and missing keys, wrong shapes, YAML syntax, each
  * value's conversion, each whole-configuration check); a failed load
@@ -69,6 +70,7 @@ static void assert_defaults(const sl_conf *c)
     assert_int_equal(c->durability, SL_DURABILITY_NORMAL);
     assert_int_equal(c->log_level, SL_LOG_INFO);
     assert_int_equal(c->default_lease_ms, 0);
+    assert_int_equal(c->backdate_skew_ms, 5000);
     assert_int_equal(c->max_wait_ms, 30000);
     assert_int_equal(c->idle_timeout_ms, 60000);
     assert_int_equal(c->event_retention_ms, 24 * 3600 * 1000);
@@ -108,6 +110,7 @@ static const char full_yaml[] = "listen: 0.0.0.0:8800\n"
                                 "log_level: debug\n"
                                 "default_lease: 1h30m\n"
                                 "default_timeout: 10m\n"
+                                "backdate_skew: 30s\n"
                                 "limits:\n"
                                 "  max_body: 1000\n"
                                 "  max_headers: \"2000\"\n"
@@ -156,6 +159,7 @@ static void full_file_loads_every_value(void **state)
     assert_int_equal(c.log_level, SL_LOG_DEBUG);
     assert_int_equal(c.default_lease_ms, 5400000);
     assert_int_equal(c.default_timeout_ms, 600000);
+    assert_int_equal(c.backdate_skew_ms, 30000);
     assert_int_equal(c.max_body, 1000);
     assert_int_equal(c.max_headers, 2000);
     assert_int_equal(c.max_connections, 30);
@@ -182,6 +186,10 @@ static void full_file_loads_every_value(void **state)
     assert_string_equal(c.semaphores[3].name, "runs");
     assert_int_equal(c.semaphores[3].limit, SL_LIMIT_MAX);
     assert_int_equal(c.semaphores[3].strategy, SL_SKIP);
+    /* No rules given: every rule off, as the engine reads a zeroed one. */
+    static const sl_sem_rules off;
+    for (size_t i = 0; i < c.nsemaphores; i++)
+        assert_memory_equal(&c.semaphores[i].rules, &off, sizeof(off));
 
     assert_int_equal(c.ntokens, 3);
     assert_string_equal(c.tokens[0].name, "ci");
@@ -199,6 +207,134 @@ static void full_file_loads_every_value(void **state)
     assert_string_equal(c.tokens[2].prefixes[0], "ro/");
 
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    sl_conf_free(&c);
+}
+
+/* The scheduling rules, with the API's names and defaults (sem_rules.c). */
+static const char rules_yaml[] = "semaphores:\n"
+                                 "  - name: runners\n"
+                                 "    limit: 4\n"
+                                 "    preempt: true\n"
+                                 "    preempt_grace: 1m\n"
+                                 "    max_pending: 50\n"
+                                 "    on_full: drop_oldest\n"
+                                 "  - name: tenants\n"
+                                 "    limit: 8\n"
+                                 "    strategy: rebalanced\n"
+                                 "    weights: {paying: 3}\n"
+                                 "    default_weight: 1\n"
+                                 "  - name: github-api\n"
+                                 "    limit: 10\n"
+                                 "    rate: 30/1m\n"
+                                 "    burst: 5\n"
+                                 "    backdate: 1h\n"
+                                 "  - name: urgent\n" /* the defaults a rule brings */
+                                 "    limit: 1\n"
+                                 "    strategy: skip\n"
+                                 "    preempt: True\n"
+                                 "    max_pending: 1000000000\n"
+                                 "    rate: 5/s\n"
+                                 "  - name: shares\n"
+                                 "    limit: 2\n"
+                                 "    strategy: rebalanced\n"
+                                 "    weights:\n"
+                                 "      paying: 1000000\n"
+                                 "      \"team b\": 1\n"
+                                 "      free: 2\n"
+                                 "  - name: \"off/*\"\n" /* given at the values of off */
+                                 "    limit: 3\n"
+                                 "    strategy: rebalanced\n"
+                                 "    preempt: false\n"
+                                 "    max_pending: 0\n"
+                                 "    backdate: 0\n"
+                                 "    weights:\n";
+
+static void scheduling_rules_load(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512] = "";
+    if (load_text(&c, rules_yaml, err, sizeof(err)) != 0)
+        fail_msg("refused: %s", err);
+    assert_int_equal(c.nsemaphores, 6);
+    const sl_sem_rules *r = &c.semaphores[0].rules;
+    assert_true(r->preempt);
+    assert_int_equal(r->preempt_grace_ms, 60000);
+    assert_int_equal(r->max_pending, 50);
+    assert_int_equal(r->on_full, SL_ON_FULL_DROP_OLDEST);
+    assert_int_equal(r->nweights, 0);
+    assert_null(r->weights);
+    assert_int_equal(r->rate_count, 0);
+
+    r = &c.semaphores[1].rules;
+    assert_int_equal(r->nweights, 1);
+    assert_string_equal(r->weights[0].key, "paying");
+    assert_int_equal(r->weights[0].weight, 3);
+    assert_int_equal(r->default_weight, 1);
+    assert_false(r->preempt);
+    assert_int_equal(r->preempt_grace_ms, 0);
+
+    r = &c.semaphores[2].rules;
+    assert_int_equal(r->rate_count, 30);
+    assert_int_equal(r->rate_period_ms, 60000);
+    assert_int_equal(r->rate_burst, 5);
+    assert_int_equal(r->backdate_ms, 3600000);
+    assert_int_equal(r->max_pending, 0);
+
+    r = &c.semaphores[3].rules;
+    assert_true(r->preempt);
+    assert_int_equal(r->preempt_grace_ms, 30000); /* the API's default */
+    assert_int_equal(r->max_pending, SL_LIMIT_MAX);
+    assert_int_equal(r->on_full, SL_ON_FULL_REJECT);
+    assert_int_equal(r->rate_count, 5);
+    assert_int_equal(r->rate_period_ms, 1000);
+    assert_int_equal(r->rate_burst, 0); /* 0: as many as the rate */
+
+    r = &c.semaphores[4].rules;
+    assert_int_equal(r->nweights, 3); /* in the file's order */
+    assert_string_equal(r->weights[0].key, "paying");
+    assert_int_equal(r->weights[0].weight, SL_WEIGHT_MAX);
+    assert_string_equal(r->weights[1].key, "team b");
+    assert_int_equal(r->weights[1].weight, 1);
+    assert_string_equal(r->weights[2].key, "free");
+    assert_int_equal(r->weights[2].weight, 2);
+    assert_int_equal(r->default_weight, 0); /* 0: a weight of 1 */
+
+    static const sl_sem_rules off;
+    assert_memory_equal(&c.semaphores[5].rules, &off, sizeof(off));
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    sl_conf_free(&c);
+
+    /* An alias stands for its anchor's weights, as anywhere in the file. */
+    assert_int_equal(load_text(&c,
+                               "semaphores:\n"
+                               "  - {name: a, limit: 1, strategy: rebalanced, weights: &w {x: 2}}\n"
+                               "  - {name: b, limit: 1, strategy: rebalanced, weights: *w}\n",
+                               err, sizeof(err)),
+                     0);
+    assert_int_equal(c.semaphores[1].rules.nweights, 1);
+    assert_string_equal(c.semaphores[1].rules.weights[0].key, "x");
+    assert_int_equal(c.semaphores[1].rules.weights[0].weight, 2);
+    sl_conf_free(&c);
+
+    /* The most keys that may have a weight of their own. */
+    static char many[256 * 16 + 128];
+    int n = snprintf(many, sizeof(many),
+                     "semaphores:\n  - name: m\n    limit: 1\n"
+                     "    strategy: rebalanced\n    weights:\n");
+    for (int i = 0; i < 256; i++)
+        n += snprintf(many + n, sizeof(many) - (size_t)n, "      k%d: %d\n", i, i + 1);
+    if (load_text(&c, many, err, sizeof(err)) != 0)
+        fail_msg("256 weights refused: %s", err);
+    assert_int_equal(c.semaphores[0].rules.nweights, 256);
+    assert_string_equal(c.semaphores[0].rules.weights[255].key, "k255");
+    assert_int_equal(c.semaphores[0].rules.weights[255].weight, 256);
+    sl_conf_free(&c);
+    snprintf(many + n, sizeof(many) - (size_t)n, "      k256: 1\n");
+    assert_int_equal(load_text(&c, many, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "config.yaml:6:7: semaphores[0].weights: has 257 keys; at most "
+                                "256 rebalance keys may have a weight of their own (the others "
+                                "weigh default_weight)"));
     sl_conf_free(&c);
 }
 
@@ -239,22 +375,53 @@ static void omitted_sections_keep_defaults(void **state)
     sl_conf_free(&c);
 }
 
-/* The first ```yaml block of docs/configuration.md is a working file. */
-static void documented_example_loads(void **state)
+/* The first ```yaml block of docs/configuration.md after `after`, cut out
+ * of doc (which it changes). */
+static char *yaml_block(char *doc, const char *after)
 {
-    (void)state;
-    FILE *f = fopen(SLUICE_SOURCE_DIR "/docs/configuration.md", "rb");
-    assert_non_null(f);
-    static char doc[64 * 1024];
-    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
-    fclose(f);
-    doc[n] = '\0';
-    char *start = strstr(doc, "```yaml\n");
+    char *start = strstr(doc, after);
+    assert_non_null(start);
+    start = strstr(start, "```yaml\n");
     assert_non_null(start);
     start += strlen("```yaml\n");
     char *end = strstr(start, "```");
     assert_non_null(end);
     *end = '\0';
+    return start;
+}
+
+static char *read_configuration_md(void)
+{
+    FILE *f = fopen(SLUICE_SOURCE_DIR "/docs/configuration.md", "rb");
+    assert_non_null(f);
+    static char doc[64 * 1024];
+    size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+    assert_true(n < sizeof(doc) - 1); /* all of it */
+    fclose(f);
+    doc[n] = '\0';
+    return doc;
+}
+
+/* The example of "Scheduling rules" loads as it says. */
+static void documented_rules_load(void)
+{
+    sl_conf c;
+    char err[512] = "";
+    if (load_text(&c, yaml_block(read_configuration_md(), "### Scheduling rules"), err,
+                  sizeof(err)) != 0)
+        fail_msg("the documented rules were refused: %s", err);
+    assert_int_equal(c.nsemaphores, 3);
+    assert_int_equal(c.semaphores[0].rules.on_full, SL_ON_FULL_DROP_OLDEST);
+    assert_int_equal(c.semaphores[1].rules.nweights, 2);
+    assert_int_equal(c.semaphores[2].rules.backdate_ms, 3600000);
+    sl_conf_free(&c);
+}
+
+/* The first ```yaml block of docs/configuration.md is a working file. */
+static void documented_example_loads(void **state)
+{
+    (void)state;
+    char *start = yaml_block(read_configuration_md(), "## A complete example");
 
     sl_conf c;
     char err[512] = "";
@@ -262,7 +429,7 @@ static void documented_example_loads(void **state)
         fail_msg("the documented example was refused: %s", err);
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
     assert_string_equal(c.store, "sqlite:/var/lib/sluice/sluice.db");
-    assert_int_equal(c.nsemaphores, 4);
+    assert_int_equal(c.nsemaphores, 6);
     assert_string_equal(c.semaphores[0].name, "db");
     assert_int_equal(c.semaphores[0].lease_ms, 30000);
     assert_int_equal(c.semaphores[0].overtake_ms, SL_OVERTAKE_DEFAULT_MS);
@@ -270,6 +437,15 @@ static void documented_example_loads(void **state)
     assert_string_equal(c.semaphores[3].name, "runs");
     assert_int_equal(c.semaphores[3].strategy, SL_SKIP);
     assert_int_equal(c.semaphores[3].overtake_ms, 120000);
+    assert_true(c.semaphores[3].rules.preempt);
+    assert_int_equal(c.semaphores[3].rules.preempt_grace_ms, 60000);
+    assert_int_equal(c.semaphores[3].rules.max_pending, 500);
+    assert_int_equal(c.semaphores[3].rules.on_full, SL_ON_FULL_REJECT);
+    assert_string_equal(c.semaphores[4].rules.weights[0].key, "acme");
+    assert_int_equal(c.semaphores[4].rules.weights[0].weight, 3);
+    assert_int_equal(c.semaphores[5].rules.rate_count, 30);
+    assert_int_equal(c.semaphores[5].rules.rate_period_ms, 60000);
+    assert_int_equal(c.semaphores[5].rules.rate_burst, 5);
     assert_int_equal(c.ntokens, 2);
     assert_true(c.tokens[0].admin);
     assert_string_equal(c.tokens[1].prefixes[0], "team-a/");
@@ -286,8 +462,10 @@ static void documented_example_loads(void **state)
     assert_int_equal(c.event_retention_ms, d.event_retention_ms);
     assert_int_equal(c.claim_retention_ms, d.claim_retention_ms);
     assert_int_equal(c.default_lease_ms, d.default_lease_ms);
+    assert_int_equal(c.backdate_skew_ms, d.backdate_skew_ms);
     sl_conf_free(&d);
     sl_conf_free(&c);
+    documented_rules_load();
 }
 
 static void values_in_every_form(void **state)
@@ -340,6 +518,10 @@ typedef struct {
     bool exact;       /* else want is its beginning */
 } bad_file;
 
+/* A semaphore's first lines, and a rebalanced one's strategy after them. */
+#define SEM "semaphores:\n  - name: a\n    limit: 1\n"
+#define REB "    strategy: rebalanced\n"
+
 static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
@@ -358,8 +540,21 @@ static const bad_file bad_files[] = {
      true},
     {"semaphores:\n  - name: a\n    limit: 1\n  - name: b\n    lmit: 2\n",
      "config.yaml:5:5: semaphores[1]: unknown key \"lmit\"; the keys here are name, limit, "
-     "strategy, lease, overtake_limit (libcyaml: Load: Unexpected key: lmit)",
+     "strategy, lease, overtake_limit, preempt, preempt_grace, max_pending, on_full, weights, "
+     "default_weight, rate, burst, backdate (libcyaml: Load: Unexpected key: lmit)",
      true},
+    /* weights, which libcyaml skips, is walked through: the key after it
+     * is the one at fault. */
+    {"semaphores:\n  - name: a\n    limit: 1\n    strategy: rebalanced\n    weights:\n"
+     "      x: [1, {a: 2}]\n      y: 2\n    wieghts: 3\n",
+     "config.yaml:8:5: semaphores[0]: unknown key \"wieghts\"; the keys here are name, limit, ",
+     false},
+    {"semaphores:\n  - name: a\n    limit: 1\n    preempt: true\n    preempt: false\n",
+     "config.yaml:5:5: semaphores[0].preempt: is given twice; keep one (libcyaml: Load: Mapping "
+     "field already seen: preempt)",
+     true},
+    {"semaphores:\n  - name: a\n    limit: 1\n    rate: [30, 1m]\n",
+     "config.yaml:4:11: semaphores[0].rate: expected a single value, found a list", false},
     {"tokens:\n  - name: a\n    token: x\n    prefix: [a/]\n",
      "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, admin, "
      "prefixes (libcyaml: Load: Unexpected key: prefix)",
@@ -449,6 +644,129 @@ static const bad_file bad_files[] = {
     {"log_level: INFO\n", "config.yaml:1:12: log_level: \"INFO\" is not a log level;", false},
     {"tokens:\n  - name: ci\n    token: s\n    admin: yes\n",
      "config.yaml:4:12: tokens[0].admin: \"yes\" is not true or false; write true or false", true},
+
+    /* The scheduling rules: each value converted, each key only where it
+     * applies (the API's rules), placed by the walk or by libyaml's node. */
+    {SEM "    preempt: yes\n",
+     "config.yaml:4:14: semaphores[0].preempt: \"yes\" is not true or false; write true or false",
+     true},
+    {SEM "    preempt_grace: 5s\n",
+     "config.yaml:4:20: semaphores[0].preempt_grace: applies only with preempt: true; leave it "
+     "out or set preempt: true",
+     true},
+    {SEM "    preempt: false\n    preempt_grace: 0\n",
+     "config.yaml:5:20: semaphores[0].preempt_grace: applies only with preempt: true;", false},
+    {SEM "    preempt: true\n    preempt_grace: soon\n",
+     "config.yaml:5:20: semaphores[0].preempt_grace: \"soon\" is not a duration; write a number "
+     "and units h, m, s or ms, largest first, like 250ms, 30s, 5m or 1h30m (a bare number is "
+     "seconds; at most 100 years)",
+     true},
+    {SEM "    strategy: rebalanced\n    preempt: true\n",
+     "config.yaml:5:14: semaphores[0].preempt: applies to the strict and skip strategies only: a "
+     "rebalanced semaphore hands out slots by share, not by priority; leave it out or use "
+     "strategy: strict or skip",
+     true},
+    {SEM "    max_pending: -1\n",
+     "config.yaml:4:18: semaphores[0].max_pending: \"-1\" is not a whole number; write digits "
+     "only, like 50",
+     true},
+    {SEM "    max_pending: 1000000001\n",
+     "config.yaml:4:18: semaphores[0].max_pending: 1000000001 is more than the largest allowed, "
+     "1000000000",
+     true},
+    {SEM "    max_pending: 5\n    on_full: drop\n",
+     "config.yaml:5:14: semaphores[0].on_full: \"drop\" is not a way to meet a full queue; use "
+     "reject (a claim arriving at a full queue is refused) or drop_oldest (the oldest waiter "
+     "gives way)",
+     true},
+    {SEM "    on_full: reject\n",
+     "config.yaml:4:14: semaphores[0].on_full: applies only with a max_pending above 0; set "
+     "max_pending, like 50, or leave it out",
+     true},
+    {SEM "    max_pending: 0\n    on_full: drop_oldest\n",
+     "config.yaml:5:14: semaphores[0].on_full: applies only with a max_pending above 0;", false},
+    {SEM "    strategy: skip\n    weights: {paying: 3}\n",
+     "config.yaml:5:14: semaphores[0].weights: applies to the rebalanced strategy only; leave it "
+     "out or use strategy: rebalanced",
+     true},
+    {SEM "    default_weight: 2\n",
+     "config.yaml:4:21: semaphores[0].default_weight: applies to the rebalanced strategy only; "
+     "leave it out or use strategy: rebalanced",
+     true},
+    {SEM REB "    weights: [paying, 3]\n",
+     "config.yaml:5:14: semaphores[0].weights: expected keys with values (a rebalance key and "
+     "its weight, like paying: 3), found a list",
+     true},
+    {SEM REB "    weights: 3\n",
+     "config.yaml:5:14: semaphores[0].weights: expected keys with values (a rebalance key and "
+     "its weight, like paying: 3), found a single value",
+     true},
+    {SEM REB "    weights:\n      paying: 0\n",
+     "config.yaml:6:15: semaphores[0].weights.paying: 0 is less than the smallest allowed, 1",
+     true},
+    {SEM REB "    weights:\n      paying: 1000001\n",
+     "config.yaml:6:15: semaphores[0].weights.paying: 1000001 is more than the largest allowed, "
+     "1000000",
+     true},
+    {SEM REB "    weights:\n      free: 1\n      paying: many\n",
+     "config.yaml:7:15: semaphores[0].weights.paying: \"many\" is not a whole number; write "
+     "digits only, like 3",
+     true},
+    {SEM REB "    weights:\n      paying:\n",
+     "config.yaml:6:14: semaphores[0].weights.paying: \"\" is not a whole number;", false},
+    {SEM REB "    weights:\n      paying: [3]\n",
+     "config.yaml:6:15: semaphores[0].weights.paying: expected a single value, found a list; "
+     "write a weight, like 3",
+     true},
+    {SEM REB "    weights: {paying: 3, free: 1, paying: 2}\n",
+     "config.yaml:5:35: semaphores[0].weights.paying: is given twice; keep one", true},
+    {SEM REB "    weights: {paying: 3}\n    weights: {free: 1}\n",
+     "config.yaml:6:5: semaphores[0].weights: is given twice; keep one", true},
+    {SEM REB "    weights:\n      \"\": 1\n",
+     "config.yaml:6:7: semaphores[0].weights: \"\" is not a rebalance key; use 1 to 253 "
+     "characters, like paying",
+     true},
+    {SEM REB "    weights:\n      [a]: 1\n",
+     "config.yaml:6:7: semaphores[0].weights: a rebalance key must be a single value, like "
+     "paying, not a list",
+     true},
+    {SEM REB "    default_weight: 0\n",
+     "config.yaml:5:21: semaphores[0].default_weight: 0 is less than the smallest allowed, 1",
+     true},
+    {SEM REB "    default_weight: 1000001\n",
+     "config.yaml:5:21: semaphores[0].default_weight: 1000001 is more than the largest allowed, "
+     "1000000",
+     true},
+    {SEM "    rate: 100\n",
+     "config.yaml:4:11: semaphores[0].rate: \"100\" has no '/'; write N/PERIOD, a number of "
+     "grants per a duration, like 100/1m or 5/1s",
+     true},
+    {SEM "    rate: 0/1m\n",
+     "config.yaml:4:11: semaphores[0].rate: \"0/1m\" allows 0 or more than 1000000000 grants: a "
+     "rate allows 1 to 1000000000; write N/PERIOD",
+     false},
+    {SEM "    rate: x/1m\n",
+     "config.yaml:4:11: semaphores[0].rate: \"x/1m\" does not start with a whole number of "
+     "grants;",
+     false},
+    {SEM "    rate: 10/0s\n",
+     "config.yaml:4:11: semaphores[0].rate: \"10/0s\" has no positive duration after the '/';",
+     false},
+    {SEM "    burst: 5\n",
+     "config.yaml:4:12: semaphores[0].burst: applies only with a rate; set rate, like 100/1m, or "
+     "leave it out",
+     true},
+    {SEM "    rate: 1/s\n    burst: 0\n",
+     "config.yaml:5:12: semaphores[0].burst: 0 is less than the smallest allowed, 1", true},
+    {SEM "    rate: 1/s\n    burst: 1000000001\n",
+     "config.yaml:5:12: semaphores[0].burst: 1000000001 is more than the largest allowed, "
+     "1000000000",
+     true},
+    {SEM "    backdate: yesterday\n",
+     "config.yaml:4:15: semaphores[0].backdate: \"yesterday\" is not a duration;", false},
+    {SEM "    backdate: -1h\n",
+     "config.yaml:4:15: semaphores[0].backdate: \"-1h\" is not a duration;", false},
+    {"backdate_skew: 5 s\n", "config.yaml:1:16: backdate_skew: \"5 s\" is not a duration;", false},
 
     /* The whole-configuration checks, placed by the walk. */
     {"listen: localhost\n",
@@ -545,6 +863,8 @@ static const bad_file bad_files[] = {
      "entry per name",
      true},
 };
+#undef SEM
+#undef REB
 
 static void each_error_says_what_where_and_how(void **state)
 {
@@ -678,6 +998,19 @@ static void loads_replace_and_failures_keep(void **state)
     assert_string_equal(c.semaphores[0].name, "only");
     assert_int_equal(c.semaphores[0].limit, 7);
     assert_int_equal(c.ntokens, 3); /* no tokens in this file: as before */
+
+    /* The rules' weights go with every copy a load works on. */
+    write_text(file, rules_yaml);
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), 0);
+    write_text(file, "semaphores:\n  - name: x\n    limit: 1\n    strategy: rebalanced\n"
+                     "    weights: {a: 0}\n");
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), -1);
+    write_text(file, "log_level: warn\n");
+    assert_int_equal(sl_conf_load_file(&c, file, err, sizeof(err)), 0);
+    assert_int_equal(c.nsemaphores, 6);
+    assert_int_equal(c.semaphores[4].rules.nweights, 3);
+    assert_string_equal(c.semaphores[4].rules.weights[1].key, "team b");
+    assert_true(c.semaphores[0].rules.preempt);
     sl_conf_free(&c);
 }
 
@@ -724,6 +1057,109 @@ static void libcyaml_prints_nothing(void **state)
 
 /* ---- sl_conf_check on its own (after the command line) ---------------------- */
 
+/* sl_conf_check's message for c, which must be refused. */
+static const char *refused(const sl_conf *c)
+{
+    static char err[512];
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), -1);
+    return err;
+}
+
+/* The rules of semaphores[0] (strict) and [1] (rebalanced), set as a caller
+ * might: each refused with the file's words, then put back. */
+static void check_rules_by_hand(sl_conf *c)
+{
+    char err[512];
+    sl_sem_rules *r = &c->semaphores[0].rules, *b = &c->semaphores[1].rules;
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), 0);
+
+    b->preempt = true;
+    assert_string_equal(refused(c), "semaphores[1].preempt: applies to the strict and skip "
+                                    "strategies only: a rebalanced semaphore hands out slots by "
+                                    "share, not by priority; leave it out or use strategy: "
+                                    "strict or skip");
+    b->preempt = false;
+    r->preempt_grace_ms = 1000;
+    assert_string_equal(refused(c), "semaphores[0].preempt_grace: applies only with preempt: "
+                                    "true; leave it out or set preempt: true");
+    r->preempt = true;
+    r->preempt_grace_ms = -1;
+    assert_string_equal(refused(c), "semaphores[0].preempt_grace: must be 0 (at once) or a "
+                                    "duration of at most 100 years, like 30s");
+    r->preempt_grace_ms = 0; /* at once */
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), 0);
+
+    r->max_pending = SL_LIMIT_MAX + 1;
+    assert_string_equal(refused(c), "semaphores[0].max_pending: 1000000001 is more than the "
+                                    "largest allowed, 1000000000");
+    r->max_pending = 0;
+    r->on_full = SL_ON_FULL_DROP_OLDEST;
+    assert_string_equal(refused(c), "semaphores[0].on_full: applies only with a max_pending "
+                                    "above 0; set max_pending, like 50, or leave it out");
+    r->on_full = (sl_on_full)5;
+    r->max_pending = 9;
+    assert_string_equal(refused(c), "semaphores[0].on_full: is not a way to meet a full queue; "
+                                    "use reject or drop_oldest");
+    r->on_full = SL_ON_FULL_DROP_OLDEST;
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), 0);
+
+    static const sl_weight twice[] = {{"paying", 3}, {"free", 1}, {"paying", 2}};
+    static const sl_weight nameless[] = {{"paying", 3}, {"free", 1}, {"", 2}};
+    static const sl_weight zero[] = {{"paying", 3}, {"free", 0}, {"team-b", 2}};
+    static const sl_weight good[] = {{"paying", 3}, {"free", 1}, {"team-b", 2}};
+    r->default_weight = 2;
+    assert_string_equal(refused(c), "semaphores[0].default_weight: applies to the rebalanced "
+                                    "strategy only; leave it out or use strategy: rebalanced");
+    r->default_weight = 0;
+    r->weights = good;
+    r->nweights = 1;
+    assert_string_equal(refused(c), "semaphores[0].weights: applies to the rebalanced strategy "
+                                    "only; leave it out or use strategy: rebalanced");
+    r->weights = NULL;
+    r->nweights = 0;
+    b->default_weight = SL_WEIGHT_MAX + 1;
+    assert_string_equal(refused(c), "semaphores[1].default_weight: 1000001 is not a weight; "
+                                    "write a whole number from 1 to 1000000, like 1");
+    b->default_weight = SL_WEIGHT_MAX;
+    b->weights = twice;
+    b->nweights = 3;
+    assert_string_equal(refused(c), "semaphores[1].weights.paying: is given twice; keep one");
+    b->weights = nameless;
+    assert_string_equal(refused(c), "semaphores[1].weights: \"\" is not a rebalance key; use 1 "
+                                    "to 253 characters, like paying");
+    b->weights = zero;
+    assert_string_equal(refused(c), "semaphores[1].weights.free: 0 is not a weight; write a "
+                                    "whole number from 1 to 1000000, like 3");
+    b->weights = good;
+    b->nweights = SL_WEIGHTS_MAX + 1; /* counted before any is read */
+    assert_string_equal(refused(c), "semaphores[1].weights: has 257 keys; at most 256 rebalance "
+                                    "keys may have a weight of their own (the others weigh "
+                                    "default_weight)");
+    b->nweights = 3;
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), 0);
+
+    r->rate_burst = 4;
+    assert_string_equal(refused(c), "semaphores[0].burst: applies only with a rate; set rate, "
+                                    "like 100/1m, or leave it out");
+    r->rate_count = 10;
+    assert_string_equal(refused(c), "semaphores[0].rate: must be N/PERIOD, 1 to 1000000000 "
+                                    "grants per a duration longer than 0, like 100/1m");
+    r->rate_period_ms = 60000;
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), 0);
+    r->rate_burst = SL_LIMIT_MAX + 1;
+    assert_string_equal(refused(c), "semaphores[0].burst: 1000000001 is more than the largest "
+                                    "allowed, 1000000000");
+    r->rate_burst = 4;
+    r->backdate_ms = -1;
+    assert_string_equal(refused(c), "semaphores[0].backdate: must be 0 (none) or a duration of "
+                                    "at most 100 years, like 1h");
+    r->backdate_ms = 0;
+    assert_int_equal(sl_conf_check(c, err, sizeof(err)), 0);
+    /* The weights are the caller's: nothing of them is kept or freed. */
+    b->weights = NULL;
+    b->nweights = 0;
+}
+
 static void check_without_a_file(void **state)
 {
     (void)state;
@@ -759,6 +1195,13 @@ static void check_without_a_file(void **state)
     c.default_lease_ms = 100;
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
     c.default_lease_ms = 0;
+
+    c.backdate_skew_ms = -1;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "backdate_skew: must be 0 (none) or a duration of at most 100 years, "
+                             "like 5s");
+    c.backdate_skew_ms = 0; /* none: only a semaphore's backdate lets a claim back */
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
 
     c.idle_timeout_ms = 0;
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
@@ -798,6 +1241,7 @@ static void check_without_a_file(void **state)
     c.semaphores[0].lease_ms = 5;
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
     c.semaphores[0].lease_ms = 500;
+    check_rules_by_hand(&c);
 
     c.ntokens = 2;
     c.tokens = calloc(2, sizeof(*c.tokens));
@@ -939,6 +1383,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_are_documented_values),
         cmocka_unit_test(full_file_loads_every_value),
+        cmocka_unit_test(scheduling_rules_load),
         cmocka_unit_test(omitted_sections_keep_defaults),
         cmocka_unit_test(documented_example_loads),
         cmocka_unit_test(values_in_every_form),

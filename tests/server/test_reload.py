@@ -1,6 +1,6 @@
 """test_reload.py - SIGHUP reads the configuration file again
-(docs/configuration.md, "Reloading"): semaphores, tokens and limits change
-live; a file that does not load keeps the running configuration and the
+(docs/configuration.md, "Reloading"): semaphores (their scheduling rules
+too), tokens and limits change live; a file that does not load keeps the running configuration and the
 log says where the error is; what needs a restart says so and is kept.
 Every wait is on a state the server reports, with a deadline."""
 import os
@@ -106,6 +106,136 @@ class TestReload(ServerTestCase):
         wait_until(lambda: "durability changed" in srv.stderr(), 10, what="the warning")
         self.assertStillServing()
         self.write(FIRST)
+
+
+# The scheduling rules in the file, with the API's names (docs/configuration.md,
+# "Semaphores").
+RULES = """
+semaphores:
+  - name: rules/runners
+    limit: 4
+    preempt: true
+    preempt_grace: 1m
+    max_pending: 50
+    on_full: drop_oldest
+  - name: rules/tenants
+    limit: 8
+    strategy: rebalanced
+    weights: {paying: 3, "team b": 2}
+    default_weight: 1
+  - name: rules/github-api
+    limit: 10
+    rate: 30/1m
+    burst: 5
+    backdate: 1h
+  - name: rules/plain
+    limit: 1
+"""
+
+# The same semaphores with some rules changed, some added, some gone.
+RULES_CHANGED = """
+semaphores:
+  - name: rules/runners
+    limit: 4
+    max_pending: 7
+  - name: rules/tenants
+    limit: 8
+    strategy: rebalanced
+    weights: {free: 1}
+    default_weight: 4
+  - name: rules/github-api
+    limit: 10
+    rate: 100/1s
+  - name: rules/plain
+    limit: 1
+    preempt: true
+"""
+
+
+class TestRulesFromTheFile(ServerTestCase):
+    CONFIG = RULES
+
+    def write(self, text):
+        with open(self.srv.config_path, "w") as f:
+            f.write(text)
+
+    def sem(self, name):
+        r = self.srv.get("/v1/semaphores/" + name.replace("/", "%2F"))
+        self.assertEqual(r.status, 200, r)
+        return r.json
+
+    def rules(self, name):
+        keys = ("preempt", "preempt_grace", "max_pending", "on_full", "weights",
+                "default_weight", "rate", "burst", "backdate")
+        j = self.sem(name)
+        return {k: j[k] for k in keys if k in j}
+
+    def reload_to(self, text, name, want):
+        self.write(text)
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.rules(name) == want, 10, what="the rules of " + name)
+
+    def assertFirstRules(self):
+        self.assertEqual(self.rules("rules/runners"), {
+            "preempt": True, "preempt_grace": "1m", "max_pending": 50,
+            "on_full": "drop_oldest", "rate": None, "backdate": "0"})
+        self.assertEqual(self.rules("rules/tenants"), {
+            "preempt": False, "max_pending": None, "weights": {"paying": 3, "team b": 2},
+            "default_weight": 1, "rate": None, "backdate": "0"})
+        self.assertEqual(self.rules("rules/github-api"), {
+            "preempt": False, "max_pending": None, "rate": "30/1m", "burst": 5,
+            "backdate": "1h"})
+        self.assertEqual(self.rules("rules/plain"), {
+            "preempt": False, "max_pending": None, "rate": None, "backdate": "0"})
+
+    def test_a_file_with_rules_configures_them(self):
+        self.assertFirstRules()
+
+    def test_a_reload_changes_the_rules(self):
+        srv = self.srv
+        try:
+            self.reload_to(RULES_CHANGED, "rules/runners", {
+                "preempt": False, "max_pending": 7, "on_full": "reject", "rate": None,
+                "backdate": "0"})
+            self.assertEqual(self.rules("rules/tenants"), {
+                "preempt": False, "max_pending": None, "weights": {"free": 1},
+                "default_weight": 4, "rate": None, "backdate": "0"})
+            self.assertEqual(self.rules("rules/github-api"), {
+                "preempt": False, "max_pending": None, "rate": "100/1s", "burst": 100,
+                "backdate": "0"})
+            self.assertEqual(self.rules("rules/plain"), {
+                "preempt": True, "preempt_grace": "30s", "max_pending": None, "rate": None,
+                "backdate": "0"})
+            # The queue bound applies at once: 4 slots held, 7 claims waiting, the
+            # 8th refused.
+            held = srv.claim("h", [("s", "rules/runners", 4)])
+            self.assertEqual(held["state"], "held")
+            waiting = [srv.claim("w%d" % i, [("s", "rules/runners")]) for i in range(7)]
+            self.assertEqual({c["state"] for c in waiting}, {"pending"})
+            r = srv.post("/v1/claims", {"holder": "w7", "locks": [{"semaphore": "rules/runners"}]})
+            self.assertError(r, 409, "queue_full")
+            for c in waiting + [held]:
+                srv.release(c["id"])
+        finally:
+            self.write(RULES)
+            srv.proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: self.rules("rules/runners").get("max_pending") == 50, 10,
+                       what="the first rules back")
+        self.assertFirstRules()
+
+    def test_rules_a_file_cannot_use_keep_the_running_ones(self):
+        srv = self.srv
+        before = srv.stderr().count("the running configuration is kept")
+        self.write(RULES.replace("    max_pending: 50\n", ""))  # on_full alone
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: srv.stderr().count("the running configuration is kept") > before, 10,
+                   what="the error logged")
+        line = [l for l in srv.stderr().splitlines()
+                if "the running configuration is kept" in l][-1]
+        self.assertRegex(line, r"sluice\.yaml:\d+:\d+: semaphores\[0\]\.on_full: applies only "
+                               r"with a max_pending above 0")
+        self.write(RULES)
+        self.assertFirstRules()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,14 @@ from typing import (
 Duration = Union[int, float, str]
 """A duration: seconds as a number, or a string such as ``"250ms"``, ``"30s"``, ``"1h30m"``."""
 
+SemaphoreSpec = Union[int, Sequence[int], Mapping[str, int]]
+"""What a semaphore takes in ``semaphores={name: spec}``: its slots (``2``), its slots and
+an inline limit (``(1, 4)``), or ``{"slots": 1, "limit": 4}`` (either key may be left out)."""
+
+GroupSpec = Union[str, Sequence[str], Mapping[str, str]]
+"""One of ``groups=[...]``: a name (``"repo-x"``), ``(name, cancel)``, or
+``{"name": "pr-12", "cancel": "in-progress"}``."""
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_SERVER = "http://127.0.0.1:7700"
@@ -210,8 +218,15 @@ class Claim:
 
     @property
     def locks(self) -> List[Dict[str, Any]]:
-        """The claim's locks: ``{"kind", "name", "slots", "token", "position"}`` each."""
+        """The claim's locks: ``{"kind", "name", "slots", "token", "position"}`` each, and
+        ``"limit"`` on a semaphore the claim gave an inline limit."""
         return list(self.raw.get("locks") or [])
+
+    @property
+    def groups(self) -> List[Dict[str, str]]:
+        """A claim in several groups: ``{"name", "cancel"}`` each, in order. Empty for a
+        claim in one group or none (``raw["group"]`` names its one)."""
+        return [dict(g) for g in self.raw.get("groups") or []]
 
     @property
     def tokens(self) -> Dict[str, int]:
@@ -246,6 +261,41 @@ class Claim:
 
 
 ClaimRef = Union[Claim, str]
+
+
+def _semaphore_lock(name: str, spec: SemaphoreSpec) -> Dict[str, Any]:
+    """One semaphore of ``semaphores={name: spec}`` as the API takes it."""
+    lock: Dict[str, Any] = {"semaphore": name}
+    if isinstance(spec, Mapping):
+        unknown = set(spec) - {"slots", "limit"}
+        if unknown:
+            raise ValueError(f"semaphore {name!r}: unknown keys {sorted(unknown)} "
+                             f"(it takes slots and limit)")
+        slots, limit = spec.get("slots"), spec.get("limit")
+    elif isinstance(spec, (tuple, list)):
+        if len(spec) != 2:
+            raise ValueError(f"semaphore {name!r}: give (slots, limit), not {spec!r}")
+        slots, limit = spec
+    else:
+        slots, limit = spec, None
+    if slots is not None:
+        lock["slots"] = int(slots)
+    if limit is not None:
+        lock["limit"] = int(limit)
+    return lock
+
+
+def _group(spec: GroupSpec) -> Dict[str, str]:
+    """One of ``groups=[...]`` as the API takes it."""
+    if isinstance(spec, str):
+        return {"name": spec}
+    if isinstance(spec, Mapping):
+        g = {"name": str(spec["name"])}
+        if spec.get("cancel") is not None:
+            g["cancel"] = str(spec["cancel"])
+        return g
+    name, cancel = spec
+    return {"name": str(name)} if cancel is None else {"name": str(name), "cancel": str(cancel)}
 
 
 def _claim_id(claim: ClaimRef) -> str:
@@ -419,20 +469,26 @@ class Client:
     # ------------------------------------------------------------ claims
 
     def acquire(self, mutex: Union[str, Sequence[str], None] = None,
-                semaphores: Union[Mapping[str, int], Sequence[str], None] = None,
+                semaphores: Union[Mapping[str, SemaphoreSpec], Sequence[str], None] = None,
                 tags: Optional[Mapping[str, str]] = None, group: Optional[str] = None,
                 cancel: Optional[str] = None, holder: Optional[str] = None,
                 priority: Optional[int] = None, lease: Optional[Duration] = None,
                 timeout: Optional[Duration] = None, wait: Optional[Duration] = None,
                 grace: Optional[Duration] = None, rebalance_key: Optional[str] = None,
-                idempotency_key: Optional[str] = None) -> Claim:
+                idempotency_key: Optional[str] = None,
+                groups: Optional[Sequence[GroupSpec]] = None) -> Claim:
         """Create a claim (``POST /v1/claims``) and return it, pending or held.
 
         :param mutex: a mutex name, or several.
-        :param semaphores: ``{name: slots}``, or a list of names (one slot each).
+        :param semaphores: ``{name: slots}``, or a list of names (one slot each). A value
+            may also carry an inline limit, ``(slots, limit)`` or ``{"slots": 1, "limit": 4}``:
+            a semaphore no configuration covers is then made with that limit for as long
+            as it has holders or waiters (a run's own limit on its steps).
         :param tags: ``{key: value}``; each may add the semaphore ``tag/key=value``.
         :param group: a concurrency group (the lock ``group/NAME``).
         :param cancel: ``"none"``, ``"pending"`` or ``"in-progress"`` (the group's older claims).
+        :param groups: more groups, each with its own cancel: names, ``(name, cancel)`` or
+            ``{"name": ..., "cancel": ...}``; at most 8 groups in all, ``group`` included.
         :param holder: who claims; default ``HOST/PID``. For CI, ``RUN/STEP`` is the convention.
         :param priority: higher goes first.
         :param lease: renew within this or lose the claim (0 for none).
@@ -445,8 +501,8 @@ class Client:
         for m in [mutex] if isinstance(mutex, str) else list(mutex or []):
             locks.append({"mutex": m})
         if isinstance(semaphores, Mapping):
-            for name, slots in semaphores.items():
-                locks.append({"semaphore": name, "slots": int(slots)})
+            for name, spec in semaphores.items():
+                locks.append(_semaphore_lock(name, spec))
         else:
             for name in [semaphores] if isinstance(semaphores, str) else list(semaphores or []):
                 locks.append({"semaphore": name})
@@ -459,6 +515,8 @@ class Client:
             body["group"] = group
         if cancel is not None:
             body["cancel"] = cancel
+        if groups:
+            body["groups"] = [_group(g) for g in groups]
         if priority is not None:
             body["priority"] = priority
         if rebalance_key is not None:
@@ -541,6 +599,25 @@ class Client:
             raise ValueError("holder_prefix must not be empty: it would match every claim")
         body = self._request("DELETE", "/v1/claims", query={"holder_prefix": holder_prefix}).body
         return {k: int(body[k]) for k in ("released", "withdrawn", "skipped")}
+
+    def queue_clear(self, lock: Optional[str] = None,
+                    holder_prefix: Optional[str] = None) -> int:
+        """An operator empties a queue (``DELETE /v1/queue?lock=...&holder_prefix=...``):
+        every pending claim waiting for ``lock`` (a key, ``sem/NAME`` or ``mtx/NAME``),
+        and/or whose holder starts with ``holder_prefix``, ends ``canceled`` ("canceled by
+        an operator"); held claims are left alone. Returns how many were canceled (0 is not
+        an error). It needs an admin token (:class:`SluiceError` 403 otherwise). Raises
+        :class:`ValueError` when neither is given, or one is empty. Sent again after a
+        broken connection (see the failover), the count is that of the attempt answered.
+        """
+        if lock is None and holder_prefix is None:
+            raise ValueError("give lock, holder_prefix or both: without either it would be "
+                             "the whole queue")
+        if lock == "" or holder_prefix == "":
+            raise ValueError("lock and holder_prefix must not be empty")
+        body = self._request("DELETE", "/v1/queue",
+                             query={"lock": lock, "holder_prefix": holder_prefix}).body
+        return int(body["canceled"])
 
     def why(self, claim: ClaimRef) -> Dict[str, Any]:
         """Why a pending claim waits (``GET /v1/claims/{id}/why``), as the API answers it."""
@@ -684,12 +761,13 @@ class Client:
 
     @contextmanager
     def hold(self, mutex: Union[str, Sequence[str], None] = None,
-             semaphores: Union[Mapping[str, int], Sequence[str], None] = None,
+             semaphores: Union[Mapping[str, SemaphoreSpec], Sequence[str], None] = None,
              tags: Optional[Mapping[str, str]] = None, group: Optional[str] = None,
              cancel: Optional[str] = None, holder: Optional[str] = None,
              priority: Optional[int] = None, lease: Optional[Duration] = "30s",
              timeout: Optional[Duration] = None,
-             on_lost: Optional[Callable[[Claim], None]] = None) -> Iterator[Claim]:
+             on_lost: Optional[Callable[[Claim], None]] = None,
+             groups: Optional[Sequence[GroupSpec]] = None) -> Iterator[Claim]:
         """Claim, wait until held, keep the lease renewed, and release on exit.
 
         ``with client.hold(mutex="deploy", lease="30s") as claim: ...`` — inside,
@@ -702,10 +780,11 @@ class Client:
 
         ``timeout``: how long to wait for the grant; when it runs out the claim is withdrawn
         (``DELETE``) and :class:`Timeout` is raised. The server is given the same timeout.
+        The lock arguments are :meth:`acquire`'s.
         """
         claim = self.acquire(mutex=mutex, semaphores=semaphores, tags=tags, group=group,
                              cancel=cancel, holder=holder, priority=priority, lease=lease,
-                             timeout=timeout)
+                             timeout=timeout, groups=groups)
         try:
             self.wait_held(claim, timeout=timeout)
         except BaseException:

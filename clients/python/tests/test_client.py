@@ -185,6 +185,73 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.client.get(x).state, "held")
         self.client.release(x)
 
+    def test_inline_limit(self) -> None:
+        # Nothing configures py-il/steps: the first claim makes it with limit 2.
+        a = self.client.acquire(semaphores={"py-il/steps": (1, 2)}, holder="py-il/a")
+        b = self.client.acquire(semaphores={"py-il/steps": {"slots": 1, "limit": 2}},
+                                holder="py-il/b")
+        c = self.client.acquire(semaphores={"py-il/steps": {"limit": 2}}, holder="py-il/c")
+        self.assertEqual((a.state, b.state, c.state), ("held", "held", "pending"))
+        self.assertEqual(a.locks[0]["limit"], 2)
+        self.assertEqual(c.locks[0]["position"], 1)
+        with self.assertRaises(sluice.Conflict) as cm:
+            self.client.acquire(semaphores={"py-il/steps": (1, 3)}, holder="py-il/d")
+        self.assertIn("3", cm.exception.message)
+        with self.assertRaises(ValueError):
+            self.client.acquire(semaphores={"py-il/steps": {"limits": 2}})
+        for claim in (c, b, a):
+            self.client.release(claim)
+        # Gone with its last claim.
+        with self.assertRaises(sluice.NotFound):
+            self.client._request("GET", "/v1/semaphores/py-il/steps")
+
+    def test_groups(self) -> None:
+        self.client.set_semaphore("group/py-repo-*", 5)
+        old = self.client.acquire(groups=["py-pr-12", "py-repo-x"], holder="py-g/old")
+        self.assertEqual(old.state, "held")
+        self.assertEqual(old.groups, [{"name": "py-pr-12", "cancel": "none"},
+                                      {"name": "py-repo-x", "cancel": "none"}])
+        new = self.client.acquire(groups=[{"name": "py-pr-12", "cancel": "in-progress"},
+                                          ("py-repo-x", None)],
+                                  grace=0, holder="py-g/new")
+        self.assertEqual(new.state, "held")
+        self.assertEqual(new.groups[0], {"name": "py-pr-12", "cancel": "in-progress"})
+        self.assertEqual(new.raw["group"], "py-pr-12")
+        old = self.client.get(old)
+        self.assertEqual(old.state, "canceled")
+        self.assertIn(new.id, old.reason)
+        # The shorthand and the list together.
+        both = self.client.acquire(group="py-pr-13", cancel="pending",
+                                   groups=[("py-repo-x", "none")], holder="py-g/both")
+        self.assertEqual([g["name"] for g in both.groups], ["py-pr-13", "py-repo-x"])
+        self.assertEqual(self.client.get(new).state, "held")
+        self.client.release(both)
+        self.client.release(new)
+
+    def test_queue_clear(self) -> None:
+        held = self.client.acquire(mutex="py-qc-m", holder="py-qc/held")
+        waiters = [self.client.acquire(mutex="py-qc-m", holder=f"py-qc/w{i}") for i in range(3)]
+        other = self.client.acquire(mutex="py-qc-o", holder="py-qc/o")
+        other_w = self.client.acquire(mutex="py-qc-o", holder="py-qcx/o")
+        self.assertEqual(self.client.queue_clear(lock="mtx/py-qc-m"), 3)
+        for w in waiters:
+            w = self.client.get(w)
+            self.assertEqual((w.state, w.reason), ("canceled", "canceled by an operator"))
+        self.assertEqual(self.client.get(held).state, "held")
+        # Both: only the waiters of the lock whose holder has the prefix.
+        self.assertEqual(self.client.queue_clear(lock="mtx/py-qc-o", holder_prefix="py-qc/"), 0)
+        self.assertEqual(self.client.queue_clear(holder_prefix="py-qcx/"), 1)
+        self.assertEqual(self.client.get(other_w).state, "canceled")
+        self.assertEqual(self.client.queue_clear(lock="sem/py-qc-none"), 0)
+        with self.assertRaises(ValueError):
+            self.client.queue_clear()
+        with self.assertRaises(ValueError):
+            self.client.queue_clear(lock="")
+        with self.assertRaises(sluice.BadRequest):
+            self.client.queue_clear(lock="py-qc-m")
+        self.client.release(held)
+        self.client.release(other)
+
     def test_default_holder(self) -> None:
         c = self.client.acquire(mutex="holder-default")
         self.assertEqual(c.holder, f"{socket.gethostname()}/{os.getpid()}")
