@@ -8,6 +8,7 @@ released in one call, and `created` that cannot jump the queue.
 Every wait is on state the server reports (long polls, wait_until), never
 on time; the rate test reads the grant times the server reports."""
 import os
+import re
 import sys
 import time
 import unittest
@@ -74,6 +75,8 @@ class SchedulingTest(ServerTestCase):
         self.assertEqual(q2, [])
         for c in (b1, deploy):
             self.srv.release(c["id"])
+        n = re.search(r"\nsluice_preemptions_total (\d+)\n", self.srv.get("/metrics").body.decode())
+        self.assertTrue(n and int(n.group(1)) >= 1)
 
     def test_equal_priority_never_preempts(self):
         pool = self.name("pool")
@@ -111,6 +114,10 @@ class SchedulingTest(ServerTestCase):
         self.assertEqual(self.state(w2["id"]), "canceled")
         self.assertEqual(self.state(held["id"]), "held")
         self.srv.release(held["id"])
+        metrics = self.srv.get("/metrics").body.decode()
+        for action in ("rejected", "dropped"):
+            n = re.search(r'\nsluice_queue_full_total\{action="%s"\} (\d+)\n' % action, metrics)
+            self.assertTrue(n and int(n.group(1)) >= 1, metrics[-2000:])
 
     # ---- weighted shares -------------------------------------------------
 
