@@ -1,10 +1,11 @@
 // actions.js - what an operator may change from the dashboard: cancel a
-// claim (pending: it leaves the queue; held or revoking: it is revoked) and
-// set a semaphore's limit. Each asks first, saying what will happen in the
+// claim (pending: it leaves the queue; held or revoking: it is revoked),
+// set a semaphore's limit, and clear a lock's queue (an admin's
+// DELETE /v1/queue?lock=KEY). Each asks first, saying what will happen in the
 // terms of the model (docs/design.md): lowering a limit revokes nobody, 0
 // pauses, a cancel ends the claim `canceled` at once and what it held moves
 // on. A refusal (a limited token) is shown in words.
-import { api, enc, lockKey, words, showError, AuthError } from './lib.js';
+import { api, enc, lockKey, lockApi, words, showError, AuthError } from './lib.js';
 import { confirmAction } from './dialog.js';
 
 const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -69,9 +70,37 @@ export function limitLines(l, limit) {
   return [`The limit stays ${limit}; the semaphore's configuration is written again (a semaphore.updated event).`];
 }
 
-// Sets a semaphore's limit after the person confirms, keeping its strategy,
-// lease and overtake limit (a PUT replaces the whole configuration); true
-// when done.
+// A semaphore's configuration but its limit, as its GET shows it, for a PUT
+// that changes only the limit (a PUT replaces the whole configuration, and a
+// rule left out would be turned off): strategy, lease, overtake limit, and
+// the rules (preempt and its grace, max_pending and on_full, weights and
+// default_weight, rate and burst, backdate), each only when set, since a
+// companion field without its rule is refused.
+export function keptConfig(l) {
+  const c = { strategy: l.strategy, lease: l.lease };
+  if (l.overtake_limit !== undefined) c.overtake_limit = l.overtake_limit;
+  if (l.preempt) {
+    c.preempt = true;
+    if (l.preempt_grace !== undefined) c.preempt_grace = l.preempt_grace;
+  }
+  if (l.max_pending) {
+    c.max_pending = l.max_pending;
+    if (l.on_full) c.on_full = l.on_full;
+  }
+  if (l.strategy === 'rebalanced') {
+    if (l.weights && Object.keys(l.weights).length > 0) c.weights = l.weights;
+    if (l.default_weight !== undefined && l.default_weight !== 1) c.default_weight = l.default_weight;
+  }
+  if (l.rate) {
+    c.rate = l.rate;
+    if (l.burst !== undefined) c.burst = l.burst;
+  }
+  if (l.backdate && l.backdate !== '0') c.backdate = l.backdate;
+  return c;
+}
+
+// Sets a semaphore's limit after the person confirms, keeping the rest of
+// its configuration (keptConfig); true when done.
 export async function setLimit(name, limit) {
   if (!Number.isInteger(limit) || limit < 0) {
     showError('The limit must be a whole number, 0 or more (0 pauses the semaphore).');
@@ -93,10 +122,7 @@ export async function setLimit(name, limit) {
   try {
     await api(`/v1/semaphores/${enc(name)}`, {
       method: 'PUT',
-      body: JSON.stringify({
-        limit, strategy: l.strategy, lease: l.lease,
-        ...(l.overtake_limit !== undefined ? { overtake_limit: l.overtake_limit } : {}),
-      }),
+      body: JSON.stringify({ limit, ...keptConfig(l) }),
     });
     showError('');
     return true;
@@ -106,3 +132,45 @@ export async function setLimit(name, limit) {
   }
 }
 
+
+// What clearing a lock's queue will do; `l` is the lock as the server reads
+// it now (GET ?limit=0: the counts).
+export function clearLines(key, l) {
+  const n = l.pending_count;
+  return [
+    `${plural(n, 'claim')} waiting for ${key} ${n === 1 ? 'ends' : 'end'} canceled ("canceled by an operator"), taken from the back of the line so that none is granted on the way out.`,
+    `The ${plural(l.holders_count, 'holder')} keep${l.holders_count === 1 ? 's' : ''} ${l.holders_count === 1 ? 'its' : 'their'} slots. A claim that also waits for other locks leaves their queues too; its client learns that an operator stopped it the next time it asks.`,
+    'This needs an admin token.',
+  ];
+}
+
+// Clears a lock's queue after the person confirms (the dialog counts the
+// waiters as the server has them now); true when done.
+export async function clearQueue(key) {
+  let l;
+  try {
+    l = await api(`${lockApi(key)}?limit=0`);
+  } catch (e) {
+    if (!(e instanceof AuthError)) showError(words(e, `Reading ${key}`));
+    return false;
+  }
+  if (l.pending_count === 0) {
+    showError(`No claim waits for ${key} any more: nothing to clear.`);
+    return false;
+  }
+  const ok = await confirmAction({
+    title: `Clear the queue of ${key}: cancel ${plural(l.pending_count, 'waiting claim')}?`,
+    lines: clearLines(key, l),
+    confirm: `Cancel ${plural(l.pending_count, 'waiting claim')}`,
+    danger: true,
+  });
+  if (!ok) return false;
+  try {
+    await api(`/v1/queue?lock=${encodeURIComponent(key)}`, { method: 'DELETE' });
+    showError('');
+    return true;
+  } catch (e) {
+    if (!(e instanceof AuthError)) showError(words(e, `Clearing the queue of ${key}`));
+    return false;
+  }
+}

@@ -3,17 +3,23 @@
 // GET /v1/semaphores/NAME?limit=100, then 100 more at a time through
 // GET /v1/claims?lock=KEY&state=...&after=...), the limit form behind a
 // confirmation, and charts of its history (GET /v1/history?lock=KEY) when
-// the server has that endpoint.
+// the server has that endpoint. Its rules (rules.js): preemption, a bounded
+// queue, weights with a shares table (a rebalanced semaphore), a rate,
+// backdating; holders being revoked (GET /v1/claims?lock=KEY&state=revoking)
+// are marked "preempted by ..." with their end of grace; "clear the queue"
+// (DELETE /v1/queue?lock=KEY) behind a confirmation.
 import {
   h, api, ApiError, AuthError, ago, clock, level, claimLink, lockKey, lockApi, lockLink, headRow, fact,
   holderCell, countdown, refusal, words, query, withQuery, showError,
 } from './lib.js';
-import { setLimit } from './actions.js';
+import { setLimit, clearQueue } from './actions.js';
 import { seriesChart, waitHistogram, waitFigures } from './charts.js';
+import { ruleFacts, computeShares, sharesTable, revokedNote } from './rules.js';
 
 const FIRST = 100; // holders and waiters read with the lock
 const PAGE = 100; // and each "more"
 const HISTORY_TTL_MS = 10000; // the history's step: no use asking more often
+const SHARE_CLAIMS = 1000; // claims of a rebalanced lock read for its shares table
 
 // Rows loaded with "more", kept across the live redraws of the same lock.
 let extra = { key: null };
@@ -40,21 +46,50 @@ export async function viewLock(ctx, key) {
     throw e;
   }
   const pattern = l.kind === 'semaphore' && l.name.endsWith('*');
-  const [hist, made] = await Promise.all([
+  const rebalanced = !pattern && l.kind === 'semaphore' && l.strategy === 'rebalanced';
+  const [hist, made, revoking, listing] = await Promise.all([
     pattern ? null : readHistory(key, win),
     pattern ? api('/v1/semaphores').then((r) => r.semaphores.filter((s) => s.from_pattern === l.name)).catch(() => []) : null,
+    // Holders being revoked (preempted, or by their group's newer claim):
+    // the lock's holder entries do not say so, their claims do.
+    !pattern && l.holders_count > 0 ? readOr(`/v1/claims?lock=${encodeURIComponent(key)}&state=revoking&limit=${FIRST}`) : null,
+    // A rebalanced lock's keys: its claims carry their rebalance_key.
+    rebalanced && l.holders_count + l.pending_count > 0 ? readOr(`/v1/claims?lock=${encodeURIComponent(key)}&limit=${SHARE_CLAIMS}`) : null,
   ]);
+  const revoked = new Map((revoking && revoking.claims ? revoking.claims : []).map((c) => [c.id, c]));
   return h('section', { 'aria-labelledby': 'lock-title', 'data-lock-page': key },
     h('h1', { id: 'lock-title' }, `${l.kind === 'mutex' ? 'Mutex' : pattern ? 'Pattern' : 'Semaphore'} `, h('code', {}, name)),
     config(ctx, l, pattern),
     pattern ? madeList(made) : [
+      rebalanced && shares(l, listing),
       charts(l, hist, win),
       h('h2', {}, `Holders (${l.holders_count})`),
-      holdersTable(l),
+      holdersTable(l, revoked),
       moreButton(ctx, key, 'held', l.holders.length, l.holders_count, 'holders'),
       h('h2', {}, `Waiters (${l.pending_count}), in queue order`),
       waitersTable(l),
-      moreButton(ctx, key, 'pending', l.pending.length, l.pending_count, 'waiters')]);
+      moreButton(ctx, key, 'pending', l.pending.length, l.pending_count, 'waiters'),
+      l.pending_count > 0 && h('div', { class: 'actions' },
+        h('button', {
+          type: 'button', class: 'danger', 'data-action': 'clear-queue',
+          onclick: async () => { if (await clearQueue(key)) ctx.rerender(); },
+        }, 'Clear the queue…'),
+        h('span', { class: 'muted' }, `Cancels the ${l.pending_count === 1 ? 'claim' : `${l.pending_count} claims`} waiting for ${key}; the holders keep their slots (admin token).`))]);
+}
+
+// An answer, or null when it cannot be read (a refusal hides only what it
+// would have added).
+function readOr(path) {
+  return api(path).catch((e) => { if (e instanceof AuthError) throw e; return { error: e }; });
+}
+
+function shares(l, listing) {
+  const head = h('h2', {}, 'Shares');
+  if (!listing) return [head, h('p', { class: 'muted', 'data-shares': 'none' }, 'No key holds or waits: nothing to share.')];
+  if (listing.error) return [head, refusal(listing.error, `Reading the claims of sem/${l.name}`)];
+  const all = l.holders_count + l.pending_count;
+  return h('section', { class: 'shares-section' }, head,
+    sharesTable(l, computeShares(l, listing.claims), all > listing.claims.length ? listing.claims.length : 0));
 }
 
 function config(ctx, l, pattern) {
@@ -69,12 +104,13 @@ function config(ctx, l, pattern) {
       l.overtake_limit && fact('Overtake limit', l.overtake_limit, 'overtake'),
       fact('Lease', l.lease === '0' ? 'none' : l.lease, 'lease'),
       !pattern && fact('Last token', l.token, 'token'),
-      l.from_pattern && fact('Made from', lockLink(`sem/${l.from_pattern}`, l.from_pattern), 'from')),
+      l.from_pattern && fact('Made from', lockLink(`sem/${l.from_pattern}`, l.from_pattern), 'from'),
+      ruleFacts(l, pattern)),
     !pattern && h('div', {
       class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(pct),
       'aria-label': `${l.name} utilization`,
     }, h('div', { class: `bar-fill ${l.limit === 0 && l.used > 0 ? 'crit' : level(pct)}`, style: `width: ${pct.toFixed(1)}%` })),
-    l.kind === 'semaphore' && limitForm(ctx, l));
+    l.kind === 'semaphore' && !l.inline && limitForm(ctx, l));
 }
 
 function limitForm(ctx, l) {
@@ -144,10 +180,11 @@ function more() {
   return { rows: [], next: null, started: false, done: false };
 }
 
-function holderRow(x) {
-  return h('tr', { 'data-claim': x.claim },
+function holderRow(x, revoked) {
+  const r = revoked.get(x.claim);
+  return h('tr', { 'data-claim': x.claim, 'data-state': r ? 'revoking' : null },
     h('td', { class: 'claim' }, claimLink(x.claim)),
-    h('td', { class: 'holder' }, holderCell(x.holder)),
+    h('td', { class: 'holder' }, holderCell(x.holder), r && revokedNote(r)),
     h('td', { class: 'slots', 'data-label': 'slots' }, x.slots),
     h('td', { class: 'token', 'data-label': 'token' }, x.token),
     h('td', { class: 'since time', 'data-label': 'held', title: clock(x.since) }, ago(x.since)),
@@ -165,13 +202,13 @@ function waiterRow(x) {
     h('td', { class: 'reason' }, x.reason));
 }
 
-function holdersTable(l) {
+function holdersTable(l, revoked) {
   if (l.holders_count === 0) return h('p', { class: 'muted' }, 'No holders.');
   const seen = new Set(l.holders.map((x) => x.claim));
   const rows = [...l.holders, ...extra.held.rows.filter((x) => !seen.has(x.claim))];
   return h('div', { class: 'table-wrap stack' }, h('table', { class: 'holders', 'aria-label': `Holders of ${l.name}` },
     headRow(['Claim', 'Holder', 'Slots', 'Token', 'Held for', 'Lease expires']),
-    h('tbody', {}, rows.map(holderRow))));
+    h('tbody', {}, rows.map((x) => holderRow(x, revoked)))));
 }
 
 function waitersTable(l) {

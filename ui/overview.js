@@ -12,6 +12,7 @@ import {
   h, api, AuthError, ago, level, claimLink, lockKey, lockApi, lockLink, lockHref, query, withQuery,
 } from './lib.js';
 import { setLimit } from './actions.js';
+import { ruleBadges } from './rules.js';
 
 const PEEK_CARDS = 12; // busy cards that show their first holders and waiters
 const PEEK_ROWS = 3;
@@ -151,6 +152,8 @@ function badges(l) {
     l.from_pattern && h('span', { class: 'badge pattern', title: 'made from a pattern' }, `from ${l.from_pattern}`),
     !isPattern(l) && l.limit === 0 && h('span', { class: 'badge paused' }, 'paused'),
     l.pending_count > 0 && h('span', { class: 'badge pending', 'data-pending': l.pending_count }, `${l.pending_count} pending`),
+    // Its rules: preempts, a bounded queue (full or not), a rate, weights, inline.
+    ruleBadges(l),
   ];
 }
 
@@ -168,7 +171,7 @@ function lockCard(ctx, l, detail, made) {
         l.lease && l.lease !== '0' && h('span', {}, `lease ${l.lease}`),
         h('span', {}, `token ${l.token}`)),
       detail && peekLists(l, detail)]);
-  if (l.kind === 'semaphore' && !l.from_pattern) card.append(limitForm(ctx, l));
+  if (l.kind === 'semaphore' && !l.from_pattern && !l.inline) card.append(limitForm(ctx, l));
   return card;
 }
 

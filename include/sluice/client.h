@@ -293,6 +293,19 @@ typedef struct sl_client_why_reason {
     size_t position, ahead_count;
     char **ahead; /* the first claims ahead, ids */
     size_t nahead;
+    /* On a preempting semaphore where the claim does not fit ("preempt"):
+     * "waiting", "will", "not_head" or "too_few", and its holders count;
+     * NULL and 0 when the server said null. */
+    char *preempt_status;
+    uint64_t preempt_holders;
+    /* On a rebalanced semaphore whose free slots do not let it in
+     * ("share"): its key's quota, the slots its key holds, its key's weight
+     * and the weights of the keys present summed. has_share false: null. */
+    bool has_share;
+    uint64_t share_quota, share_held, share_weight, share_weights;
+    /* Rule "rate": when the lock's bucket will have a token for it (the
+     * server's clock, Unix ms); -1 when not given. */
+    int64_t admit_at_ms;
 } sl_client_why_reason;
 
 typedef struct sl_client_why {
@@ -322,6 +335,12 @@ typedef struct sl_client_waiter {
     int64_t created_ms;
 } sl_client_waiter;
 
+/* A rebalance key's weight on a rebalanced semaphore. */
+typedef struct sl_client_weight {
+    char *key;
+    uint64_t weight;
+} sl_client_weight;
+
 /* A semaphore, pattern or mutex as GET /v1/semaphores/{name} shows it; in
  * listings holders and pending are empty and the counts set. */
 typedef struct sl_client_lock {
@@ -336,6 +355,21 @@ typedef struct sl_client_lock {
     sl_client_waiter *pending;
     size_t npending;
     char *json;
+    /* The semaphore's rules as the server shows them (docs/api.md, "The
+     * semaphore's rules"); a mutex, and a server too old to show them, has
+     * them all off (0, false, NULL). */
+    bool inline_limit;         /* "inline": made by its claims' inline limit */
+    int64_t overtake_limit_ms; /* skip semaphores only; else -1 */
+    bool preempt;
+    int64_t preempt_grace_ms;  /* with preempt; else 0 */
+    uint64_t max_pending;      /* 0: no bound */
+    char *on_full;             /* "reject" or "drop_oldest" with a max_pending; else NULL */
+    sl_client_weight *weights; /* rebalanced only: each listed key's weight */
+    size_t nweights;
+    uint64_t default_weight; /* rebalanced only (1 unless set); else 0 */
+    char *rate;              /* "N/PERIOD"; NULL: none */
+    uint64_t burst;          /* with a rate: the bucket's size; else 0 */
+    int64_t backdate_ms;     /* how far back a claim on it may set created; 0: none */
 } sl_client_lock;
 
 typedef struct sl_client_lock_list {
@@ -346,10 +380,43 @@ typedef struct sl_client_lock_list {
 void sl_client_lock_free(sl_client_lock *lock);
 void sl_client_lock_list_free(sl_client_lock_list *list);
 
-/* PUT /v1/semaphores/{name}: strategy and lease may be NULL (defaults). */
-int sl_client_semaphore_set(sl_client *c, const char *name, uint64_t limit,
-                            const char *strategy, const char *lease, sl_client_lock **out,
-                            sl_client_error *err);
+/* PUT /v1/semaphores/{name}: strategy and lease may be NULL (defaults).
+ * The same as sl_client_semaphore_put with no rules. */
+int sl_client_semaphore_set(sl_client *c, const char *name, uint64_t limit, const char *strategy,
+                            const char *lease, sl_client_lock **out, sl_client_error *err);
+
+typedef struct sl_client_weight_req {
+    const char *key;
+    uint64_t weight; /* 1 to 1000000 (the server checks) */
+} sl_client_weight_req;
+
+/* A semaphore's whole configuration, for sl_client_semaphore_put. Zero it
+ * first: every field left zero (NULL, false, 0) is left out of the request,
+ * and so goes back to the server's default, since a PUT replaces the whole
+ * configuration (every rule not given is off). Durations are strings such
+ * as "30s". The server checks the values and their combinations (a
+ * companion field without its rule is 400, and says so). Fields may be
+ * added at the end. */
+typedef struct sl_client_semaphore_config {
+    uint64_t limit;             /* 0 pauses the semaphore */
+    const char *strategy;       /* "strict", "skip", "rebalanced"; NULL: strict */
+    const char *lease;          /* NULL: none */
+    const char *overtake_limit; /* skip only; NULL: the server's 1m */
+    bool preempt;               /* preemption by priority (strict and skip) */
+    const char *preempt_grace;  /* with preempt; NULL: 30s */
+    uint64_t max_pending;       /* at most this many waiters; 0: no bound */
+    const char *on_full;        /* "reject", "drop_oldest"; with max_pending; NULL: reject */
+    const sl_client_weight_req *weights; /* rebalanced only */
+    size_t nweights;
+    uint64_t default_weight; /* rebalanced only; 0: not sent (1) */
+    const char *rate;        /* "N/PERIOD" ("30/1m"); NULL: none */
+    uint64_t burst;          /* with rate; 0: not sent (the rate's N) */
+    const char *backdate;    /* NULL: none */
+} sl_client_semaphore_config;
+
+/* PUT /v1/semaphores/{name} with cfg's fields (cfg must not be NULL). */
+int sl_client_semaphore_put(sl_client *c, const char *name, const sl_client_semaphore_config *cfg,
+                            sl_client_lock **out, sl_client_error *err);
 int sl_client_semaphore_get(sl_client *c, const char *name, sl_client_lock **out,
                             sl_client_error *err);
 int sl_client_semaphore_delete(sl_client *c, const char *name, sl_client_error *err);

@@ -122,6 +122,56 @@ static int queue_list(cli *c, sl_client *cl, const filters *fl)
     return 0;
 }
 
+/* The preempt status of a why reason in words. */
+static void preempt_words(const sl_client_why_reason *r, char *buf, size_t cap)
+{
+    unsigned long long n = (unsigned long long)r->preempt_holders;
+    const char *s = r->preempt_status;
+    const char *holders = n == 1 ? "holder" : "holders";
+    if (strcmp(s, "waiting") == 0)
+        snprintf(buf, cap, "%llu %s revoking; their slots will let it in once they leave", n,
+                 holders);
+    else if (strcmp(s, "will") == 0)
+        snprintf(buf, cap, "it will revoke %llu %s of lower priority once its other locks allow it",
+                 n, holders);
+    else if (strcmp(s, "not_head") == 0)
+        snprintf(buf, cap, "not yet: a claim ahead of it in the line comes first");
+    else if (strcmp(s, "too_few") == 0)
+        snprintf(buf, cap, "none: it is first, but holders of lower priority hold too few slots");
+    else
+        snprintf(buf, cap, "%s (%llu %s)", s, n, holders);
+}
+
+/* Under the table: what the rules say for each lock, in words. */
+static void why_rules(cli *c, const sl_client_why *why)
+{
+    bool first = true;
+    for (size_t i = 0; i < why->nreasons; i++) {
+        const sl_client_why_reason *r = &why->reasons[i];
+        bool rate = r->rule && strcmp(r->rule, "rate") == 0 && r->admit_at_ms >= 0;
+        if (!r->preempt_status && !r->has_share && !rate)
+            continue;
+        if (first)
+            printf("\n");
+        first = false;
+        if (r->preempt_status) {
+            char words[160];
+            preempt_words(r, words, sizeof(words));
+            printf("%s: preempt: %s\n", r->lock, words);
+        }
+        if (r->has_share)
+            printf("%s: share: quota %llu, its key holds %llu, weight %llu of %llu\n", r->lock,
+                   (unsigned long long)r->share_quota, (unsigned long long)r->share_held,
+                   (unsigned long long)r->share_weight, (unsigned long long)r->share_weights);
+        if (rate) {
+            char at[64];
+            cli_time(c, r->admit_at_ms, at, sizeof(at));
+            printf("%s: rate: admitted %s%s (when its rate's bucket has a token)\n", r->lock,
+                   c->out_tty ? "" : "at ", at);
+        }
+    }
+}
+
 static int queue_why(cli *c, sl_client *cl, const char *id)
 {
     sl_client_why *why = NULL;
@@ -153,6 +203,7 @@ static int queue_why(cli *c, sl_client *cl, const char *id)
             cli_table_cell(t, r->message, NULL);
         }
         cli_table_print(t, stdout, NULL);
+        why_rules(c, why);
     }
     sl_client_why_free(why);
     return 0;
@@ -328,8 +379,7 @@ static int check_clear(const cli *c, int nargs, const char *arg, const filters *
     if (nargs == 1 && fl->lock)
         return cli_usage(c, "give the lock once: as the argument or as --lock");
     if (nargs == 1 && (!lock_key(arg) || !arg[4]))
-        return cli_usage(c, "'queue clear' takes a lock key, mtx/NAME or sem/NAME, not '%s'",
-                         arg);
+        return cli_usage(c, "'queue clear' takes a lock key, mtx/NAME or sem/NAME, not '%s'", arg);
     if (fl->lock && !fl->lock[4])
         return cli_usage(c, "--lock takes a lock key, mtx/NAME or sem/NAME, not '%s'", fl->lock);
     if (nargs == 0 && !fl->lock && !fl->holder_prefix)

@@ -556,6 +556,11 @@ void sl__lock_clear(sl_client_lock *l)
     }
     free(l->pending);
     free(l->json);
+    free(l->on_full);
+    for (size_t i = 0; i < l->nweights; i++)
+        free(l->weights[i].key);
+    free(l->weights);
+    free(l->rate);
     memset(l, 0, sizeof(*l));
 }
 
@@ -598,6 +603,52 @@ static void lock_pending(pctx *p, const json_t *arr, sl_client_lock *l)
     }
 }
 
+/* "weights": {key: weight} of a rebalanced semaphore. */
+static void lock_weights(pctx *p, const json_t *obj, sl_client_lock *l)
+{
+    if (p->rc || !obj || json_is_null(obj))
+        return;
+    if (!json_is_object(obj)) {
+        fail(p, SL_CLIENT_EPROTO, "weights", "an object");
+        return;
+    }
+    size_t n = json_object_size(obj);
+    l->weights = array_alloc(p, n, sizeof(*l->weights));
+    const char *key;
+    json_t *value;
+    size_t i = 0;
+    json_object_foreach((json_t *)obj, key, value)
+    {
+        if (!l->weights || p->rc || i >= n)
+            break;
+        if (!json_is_integer(value) || json_integer_value(value) < 0) {
+            fail(p, SL_CLIENT_EPROTO, "weights", "whole-number values");
+            break;
+        }
+        l->weights[i].key = dup_or_fail(p, key);
+        l->weights[i].weight = (uint64_t)json_integer_value(value);
+        l->nweights = ++i;
+    }
+}
+
+/* The semaphore's rules (absent on a mutex and from older servers: off). */
+static void lock_rules(pctx *p, const json_t *o, sl_client_lock *l)
+{
+    l->inline_limit = json_is_true(json_object_get(o, "inline"));
+    l->preempt = json_is_true(json_object_get(o, "preempt"));
+    l->overtake_limit_ms = -1;
+    if (json_object_get(o, "overtake_limit"))
+        l->overtake_limit_ms = duration_field(p, o, "overtake_limit");
+    l->preempt_grace_ms = duration_field(p, o, "preempt_grace");
+    l->max_pending = uint_field(p, o, "max_pending", false, 0, NULL);
+    l->on_full = str_field(p, o, "on_full", false, false);
+    lock_weights(p, json_object_get(o, "weights"), l);
+    l->default_weight = uint_field(p, o, "default_weight", false, 0, NULL);
+    l->rate = str_field(p, o, "rate", false, false);
+    l->burst = uint_field(p, o, "burst", false, 0, NULL);
+    l->backdate_ms = duration_field(p, o, "backdate");
+}
+
 int sl__parse_lock(const json_t *o, sl_client_lock *out, sl_client_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -613,6 +664,7 @@ int sl__parse_lock(const json_t *o, sl_client_lock *out, sl_client_error *err)
     out->used = uint_field(&p, o, "used", false, 0, NULL);
     out->token = uint_field(&p, o, "token", false, 0, NULL);
     out->lease_ms = duration_field(&p, o, "lease");
+    lock_rules(&p, o, out);
     lock_holders(&p, array_field(&p, o, "holders", false), out);
     lock_pending(&p, array_field(&p, o, "pending", false), out);
     bool has;
@@ -657,6 +709,7 @@ static void why_clear(sl_client_why *w)
         free(r->lock);
         free(r->rule);
         free(r->message);
+        free(r->preempt_status);
         free_strings(r->ahead, r->nahead);
     }
     free(w->reasons);
@@ -699,6 +752,24 @@ int sl__parse_why(const json_t *o, sl_client_why *out, sl_client_error *err)
         d->ahead_count = (size_t)uint_field(&p, r, "ahead_count", false, 0, &has);
         if (!has)
             d->ahead_count = d->nahead;
+        const json_t *pre = json_object_get(r, "preempt");
+        if (pre && !json_is_null(pre)) {
+            if (!need_object(&p, pre))
+                break;
+            d->preempt_status = str_field(&p, pre, "status", true, false);
+            d->preempt_holders = uint_field(&p, pre, "holders", false, 0, NULL);
+        }
+        const json_t *share = json_object_get(r, "share");
+        if (share && !json_is_null(share)) {
+            if (!need_object(&p, share))
+                break;
+            d->has_share = true;
+            d->share_quota = uint_field(&p, share, "quota", false, 0, NULL);
+            d->share_held = uint_field(&p, share, "held", false, 0, NULL);
+            d->share_weight = uint_field(&p, share, "weight", false, 0, NULL);
+            d->share_weights = uint_field(&p, share, "weights", false, 0, NULL);
+        }
+        d->admit_at_ms = time_field(&p, r, "admit_at");
     }
     out->json = dump(&p, o);
     if (p.rc)

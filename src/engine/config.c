@@ -266,6 +266,7 @@ int sl_sem_configure(sl_engine *eng, const char *name, const sl_sem_opts *o, int
         }
         cfg = config_new(eng, name, len);
     }
+    cfg->restored = false;
     config_apply(eng, cfg, o);
     sl__event_sem(eng, SL_EV_SEMAPHORE_UPDATED, cfg, cfg->name, now);
     sl__changes_config(eng, cfg->name);
@@ -366,7 +367,9 @@ int sl_engine_restore_config(sl_engine *eng, const char *name, const sl_sem_opts
     if (sl__hash_find(&eng->configs, name, len))
         return SL_ECONFLICT;
     sl__restore_finish(eng); /* claims came first, against the order asked */
-    config_apply(eng, config_new(eng, name, len), o);
+    sl_config *cfg = config_new(eng, name, len);
+    cfg->restored = true;
+    config_apply(eng, cfg, o);
     return 0;
 }
 

@@ -45,6 +45,7 @@ struct sl_config {
     int64_t lease_ms;
     int64_t overtake_ms;
     sl_sem_rules rules; /* rules.weights is owned: one block with the keys */
+    bool restored; /* as saved, not set since: its rate's buckets start empty (rate.c) */
     bool pattern; /* name ends in '*'; the prefix is name[0..len-1) */
     uint16_t len;
     char name[];

@@ -7,8 +7,9 @@
  * A waiter that the semaphore would otherwise let in waits with the rule
  * `rate`; the lock's rate timer fires when the next token is whole and
  * marks the lock for admission. The bucket starts full at first use, and
- * empty after a restore (the saved state does not say how full it was, and
- * a restart must never let more than the rate through). */
+ * empty after a restore for a configuration that was saved (the saved
+ * state does not say how full it was, and a restart must never let more
+ * than the rate through); setting the configuration again fills it. */
 #include "engine_int.h"
 
 bool sl__lock_rated(const sl_lock *l)
@@ -22,15 +23,16 @@ static uint64_t capacity(const sl_sem_rules *r)
     return burst * (uint64_t)r->rate_period_ms;
 }
 
-/* The bucket's level at `now`, in units. Unused since the engine began,
- * it is full; unused since a restore, it filled from empty at the restore. */
+/* The bucket's level at `now`, in units. Unused, it is full, unless its
+ * configuration was restored as saved: then it filled from empty since the
+ * restore (the bucket may have been anywhere when the server stopped). */
 static uint64_t level_at(const sl_engine *eng, const sl_lock *l, int64_t now)
 {
     const sl_sem_rules *r = sl__lock_rules(l);
     uint64_t cap = capacity(r);
     uint64_t level = l->rate_init ? l->rate_level : 0;
     int64_t at = l->rate_init ? l->rate_at : eng->rate_origin;
-    if (!l->rate_init && !eng->rate_origin_set)
+    if (!l->rate_init && !(eng->rate_origin_set && l->cfg && l->cfg->restored))
         return cap;
     if (now <= at || level >= cap)
         return level < cap ? level : cap;

@@ -69,11 +69,12 @@ class CommandsTest(ServerTestCase):
 
         names, rows = self.table("sem", "list")
         self.assertEqual(names, ["NAME", "LIMIT", "USED", "STRATEGY", "LEASE", "HOLDERS",
-                                 "PENDING", "TOKEN", "FROM"])
+                                 "PENDING", "TOKEN", "FROM", "RULES"])
         by = {r["NAME"]: r for r in rows}
         self.assertEqual(by["cmd-db"], {"NAME": "cmd-db", "LIMIT": "2", "USED": "2",
                                         "STRATEGY": "skip", "LEASE": "1m", "HOLDERS": "1",
-                                        "PENDING": "1", "TOKEN": "1", "FROM": "-"})
+                                        "PENDING": "1", "TOKEN": "1", "FROM": "-",
+                                        "RULES": "-"})
         self.assertEqual(by["cmd-tenant/*"]["LEASE"], "none")
         self.assertEqual((by["cmd-tenant/x"]["USED"], by["cmd-tenant/x"]["FROM"]),
                          ("1", "cmd-tenant/*"))

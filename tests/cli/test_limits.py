@@ -77,7 +77,9 @@ class LimitsTest(ServerTestCase):
             # Settled: `running` steps hold and the rest wait at the server,
             # where the limit keeps them: a fifth cannot start now.
             wait_until(lambda: len(markers(d)) == running and
-                       len(self.queue("sem/run-42/steps")) == remaining - running,
+                       len(self.queue("sem/run-42/steps")) == remaining - running and
+                       # and the step that just ended has released its claim
+                       self.srv.get("/v1/semaphores/run-42/steps").json["used"] == running,
                        DEADLINE_S, what="%d steps running, %d waiting"
                        % (running, remaining - running))
             sem = self.srv.get("/v1/semaphores/run-42/steps").json

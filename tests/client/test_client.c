@@ -1471,6 +1471,131 @@ static void test_cancel(void **state)
     sl_client_free(c);
 }
 
+/* A semaphore's rules: put with every one, read back; a put without them
+ * turns them off; the why answer's preempt, share and admit_at. */
+static void test_semaphore_rules(void **state)
+{
+    (void)state;
+    sl_client *c = client_for(&g_srv);
+    sl_client_error err;
+    sl_client_lock *l = NULL;
+    sl_client_semaphore_config cfg = {.limit = 2,
+                                      .lease = "1m",
+                                      .preempt = true,
+                                      .preempt_grace = "1m",
+                                      .max_pending = 3,
+                                      .on_full = "drop_oldest",
+                                      .rate = "30/m",
+                                      .burst = 1,
+                                      .backdate = "1m"};
+    assert_int_equal(sl_client_semaphore_put(c, "rules/a", &cfg, &l, &err), SL_CLIENT_OK);
+    assert_int_equal(l->limit, 2);
+    assert_int_equal(l->lease_ms, 60000);
+    assert_false(l->inline_limit);
+    assert_int_equal(l->overtake_limit_ms, -1);
+    assert_true(l->preempt);
+    assert_int_equal(l->preempt_grace_ms, 60000);
+    assert_int_equal(l->max_pending, 3);
+    assert_string_equal(l->on_full, "drop_oldest");
+    assert_int_equal(l->nweights, 0);
+    assert_int_equal(l->default_weight, 0);
+    assert_string_equal(l->rate, "30/1m");
+    assert_int_equal(l->burst, 1);
+    assert_int_equal(l->backdate_ms, 60000);
+    sl_client_lock_free(l);
+
+    /* The preempting semaphore's why: a priority-10 waiter and the holder it revoked
+     * (without the rate, whose bucket fills from the server's start). */
+    cfg = (sl_client_semaphore_config){.limit = 2, .preempt = true, .preempt_grace = "1m"};
+    assert_int_equal(sl_client_semaphore_put(c, "rules/a", &cfg, &l, &err), SL_CLIENT_OK);
+    sl_client_lock_free(l);
+    sl_client_claim *lo = claim_one(c, "rules/lo", true, "rules/a", &(claim_opts){.slots = 2});
+    sl_client_claim *hi =
+        claim_one(c, "rules/hi", true, "rules/a", &(claim_opts){.priority = 10});
+    assert_string_equal(lo->state, "held");
+    assert_string_equal(hi->state, "pending");
+    sl_client_why *w = NULL;
+    assert_int_equal(sl_client_claim_why(c, hi->id, &w, &err), SL_CLIENT_OK);
+    assert_string_equal(w->reasons[0].preempt_status, "waiting");
+    assert_int_equal(w->reasons[0].preempt_holders, 1);
+    assert_false(w->reasons[0].has_share);
+    assert_int_equal(w->reasons[0].admit_at_ms, -1);
+    sl_client_why_free(w);
+    release(c, lo->id);
+    release(c, hi->id);
+    sl_client_claim_free(lo);
+    sl_client_claim_free(hi);
+
+    /* Rebalanced, with weights; skip, with its overtake limit. */
+    sl_client_weight_req ws[] = {{"acme", 3}, {"beta", 2}};
+    cfg = (sl_client_semaphore_config){.limit = 8, .strategy = "rebalanced", .weights = ws,
+                                       .nweights = 2, .default_weight = 2};
+    assert_int_equal(sl_client_semaphore_put(c, "rules/w", &cfg, &l, &err), SL_CLIENT_OK);
+    assert_int_equal(l->nweights, 2);
+    assert_string_equal(l->weights[0].key, "acme");
+    assert_int_equal(l->weights[0].weight, 3);
+    assert_string_equal(l->weights[1].key, "beta");
+    assert_int_equal(l->weights[1].weight, 2);
+    assert_int_equal(l->default_weight, 2);
+    assert_false(l->preempt);
+    assert_null(l->rate);
+    assert_int_equal(l->max_pending, 0);
+    assert_null(l->on_full);
+    sl_client_lock_free(l);
+    cfg = (sl_client_semaphore_config){.limit = 1, .strategy = "skip", .overtake_limit = "30s"};
+    assert_int_equal(sl_client_semaphore_put(c, "rules/k", &cfg, &l, &err), SL_CLIENT_OK);
+    assert_int_equal(l->overtake_limit_ms, 30000);
+    sl_client_lock_free(l);
+
+    /* A put without the rules turns them off (sl_client_semaphore_set is one). */
+    assert_int_equal(sl_client_semaphore_set(c, "rules/a", 2, NULL, NULL, &l, &err),
+                     SL_CLIENT_OK);
+    assert_false(l->preempt);
+    assert_int_equal(l->preempt_grace_ms, 0);
+    assert_int_equal(l->max_pending, 0);
+    assert_null(l->rate);
+    assert_int_equal(l->backdate_ms, 0);
+    sl_client_lock_free(l);
+
+    /* The server's refusals, and the library's own. */
+    cfg = (sl_client_semaphore_config){.limit = 1, .burst = 3};
+    l = (sl_client_lock *)&err;
+    assert_http_error(sl_client_semaphore_put(c, "rules/bad", &cfg, &l, &err), &err, 400,
+                      "bad_request");
+    assert_non_null(strstr(err.message, "burst applies only with a rate"));
+    assert_null(l);
+    cfg = (sl_client_semaphore_config){.limit = 1, .nweights = 1};
+    assert_int_equal(sl_client_semaphore_put(c, "rules/bad", &cfg, &l, &err), SL_CLIENT_EINVAL);
+    assert_int_equal(sl_client_semaphore_put(c, "rules/bad", NULL, &l, &err), SL_CLIENT_EINVAL);
+
+    /* A share and an admit_at, as the server writes them (parsed directly). */
+    json_t *o = json_loads(
+        "{\"state\":\"pending\",\"reasons\":[{\"lock\":\"sem/x\",\"rule\":\"quota\",\"used\":8,"
+        "\"limit\":8,\"position\":2,\"ahead_count\":1,\"ahead\":[\"a\"],\"message\":\"m\","
+        "\"preempt\":null,\"share\":{\"quota\":6,\"held\":7,\"weight\":3,\"weights\":4}},"
+        "{\"lock\":\"sem/r\",\"rule\":\"rate\",\"used\":0,\"limit\":5,\"position\":1,"
+        "\"ahead_count\":0,\"ahead\":[],\"message\":\"m\",\"preempt\":null,\"share\":null,"
+        "\"admit_at\":\"1970-01-01T00:00:02.500Z\"}]}",
+        0, NULL);
+    sl_client_why parsed;
+    assert_int_equal(sl__parse_why(o, &parsed, &err), SL_CLIENT_OK);
+    assert_true(parsed.reasons[0].has_share);
+    assert_int_equal(parsed.reasons[0].share_quota, 6);
+    assert_int_equal(parsed.reasons[0].share_held, 7);
+    assert_int_equal(parsed.reasons[0].share_weight, 3);
+    assert_int_equal(parsed.reasons[0].share_weights, 4);
+    assert_null(parsed.reasons[0].preempt_status);
+    assert_int_equal(parsed.reasons[0].admit_at_ms, -1);
+    assert_false(parsed.reasons[1].has_share);
+    assert_int_equal(parsed.reasons[1].admit_at_ms, 2500);
+    sl_client_why *wp = malloc(sizeof(*wp));
+    assert_non_null(wp);
+    *wp = parsed;
+    sl_client_why_free(wp);
+    json_decref(o);
+    sl_client_free(c);
+}
+
 static void test_why(void **state)
 {
     (void)state;
@@ -2290,6 +2415,7 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_queue_clear),
         cmocka_unit_test(test_queue_clear_admin),
+        cmocka_unit_test(test_semaphore_rules),
         cmocka_unit_test(test_why),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_claims_list),

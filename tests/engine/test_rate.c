@@ -131,6 +131,11 @@ static void restored_bucket_starts_empty(void **state)
     assert_int_equal(t_state(eng, "a"), SL_PENDING);
     sl_engine_advance(eng, 5500);
     assert_int_equal(t_state(eng, "a"), SL_HELD);
+    /* A semaphore configured after the restore starts full as ever. */
+    rated(eng, 6000, "fresh", 100, 2, 1000, 0);
+    t_claim(eng, 6000, "id=f1 s:fresh");
+    t_claim(eng, 6000, "id=f2 s:fresh");
+    assert_string_equal(t_with_state(eng, SL_PENDING), "");
     t_free(eng);
 }
 

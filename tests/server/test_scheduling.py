@@ -221,8 +221,8 @@ class SchedulingTest(ServerTestCase):
         sem = self.srv.sem_put(api, 100, rate="30/1m", burst=1)
         self.assertEqual((sem["rate"], sem["burst"]), ("30/1m", 1))
         ids = [self.srv.claim("caller-%d" % i, [("s", api)])["id"] for i in range(3)]
-        # A server starts its buckets empty (it cannot know how full they
-        # were), so even the first call may wait for its token.
+        # (After a restart the bucket of a saved semaphore starts empty, so
+        # the first call may have to wait for its token: wait on the state.)
         self.assertEqual(self.srv.claim_get(ids[0], "?wait=10s&seen=pending")["state"], "held")
         reasons = self.why(ids[1])
         self.assertEqual(reasons[0]["rule"], "rate")

@@ -56,7 +56,7 @@ test('the server serves the dashboard\'s pages and files, and nothing else outsi
     assert.match(res.headers.get('content-security-policy'), /default-src 'self'/);
     assert.match(await res.text(), /<script type="module" src="\/ui\/app.js">/);
   }
-  for (const f of ['app.js', 'lib.js', 'overview.js', 'lock.js', 'charts.js', 'claims.js', 'claim.js', 'run.js', 'feed.js', 'dialog.js', 'actions.js']) {
+  for (const f of ['app.js', 'lib.js', 'overview.js', 'lock.js', 'charts.js', 'claims.js', 'claim.js', 'run.js', 'feed.js', 'dialog.js', 'actions.js', 'rules.js']) {
     const js = await fetch(`${srv.base}/ui/${f}`);
     assert.equal(js.status, 200, f);
     assert.equal(js.headers.get('content-type'), 'text/javascript; charset=utf-8');

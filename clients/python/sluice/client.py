@@ -263,6 +263,78 @@ class Claim:
 ClaimRef = Union[Claim, str]
 
 
+class Semaphore(Dict[str, Any]):
+    """A semaphore as the server shows it: the API's JSON object (a ``dict``, as
+    ``set_semaphore`` always answered), with its rules as attributes too. A rule that is
+    off reads ``False``, ``None`` or ``{}``; durations are seconds."""
+
+    @property
+    def name(self) -> str:
+        return str(self["name"])
+
+    @property
+    def limit(self) -> int:
+        return int(self.get("limit", 0))
+
+    @property
+    def strategy(self) -> str:
+        return str(self.get("strategy", "strict"))
+
+    @property
+    def inline(self) -> bool:
+        """Made by its claims' inline limit, with no configuration."""
+        return bool(self.get("inline", False))
+
+    @property
+    def preempt(self) -> bool:
+        return bool(self.get("preempt", False))
+
+    @property
+    def preempt_grace(self) -> Optional[float]:
+        """Seconds, with ``preempt``; else ``None``."""
+        return parse_duration(self.get("preempt_grace"))
+
+    @property
+    def max_pending(self) -> Optional[int]:
+        """At most this many waiters; ``None`` for no bound."""
+        return self.get("max_pending")
+
+    @property
+    def on_full(self) -> Optional[str]:
+        """``"reject"`` or ``"drop_oldest"`` with a ``max_pending``; else ``None``."""
+        return self.get("on_full")
+
+    @property
+    def weights(self) -> Dict[str, int]:
+        """Each listed rebalance key's weight (rebalanced semaphores; else ``{}``)."""
+        return dict(self.get("weights") or {})
+
+    @property
+    def default_weight(self) -> Optional[int]:
+        """The other keys' weight on a rebalanced semaphore; else ``None``."""
+        return self.get("default_weight")
+
+    @property
+    def rate(self) -> Optional[str]:
+        """``"N/PERIOD"``, or ``None``."""
+        return self.get("rate")
+
+    @property
+    def burst(self) -> Optional[int]:
+        """The rate's bucket size, with a ``rate``; else ``None``."""
+        return self.get("burst")
+
+    @property
+    def backdate(self) -> float:
+        """Seconds a claim on it may set ``created`` back (0 unless set)."""
+        return parse_duration(self.get("backdate") or 0) or 0.0
+
+    @property
+    def overtake_limit(self) -> Optional[float]:
+        """Seconds, on a skip semaphore; else ``None``."""
+        return parse_duration(self.get("overtake_limit"))
+
+
 def _semaphore_lock(name: str, spec: SemaphoreSpec) -> Dict[str, Any]:
     """One semaphore of ``semaphores={name: spec}`` as the API takes it."""
     lock: Dict[str, Any] = {"semaphore": name}
@@ -654,15 +726,50 @@ class Client:
     # ------------------------------------------------------------ locks, status
 
     def set_semaphore(self, name: str, limit: int, strategy: Optional[str] = None,
-                      lease: Optional[Duration] = None) -> Dict[str, Any]:
-        """Create or change a semaphore (``PUT /v1/semaphores/{name}``)."""
+                      lease: Optional[Duration] = None, *,
+                      overtake_limit: Optional[Duration] = None,
+                      preempt: Optional[bool] = None,
+                      preempt_grace: Optional[Duration] = None,
+                      max_pending: Optional[int] = None,
+                      on_full: Optional[str] = None,
+                      weights: Optional[Mapping[str, int]] = None,
+                      default_weight: Optional[int] = None,
+                      rate: Optional[str] = None,
+                      burst: Optional[int] = None,
+                      backdate: Optional[Duration] = None) -> "Semaphore":
+        """Create or change a semaphore (``PUT /v1/semaphores/{name}``).
+
+        The keyword arguments are the semaphore's rules (docs/api.md, "The semaphore's
+        rules"): ``preempt`` (with ``preempt_grace``), ``max_pending`` (with ``on_full``,
+        ``"reject"`` or ``"drop_oldest"``), ``weights`` ``{key: weight}`` and
+        ``default_weight`` (rebalanced only), ``rate`` ``"N/PERIOD"`` (with ``burst``) and
+        ``backdate``; durations as strings (``"30s"``) or seconds. A PUT replaces the
+        whole configuration: a rule not given here is off. The server checks the values
+        and their combinations (:class:`BadRequest` with its message). Answers the
+        semaphore as the server shows it."""
         body: Dict[str, Any] = {"limit": limit}
         if strategy is not None:
             body["strategy"] = strategy
-        if lease is not None:
-            body["lease"] = _wire_duration(lease)
-        path = f"/v1/semaphores/{urllib.parse.quote(name, safe='/:=*')}"
-        return dict(self._request("PUT", path, body=body).body)
+        for key, value in (("lease", lease), ("overtake_limit", overtake_limit),
+                           ("preempt_grace", preempt_grace), ("backdate", backdate)):
+            if value is not None:
+                body[key] = _wire_duration(value)
+        for key, value in (("preempt", preempt), ("max_pending", max_pending),
+                           ("on_full", on_full), ("default_weight", default_weight),
+                           ("rate", rate), ("burst", burst)):
+            if value is not None:
+                body[key] = value
+        if weights is not None:
+            body["weights"] = dict(weights)
+        return Semaphore(self._request("PUT", self._semaphore_path(name), body=body).body)
+
+    def semaphore(self, name: str) -> "Semaphore":
+        """A semaphore with its rules, holders and waiters (``GET /v1/semaphores/{name}``)."""
+        return Semaphore(self._request("GET", self._semaphore_path(name)).body)
+
+    @staticmethod
+    def _semaphore_path(name: str) -> str:
+        return f"/v1/semaphores/{urllib.parse.quote(name, safe='/:=*')}"
 
     def status(self) -> Dict[str, Any]:
         """The leader's figures (``GET /v1/status``: role, claims, next_seq, ...)."""

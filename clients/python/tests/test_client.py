@@ -336,6 +336,51 @@ class ClientTest(unittest.TestCase):
         for x in (a, c):
             self.client.release(x)
 
+    def test_semaphore_rules(self) -> None:
+        s = self.client.set_semaphore("py-rules", 2, preempt=True, preempt_grace="2s",
+                                      max_pending=3, on_full="drop_oldest", rate="30/m",
+                                      burst=1, backdate=60, lease="1m")
+        self.assertIsInstance(s, sluice.Semaphore)
+        self.assertIsInstance(s, dict)  # what set_semaphore always answered
+        self.assertEqual((s.name, s.limit, s.strategy, s.inline), ("py-rules", 2, "strict", False))
+        self.assertEqual((s.preempt, s.preempt_grace, s.max_pending, s.on_full),
+                         (True, 2.0, 3, "drop_oldest"))
+        self.assertEqual((s.rate, s.burst, s.backdate), ("30/1m", 1, 60.0))
+        self.assertEqual((s.weights, s.default_weight, s.overtake_limit), ({}, None, None))
+        got = self.client.semaphore("py-rules")
+        self.assertEqual(got, s)
+        self.assertEqual((got.preempt, got.max_pending, got["burst"]), (True, 3, 1))
+        w = self.client.set_semaphore("py-rules-w", 8, "rebalanced", weights={"acme": 3},
+                                      default_weight=2)
+        self.assertEqual((w.weights, w.default_weight, w.preempt, w.rate, w.max_pending),
+                         ({"acme": 3}, 2, False, None, None))
+        k = self.client.set_semaphore("py-rules-k", 1, "skip", overtake_limit="30s")
+        self.assertEqual(k.overtake_limit, 30.0)
+        # a PUT replaces the whole configuration: the rules not given are off
+        off = self.client.set_semaphore("py-rules", 2)
+        self.assertEqual((off.preempt, off.preempt_grace, off.max_pending, off.rate, off.backdate),
+                         (False, None, None, None, 0.0))
+        # the server's checks, with its messages
+        for kwargs, words in [({"preempt_grace": "2s"}, "preempt_grace applies only"),
+                              ({"burst": 2}, "burst applies only with a rate"),
+                              ({"weights": {"a": 1}}, "rebalanced strategy only"),
+                              ({"on_full": "drop_oldest"}, "on_full applies only"),
+                              ({"rate": "5/0s"}, "no positive duration")]:
+            with self.assertRaises(sluice.BadRequest) as cm:
+                self.client.set_semaphore("py-rules-bad", 1, **kwargs)
+            self.assertIn(words, cm.exception.message)
+        # the why answer's rules, as the API gives them
+        self.client.set_semaphore("py-rules-p", 1, preempt=True, preempt_grace="1m")
+        low = self.client.acquire(semaphores=["py-rules-p"])
+        high = self.client.acquire(semaphores=["py-rules-p"], priority=10)
+        self.assertEqual(high.state, "pending")
+        why = self.client.why(high)
+        self.assertEqual(why["reasons"][0]["preempt"], {"status": "waiting", "holders": 1})
+        self.assertIsNone(why["reasons"][0]["share"])
+        self.client.release(low)
+        self.client.wait_held(high, timeout=5)
+        self.client.release(high)
+
     # -------------------------------------------------------------- leases
 
     def test_lease_renewal(self) -> None:
