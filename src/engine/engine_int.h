@@ -261,6 +261,7 @@ void sl__restore_finish(sl_engine *eng);
 /* preempt.c */
 bool sl__lock_preempts(const sl_lock *l);
 void sl__preempt_mark(sl_engine *eng, sl_lock *l); /* its head may preempt now */
+void sl__preempt_mark_claim(sl_engine *eng, const sl_claim *c); /* c started revoking */
 bool sl__preempt_pass(sl_engine *eng, int64_t now); /* true: it revoked someone */
 /* What preemption does for a waiter on its lock (sl_why), *count as there. */
 sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count);

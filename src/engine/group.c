@@ -51,6 +51,7 @@ static void revoke(sl_engine *eng, sl_claim *h, const sl_claim *c, int64_t now)
     h->reason = SL_REASON_REVOKED;
     h->by = sl__strndup(&eng->mem, c->id, c->idlen);
     h->revoke_at = at;
+    sl__preempt_mark_claim(eng, h);
     sl_event *ev = sl__event_add(eng, SL_EV_CLAIM_REVOKING, h, now);
     ev->reason = SL_REASON_REVOKED;
     sl__claim_touch(eng, h);

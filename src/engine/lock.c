@@ -132,11 +132,11 @@ sl_lock *sl__lock_get(sl_engine *eng, const char *key, size_t len)
 
 void sl__lock_mark_dirty(sl_engine *eng, sl_lock *l)
 {
+    sl__preempt_mark(eng, l); /* its own mark: a dirty lock may need a new look */
     if (l->dirty)
         return;
     l->dirty = true;
     sl__pvec_push(&eng->mem, &eng->dirty, l);
-    sl__preempt_mark(eng, l);
 }
 
 /* Binds a semaphore to its (new) configuration and takes its values; a

@@ -37,6 +37,15 @@ void sl__preempt_mark(sl_engine *eng, sl_lock *l)
     sl__pvec_push(&eng->mem, &eng->preempt, l);
 }
 
+/* A holder of c's locks starts revoking: the slots it will free count for
+ * a waiting head there, which may now preempt the rest it needs. */
+void sl__preempt_mark_claim(sl_engine *eng, const sl_claim *c)
+{
+    for (size_t i = 0; i < c->nlocks; i++)
+        if (c->e[i].lock)
+            sl__preempt_mark(eng, c->e[i].lock);
+}
+
 static const sl_centry *head(const sl_lock *l)
 {
     sl_tnode *t = sl__tree_first(&l->queue);
@@ -60,8 +69,11 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
     const sl_lock *l = e->lock;
     uint64_t free = sl__lock_free_slots(l), revoking = 0;
     *count = 0;
-    if (!sl__lock_preempts(l) || e->slots <= free)
+    /* Over its limit (lowered since), only what is above it frees nothing;
+     * asking more than the limit, nothing will ever do. */
+    if (!sl__lock_preempts(l) || e->slots <= free || e->slots > l->limit)
         return SL_PREEMPT_NONE;
+    uint64_t need = l->used + e->slots - l->limit; /* slots that must be freed */
     sl_pvec *v = &eng->victims;
     for (sl_centry *h = l->hhead; h; h = h->u.h.next) {
         if (h->claim->state == SL_REVOKING) {
@@ -80,17 +92,18 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
         *count = 0;
         return SL_PREEMPT_NOT_HEAD;
     }
-    if (free + revoking >= e->slots) {
+    if (revoking >= need) {
         v->n = base;
         return SL_PREEMPT_WAITING;
     }
-    qsort(v->v + base, v->n - base, sizeof(void *), victim_cmp);
-    uint64_t got = free + revoking;
+    if (v->n - base > 1)
+        qsort(v->v + base, v->n - base, sizeof(void *), victim_cmp);
+    uint64_t got = revoking;
     size_t n = base;
-    while (n < v->n && got < e->slots)
+    while (n < v->n && got < need)
         got += ((sl_centry *)v->v[n++])->slots;
     v->n = n;
-    if (got < e->slots) {
+    if (got < need) {
         v->n = base;
         *count = 0;
         return SL_PREEMPT_TOO_FEW;
@@ -98,9 +111,10 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
     /* Minimal: the latest chosen (least eager to go) leave the set first. */
     for (size_t i = n; i-- > base;) {
         uint64_t s = ((sl_centry *)v->v[i])->slots;
-        if (got - s >= e->slots) {
+        if (got - s >= need) {
             got -= s;
-            memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(void *));
+            if (v->n - i - 1 > 0)
+                memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(void *));
             v->n--;
         }
     }
@@ -119,9 +133,9 @@ sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count)
 static void revoke(sl_engine *eng, sl_centry *h, const sl_claim *by, int64_t now)
 {
     sl_claim *v = h->claim;
-    int64_t grace = sl__lock_rules(h->lock)->preempt_grace_ms;
     if (v->state != SL_HELD)
-        return; /* revoked already for another lock of the same claim */
+        return; /* revoked (or ended) already for another lock of the same claim */
+    int64_t grace = sl__lock_rules(h->lock)->preempt_grace_ms;
     eng->preemptions++;
     if (grace == 0) {
         sl__claim_end(eng, v, SL_CANCELED, SL_REASON_PREEMPTED, by->id, now);
@@ -131,6 +145,7 @@ static void revoke(sl_engine *eng, sl_centry *h, const sl_claim *by, int64_t now
     v->reason = SL_REASON_PREEMPTED;
     v->by = sl__strndup(&eng->mem, by->id, by->idlen);
     v->revoke_at = now + grace;
+    sl__preempt_mark_claim(eng, v);
     sl_event *ev = sl__event_add(eng, SL_EV_CLAIM_REVOKING, v, now);
     ev->reason = SL_REASON_PREEMPTED;
     sl__claim_touch(eng, v);
@@ -165,16 +180,33 @@ static bool try_claim(sl_engine *eng, sl_claim *c, int64_t now)
     return any;
 }
 
+static int head_cmp(const void *a, const void *b)
+{
+    const sl_centry *x = head(*(const sl_lock *const *)a), *y = head(*(const sl_lock *const *)b);
+    if (!x || !y)
+        return !x - !y;
+    return sl__claim_order(x->claim, y->claim);
+}
+
+/* The marked locks' heads in the total order, until one preempts: then
+ * admission runs before the next (sl__settle), so that each head plans
+ * against what the one before it left. Where two heads want the same
+ * holders, the one first in line gets them. */
 bool sl__preempt_pass(sl_engine *eng, int64_t now)
 {
+    size_t n = eng->preempt.n, i = 0;
     bool changed = false;
-    for (size_t i = 0; i < eng->preempt.n; i++) {
-        sl_lock *l = eng->preempt.v[i];
+    if (n > 1)
+        qsort(eng->preempt.v, n, sizeof(void *), head_cmp);
+    while (i < n && !changed) {
+        sl_lock *l = eng->preempt.v[i++];
         l->preempt_marked = false;
         const sl_centry *e = head(l);
-        if (e && sl__lock_preempts(l) && try_claim(eng, e->claim, now))
-            changed = true;
+        changed = e && sl__lock_preempts(l) && try_claim(eng, e->claim, now);
     }
-    eng->preempt.n = 0;
+    /* Those not tried yet stay marked, with the marks made meanwhile. */
+    if (eng->preempt.n > i)
+        memmove(eng->preempt.v, eng->preempt.v + i, (eng->preempt.n - i) * sizeof(void *));
+    eng->preempt.n -= i;
     return changed;
 }

@@ -105,21 +105,23 @@ static void fire(sl_engine *eng, sl_claim *c, int64_t at)
         sl__claim_rearm(eng, c);
 }
 
-/* Claims' timers and locks' rate timers, in deadline order (a claim's
- * first on a tie: an ending claim frees slots the token may then take). */
+/* Claims' timers and locks' rate timers, in deadline order. At one
+ * deadline the rate timers go first, all of them: they only mark their
+ * locks, so the admission after each claim's timer sees every token that is
+ * whole by then, as one pass at that time would. */
 void sl__timers_fire(sl_engine *eng, int64_t now)
 {
     for (;;) {
         sl_timer *t = sl__heap_peek(&eng->timers), *r = sl__heap_peek(&eng->rate_timers);
-        bool claim = t && (!r || t->at <= r->at);
-        sl_timer *next = claim ? t : r;
-        if (!next || next->at > now)
+        int64_t at = t ? t->at : INT64_MAX;
+        if (r && r->at < at)
+            at = r->at;
+        if (at > now)
             break;
-        int64_t at = next->at;
-        if (claim)
-            fire(eng, sl__container_of(t, sl_claim, timer), at);
-        else
+        while ((r = sl__heap_peek(&eng->rate_timers)) && r->at == at)
             sl__rate_fire(eng, r);
+        if ((t = sl__heap_peek(&eng->timers)) && t->at == at)
+            fire(eng, sl__container_of(t, sl_claim, timer), at);
         sl__settle(eng, at);
     }
     if (now > eng->now)

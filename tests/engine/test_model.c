@@ -6,21 +6,52 @@
  * nothing. The rebalanced order of choice is simulated step by step; timers
  * are found by scanning every claim.
  *
- * Random operation sequences (claims on random subsets of semaphores s0..s3
- * and mutexes m0..m2 with random slots, priority, created, rebalance key,
- * lease, timeout and group with cancel none/pending/in-progress; releases,
- * renewals, watches, operator cancels, clock jumps, limit and strategy
- * changes; requests the engine must refuse) run against both. After every
- * step the test compares every claim's view, every token, every lock's
- * used/token/limit, every queue position and the global pending order, and
+ * Random operation sequences (claims on random subsets of semaphores s0..s3,
+ * mutexes m0..m2 and inline semaphores i0..i1 with random slots, priority,
+ * created, rebalance key, lease, timeout and up to three groups g0..g2, each
+ * with its cancel none/pending/in-progress; releases, renewals, watches,
+ * operator cancels, clock jumps, limit, strategy and rule changes; requests
+ * the engine must refuse) run against both. After every step the test
+ * compares every claim's view, every token, every lock's used/token/limit,
+ * every queue position, the global pending order and every pending claim's
+ * why (preemption status and count, the rate and other_lock rules), and
  * checks invariants that need no reference (all-or-none, no overtaking on
  * strict locks, used within the limit, tokens dense and growing, terminal
  * states final); every few steps it drains the batch and checks the events
  * against the reference's, their sequence numbers and each claim's story.
  *
- * Reproducible: seeds 1..SL_MODEL_SEQS (default 1000), or SL_MODEL_SEED=n
- * for one; SL_MODEL_STEPS sets the steps per sequence (default 200);
- * SL_MODEL_COVERAGE=1 prints how often the interesting cases came up. A
+ * The scheduling rules a configuration may add, each generated at random on
+ * s0..s3 (and some on the pattern group/ + "*"), changed by the limit op,
+ * and written in the reference from docs/engine.md alone:
+ *  - preempt (strict and skip): after admission, the head of a preempting
+ *    lock that does not fit revokes held holders of strictly lower priority
+ *    (lowest first, then the latest granted; made minimal from the last
+ *    taken back), unless free + revoking slots cover it (waiting) or they
+ *    cannot (too_few); only when every lock of the claim is admissible, a
+ *    plan (will) or waiting. Victims keep preempt_grace (0: canceled at once),
+ *    then end canceled, reason preempted; a claim that preempted keeps its
+ *    slots on a skip lock (its barrier). The reference evaluates every
+ *    preempting lock's head after every settle, to a fixpoint.
+ *  - max_pending / on_full: counted at arrival (group locks the claim
+ *    cancels in excepted); reject refuses (SL_EFULL), drop_oldest supersedes
+ *    the oldest waiters (created, arrival) with reason queue_full.
+ *  - weights (rebalanced): floor(limit * w / W) per key present, the rest
+ *    one each to the keys whose oldest waiters are oldest.
+ *  - inline limits: i0, i1 (and an unconfigured s*) live while claimed,
+ *    then are forgotten; another limit is SL_EINLINE, as is one that differs
+ *    from a configured limit.
+ *  - several groups: each its own lock and cancel, applied in lock order.
+ *  - rate: a token bucket in integer units, one token per grant, the lock's
+ *    wake at the ms a token is whole (after the claims' timers of that ms).
+ *  - backdate: created further back than the skew (SKEW_MS here) needs
+ *    backdate_any or every lock's backdate (a mutex or inline lock: none).
+ *
+ * Reproducible: SL_MODEL_SEQS seeds (default 1000) from SL_MODEL_FIRST
+ * (default 1), or SL_MODEL_SEED=n for one (with SL_MODEL_TRACE=1: every op
+ * and every event, the reference's as they happen and the engine's at each
+ * drain); SL_MODEL_STEPS sets the steps per sequence (default 200);
+ * SL_MODEL_COVERAGE=1 prints how often the interesting cases came up;
+ * SL_MODEL_EASY=1 leaves out the hard cases listed below. A
  * failure prints the seed, the step, the last operations, then a shrunk
  * sequence of operations that still fails. */
 #include <stdarg.h>
@@ -41,20 +72,52 @@
 #define STEPS_MAX 1000
 #define CLAIMS_MAX STEPS_MAX
 #define EV_MAX (STEPS_MAX * 64)
-#define CLOCKS_MAX 6 /* locks in one claim: 3 explicit, 1 duplicate, 1 group */
+#define XLOCKS_MAX 4 /* explicit locks in one op: 3, and 1 duplicate */
+#define GROUPS_MAX 4 /* groups in one op: 3, and 1 duplicate */
+#define CLOCKS_MAX (XLOCKS_MAX + GROUPS_MAX)
 #define NEVER INT64_MAX
 #define RETENTION_MS 3600000 /* engine default: ended claims readable 1 h */
 #define GRACE_DEFAULT_MS 30000
+#define SKEW_MS 40 /* the engine's backdate_skew_ms in this test */
+
+/* Hard cases this test found in the engine, since fixed, generated unless
+ * SL_MODEL_EASY=1 (for bisecting a failure: that keeps the generator away
+ * from all of them):
+ * - a preempting lock whose used is above a lowered limit: the slots a head
+ *   needs freed are used + slots - limit (more than it asks), and a head
+ *   asking more than the limit never preempts;
+ * - several preempting locks (the pattern group/ + "*" makes three) whose
+ *   heads preempt in one settle: one head at a time, in the total order,
+ *   with admission between;
+ * - a holder of a preempting lock revoked by its group's cancel:
+ *   in-progress (or preempted on another lock): the lock's head's plan
+ *   changes (too_few becomes will; or it now waits for revoking holders,
+ *   which makes it a skip lock's barrier), so the lock is looked at again;
+ * - timers due at the same ms as a rate's token (another rate's, or a
+ *   claim's deadline): every token whole at that ms counts in the admission
+ *   that follows each claim's timer, as a full pass at that ms. */
+static bool model_hard = true;
 
 /* The locks of the model: semaphores s0..s3 (configured by exact name),
- * mutexes m0..m2, and the two group locks: mutexes group/g0 and group/g1,
- * or semaphores configured by the pattern "group/" + "*" in some sequences. */
-enum { NSEM = 4, NMTX = 3, NGRP = 2, NLK = NSEM + NMTX + NGRP, LK_GROUP = NSEM + NMTX };
+ * mutexes m0..m2, semaphores i0..i1 that no configuration covers (made by
+ * inline limits), and the group locks: mutexes group/g0..g2, or semaphores
+ * configured by the pattern "group/" + "*" in some sequences. */
+enum {
+    NSEM = 4,
+    NMTX = 3,
+    NINL = 2,
+    NGRP = 3,
+    LK_MTX = NSEM,
+    LK_INL = NSEM + NMTX,
+    LK_GROUP = NSEM + NMTX + NINL,
+    NXL = LK_GROUP, /* locks a claim may name explicitly */
+    NLK = LK_GROUP + NGRP
+};
 enum { NKEYS = 3 }; /* rebalance keys: none (""), "J", "K" */
 
-static const char *const lock_names[NLK] = {"s0", "s1", "s2",       "s3",      "m0",
-                                            "m1", "m2", "group/g0", "group/g1"};
-static const char *const group_names[NGRP] = {"g0", "g1"};
+static const char *const lock_names[NLK] = {"s0", "s1", "s2", "s3", "m0", "m1",
+                                            "m2", "i0", "i1", "group/g0", "group/g1", "group/g2"};
+static const char *const group_names[NGRP] = {"g0", "g1", "g2"};
 static const char *const key_names[NKEYS] = {NULL, "J", "K"};
 
 /* ---- a small, fast PRNG (splitmix64) ----------------------------------- */
@@ -86,20 +149,37 @@ static bool chance(rng *r, int percent)
 
 typedef enum { OP_CREATE, OP_RELEASE, OP_RENEW, OP_WATCH, OP_CANCEL, OP_CLOCK, OP_LIMIT } op_kind;
 
+/* A configuration's scheduling rules, as the model generates them: the
+ * weights of the keys "J" and "K" (0: not listed; "" cannot be listed). */
+typedef struct mrules {
+    bool preempt;
+    int64_t pgrace;
+    uint32_t max_pending;
+    sl_on_full on_full;
+    uint32_t wdefault;
+    uint32_t w[NKEYS];
+    uint32_t rcount, rburst;
+    int64_t rperiod;
+    int64_t backdate;
+} mrules;
+
 typedef struct mop {
     op_kind kind;
     int64_t dt; /* the clock moves by dt before the operation */
     bool drain; /* check and clear the batch of events afterwards */
     /* create */
     int nl;
-    int lk[CLOCKS_MAX - 1];
-    uint32_t slots[CLOCKS_MAX - 1];
+    int lk[XLOCKS_MAX];
+    uint32_t slots[XLOCKS_MAX];
+    uint32_t inl[XLOCKS_MAX]; /* inline limits, 0: none */
     int32_t prio;
-    bool has_created;
+    bool has_created, backdate_any;
     int64_t created;
     int key;
-    int group; /* -1: none */
-    sl_cancel cancel;
+    int ng; /* groups: the first through `group` when shorthand, else all in `groups` */
+    bool shorthand;
+    int grp[GROUPS_MAX];
+    sl_cancel gcancel[GROUPS_MAX];
     int64_t grace, lease, timeout;
     int dup_of; /* reuse the id of the claim op dup_of created (SL_ECONFLICT), or -1 */
     /* release, renew, watch, cancel: the claim created by op `target` */
@@ -112,6 +192,7 @@ typedef struct mop {
     sl_strategy strategy;
     int64_t slease;
     int64_t sovertake; /* skip: the overtake limit, 0 = none */
+    mrules rules;
 } mop;
 
 typedef struct params {
@@ -121,11 +202,16 @@ typedef struct params {
     sl_strategy strat[NSEM];
     int64_t lease[NSEM];
     int64_t overtake[NSEM];
+    mrules rules[NSEM];
     bool busy;    /* a profile with bigger rebalanced semaphores, more contention */
     bool grp_sem; /* group locks are semaphores configured by the pattern */
     uint32_t glimit;
     sl_strategy gstrat;
     int64_t glease, govertake;
+    mrules grules;
+    int pre_sem;  /* !model_hard: the one semaphore that may preempt */
+    int rate_sem; /* !model_hard: the one semaphore that may have a rate, */
+    bool calm;    /* ... in a sequence where no claim deadline fires */
 } params;
 
 /* ---- the reference ------------------------------------------------------ */
@@ -140,13 +226,16 @@ typedef struct rclaim {
     int64_t created, arrived;
     uint64_t arrival, grant_seq;
     int key;
-    int group;
-    sl_cancel cancel;
+    int ng;
+    int grp[GROUPS_MAX];
+    sl_cancel gcancel[GROUPS_MAX];
+    bool preempting; /* it revoked holders to get in */
     int64_t grace, lease, timeout, life, granted, revoke_at, ended;
     int watchers;
     int nl;
     int lk[CLOCKS_MAX];
     uint32_t slots[CLOCKS_MAX];
+    uint32_t inl[CLOCKS_MAX]; /* the inline limit the entry records */
     uint64_t tok[CLOCKS_MAX];
 } rclaim;
 
@@ -156,6 +245,11 @@ typedef struct rlock {
     sl_strategy strat;
     int64_t lease;
     int64_t overtake; /* skip: the first waiter's wait before it keeps its slots */
+    mrules rules;
+    uint32_t inl; /* made by an inline limit and alive (holders or waiters) */
+    bool bucket_used; /* the rate's bucket: full until the first grant */
+    uint64_t bucket;  /* units at bucket_at */
+    int64_t bucket_at;
     uint64_t used, token;
 } rlock;
 
@@ -172,15 +266,15 @@ typedef struct revent {
 typedef struct model {
     rlock lk[NLK];
     bool grp_sem;
-    uint32_t glimit;
-    sl_strategy gstrat;
-    int64_t glease, govertake;
-    int64_t now; /* the time of the admission pass */
+    int64_t now;      /* the time of the admission pass */
+    int64_t eng_now;  /* the last `now` the engine acted on (a watch is not one) */
     rclaim c[CLAIMS_MAX];
     int nc;
     int by_op[STEPS_MAX]; /* op index -> claim, -1 */
     uint64_t next_arrival, next_grant;
-    size_t nev;        /* events in EV since the last drain */
+    bool rated; /* some lock had a rate in this sequence */
+    bool rate_wake; /* the settle running is a rate wake */
+    size_t nev;     /* events in EV since the last drain */
 } model;
 
 static model M;
@@ -189,16 +283,35 @@ static revent EV[EV_MAX]; /* the events the engine must have emitted */
 /* How often the interesting cases came up, printed at the end so that a
  * change to the generator that starves a rule shows. */
 typedef struct coverage {
-    uint64_t refused[6]; /* by -code */
+    uint64_t refused[10]; /* by -code */
     uint64_t ended[SL_CANCELED + 1];
     uint64_t grants[3];    /* grants on a lock, by strategy */
     uint64_t overtake[3];  /* ... while a waiter ahead in the total order still waits */
     uint64_t extra_passes; /* admission passes after the first that granted */
     uint64_t revoking, rerevoked, lowered_over;
     uint64_t barrier; /* a skip waiter that fits kept out by an overtake barrier */
+    /* preemption */
+    uint64_t preemptions, preempt_wait_flag, preempt_multi_lock, preempt_victims;
+    uint64_t preempt_at_once, preempt_grace_end, preempt_freed, preempt_barrier;
+    uint64_t why_preempt[SL_PREEMPT_TOO_FEW + 1]; /* statuses seen in why */
+    /* bounded queues */
+    uint64_t dropped, full_group_exempt;
+    /* weights */
+    uint64_t weighted_orders, weighted_differs;
+    /* inline */
+    uint64_t inline_made, inline_forgotten, inline_joined;
+    /* several groups */
+    uint64_t multi_group, multi_group_cancels;
+    /* rate */
+    uint64_t why_rate, rate_wakes, rate_wake_grants, rate_refused;
+    /* backdate */
+    uint64_t backdated, backdated_any;
+    uint64_t whys;
 } coverage;
 
 static coverage COV;
+static bool COUNTING = true; /* off while the checks ask the reference (why) */
+static bool TRACE;           /* SL_MODEL_TRACE=1: every op and event on stderr */
 
 static int age_cmp(const rclaim *a, const rclaim *b)
 {
@@ -235,8 +348,78 @@ static uint64_t free_of(const rlock *l)
     return l->limit > l->used ? l->limit - l->used : 0;
 }
 
+static bool explicit_sem(int L)
+{
+    return L < LK_MTX || (L >= LK_INL && L < LK_GROUP);
+}
+
+static bool lock_is_sem(int L)
+{
+    return explicit_sem(L) || (L >= LK_GROUP && M.grp_sem);
+}
+
+/* A lock's rules: its configuration's. An inline semaphore and a mutex
+ * have none. */
+static const mrules *rules_of(int L)
+{
+    static const mrules none;
+    return lock_is_sem(L) && M.lk[L].configured ? &M.lk[L].rules : &none;
+}
+
+static bool preempts(int L)
+{
+    return rules_of(L)->preempt && M.lk[L].strat != SL_REBALANCED;
+}
+
+static bool rated(int L)
+{
+    return rules_of(L)->rcount > 0;
+}
+
+/* The rate's bucket at time t, in units: a token is `period` units, each
+ * ms adds `count`, at most burst * period; full until the first grant. */
+static uint64_t bucket_at(int L, int64_t t)
+{
+    const rlock *l = &M.lk[L];
+    const mrules *r = rules_of(L);
+    uint64_t cap = (uint64_t)(r->rburst ? r->rburst : r->rcount) * (uint64_t)r->rperiod;
+    if (!l->bucket_used)
+        return cap;
+    uint64_t v = l->bucket;
+    for (int64_t ms = l->bucket_at; ms < t && v < cap; ms++)
+        v += r->rcount; /* one ms at a time: plain, and the spans are short */
+    return v < cap ? v : cap;
+}
+
+static bool token_whole(int L, int64_t t)
+{
+    return !rated(L) || bucket_at(L, t) >= (uint64_t)rules_of(L)->rperiod;
+}
+
+/* The first ms from t on at which L's bucket holds a whole token. */
+static int64_t token_time(int L, int64_t t)
+{
+    while (!token_whole(L, t))
+        t++;
+    return t;
+}
+
+static void bucket_take(int L, int64_t now)
+{
+    if (!rated(L))
+        return;
+    rlock *l = &M.lk[L];
+    uint64_t v = bucket_at(L, now), token = (uint64_t)rules_of(L)->rperiod;
+    l->bucket = v >= token ? v - token : 0;
+    l->bucket_at = now;
+    l->bucket_used = true;
+}
+
 static void r_event(sl_event_type type, int claim, int64_t time, sl_reason reason)
 {
+    if (TRACE)
+        fprintf(stderr, "      reference: %" PRId64 " %s c%s %s\n", time, sl_event_type_name(type),
+                M.c[claim].id + 1, sl_reason_text(reason));
     if (M.nev < EV_MAX)
         EV[M.nev] = (revent){type, claim, time, reason, NULL, 0, SL_STRICT};
     M.nev++; /* an overflow is reported at the next drain */
@@ -273,12 +456,31 @@ static size_t queue_of(int L, int *out)
     return n;
 }
 
-/* A rebalanced lock's order of choice, by simulation: K keys with holders
- * or waiters, quota limit/K, the limit%K extra slots to the keys whose
- * oldest waiters are oldest (ranked again after every choice; keys with no
- * waiter left rank last), the oldest waiter of the first key below its
- * quota is chosen, else the oldest waiter of all; its slots count for its
- * key from then on. */
+static size_t npending_on(int L, int except)
+{
+    size_t n = 0;
+    for (int i = 0; i < M.nc; i++)
+        n += i != except && M.c[i].state == SL_PENDING && slot_of(&M.c[i], L) >= 0;
+    return n;
+}
+
+static uint32_t weight_of(int L, int k)
+{
+    const mrules *r = rules_of(L);
+    if (r->w[k] > 0)
+        return r->w[k];
+    return r->wdefault ? r->wdefault : 1;
+}
+
+static bool COUNT_ORDER; /* compare_all: count how often weights mattered */
+
+/* A rebalanced lock's order of choice, by simulation: the keys with holders
+ * or waiters, each with the share floor(limit * w / W) of its weight w (W:
+ * their weights summed), the R slots the floors leave one each to the keys
+ * whose oldest waiters are oldest (ranked again after every choice; keys
+ * with no waiter left rank last); the oldest waiter of the first key below
+ * its quota is chosen, else the oldest waiter of all; its slots count for
+ * its key from then on. */
 static size_t choice_of(int L, int *out)
 {
     static int rem[CLAIMS_MAX]; /* static, as all big scratch: ASan taxes big frames */
@@ -300,10 +502,25 @@ static size_t choice_of(int L, int *out)
     }
     if (nrem == 0)
         return 0;
-    uint64_t keys = 0;
+    uint64_t limit = M.lk[L].limit, wsum = 0, share[NKEYS] = {0}, shares = 0, keys = 0;
     for (int k = 0; k < NKEYS; k++)
-        keys += present[k];
-    uint64_t base = M.lk[L].limit / keys, extra = M.lk[L].limit % keys;
+        if (present[k]) {
+            wsum += weight_of(L, k);
+            keys++;
+        }
+    for (int k = 0; k < NKEYS; k++)
+        if (present[k]) {
+            share[k] = limit * weight_of(L, k) / wsum;
+            shares += share[k];
+        }
+    uint64_t extra = limit - shares;
+    if (COUNT_ORDER) {
+        bool differs = extra != limit % keys;
+        for (int k = 0; k < NKEYS; k++)
+            differs |= present[k] && share[k] != limit / keys;
+        COV.weighted_orders++;
+        COV.weighted_differs += differs;
+    }
     size_t n = 0;
     while (nrem > 0) {
         int oldest[NKEYS] = {-1, -1, -1};
@@ -326,7 +543,7 @@ static size_t choice_of(int L, int *out)
         }
         int pick = ranked[0];
         for (size_t r = 0; r < nk; r++) {
-            if (held[ranked[r]] < base + (r < extra ? 1 : 0)) {
+            if (held[ranked[r]] < share[ranked[r]] + (r < extra ? 1 : 0)) {
                 pick = ranked[r];
                 break;
             }
@@ -350,21 +567,26 @@ static size_t lock_order(int L, int *out)
     return M.lk[L].strat == SL_REBALANCED ? choice_of(L, out) : queue_of(L, out);
 }
 
-/* skip with an overtake limit: the queue's first waiter, once it has
- * waited that long, keeps its slots; -1 when there is no such waiter. */
+/* skip with an overtake limit, or preempting: the queue's first waiter,
+ * once it has waited the overtake limit, or at once when it has preempted
+ * (or waited at a head for revoked holders), keeps its slots; -1 when there
+ * is no such waiter. */
 static int skip_barrier(int L)
 {
     static int order[CLAIMS_MAX];
-    if (M.lk[L].overtake <= 0 || queue_of(L, order) == 0)
+    const rlock *l = &M.lk[L];
+    if (l->strat != SL_SKIP || (l->overtake <= 0 && !preempts(L)) || queue_of(L, order) == 0)
         return -1;
-    return M.now - M.c[order[0]].arrived >= M.lk[L].overtake ? order[0] : -1;
+    if (M.c[order[0]].preempting)
+        return order[0];
+    return l->overtake > 0 && M.now - M.c[order[0]].arrived >= l->overtake ? order[0] : -1;
 }
 
 /* docs/engine.md: strict, the slots of the waiters ahead plus its own fit
  * in limit - used; skip, its own fit (and, behind a first waiter that has
  * waited the overtake limit, beside that one's slots); rebalanced, the
- * slots before it in the order of choice plus its own fit. */
-static bool admissible_on(int ci, int s)
+ * slots before it in the order of choice plus its own fit. The rate aside. */
+static bool fits_on(int ci, int s)
 {
     const rclaim *c = &M.c[ci];
     int L = c->lk[s];
@@ -374,8 +596,10 @@ static bool admissible_on(int ci, int s)
         if (b < 0 || b == ci)
             return c->slots[s] <= fr;
         bool beside = M.c[b].slots[slot_of(&M.c[b], L)] + c->slots[s] <= fr;
-        if (!beside && c->slots[s] <= fr)
+        if (!beside && c->slots[s] <= fr && COUNTING) {
             COV.barrier++;
+            COV.preempt_barrier += M.c[b].preempting;
+        }
         return beside;
     }
     if (M.lk[L].strat == SL_STRICT) {
@@ -396,6 +620,16 @@ static bool admissible_on(int ci, int s)
     return before + c->slots[s] <= fr;
 }
 
+/* ... and a semaphore with a rate admits only with a whole token there. */
+static bool admissible_on(int ci, int s)
+{
+    if (!token_whole(M.c[ci].lk[s], M.now)) {
+        COV.rate_refused += COUNTING;
+        return false;
+    }
+    return fits_on(ci, s);
+}
+
 static void r_grant(int ci, int64_t now)
 {
     rclaim *c = &M.c[ci];
@@ -411,10 +645,12 @@ static void r_grant(int ci, int64_t now)
         }
         l->used += c->slots[s];
         c->tok[s] = ++l->token;
+        bucket_take(c->lk[s], now);
     }
     c->state = SL_HELD;
     c->granted = now;
     c->grant_seq = M.next_grant++;
+    COV.rate_wake_grants += M.rate_wake;
     r_event(SL_EV_CLAIM_ACQUIRED, ci, now, SL_REASON_NONE);
 }
 
@@ -426,29 +662,181 @@ static bool admissible_everywhere(int ci)
     return true;
 }
 
+static void r_end(int ci, sl_state state, sl_reason reason, int by, int64_t now);
+
+/* Preemption as docs/engine.md states it, for claim ci on its lock s: none
+ * when the lock does not preempt or the claim fits, or when no holder is
+ * below it and none is revoking; not_head unless it is the first of the
+ * lock's queue; waiting when the free slots and those of the holders
+ * revoking cover it (*count: those holders); else the holders
+ * of strictly lower priority, lowest first and then the latest granted,
+ * taken until they cover it (too_few if they cannot), then from the last
+ * taken back to the first each one not needed dropped: will, with the
+ * victims in vict[0..*count). */
+static sl_preempt r_plan(int ci, int s, int *vict, size_t *count)
+{
+    const rclaim *c = &M.c[ci];
+    int L = c->lk[s];
+    const rlock *lk = &M.lk[L];
+    uint64_t fr = free_of(lk), asks = c->slots[s];
+    *count = 0;
+    /* Never when it fits, nor when it asks more than the limit (paused). */
+    if (!preempts(L) || asks <= fr || asks > lk->limit)
+        return SL_PREEMPT_NONE;
+    /* The slots that must be freed: over a lowered limit, more than it asks. */
+    uint64_t need = lk->used + asks - lk->limit;
+    uint64_t revoking = 0;
+    size_t nrev = 0, n = 0;
+    for (int i = 0; i < M.nc; i++) {
+        const rclaim *h = &M.c[i];
+        if (!holding(h) || slot_of(h, L) < 0)
+            continue;
+        if (h->state == SL_REVOKING) {
+            revoking += h->slots[slot_of(h, L)];
+            nrev++;
+        } else if (h->prio < c->prio) {
+            size_t j = n++;
+            while (j > 0 && (M.c[vict[j - 1]].prio > h->prio ||
+                             (M.c[vict[j - 1]].prio == h->prio &&
+                              M.c[vict[j - 1]].grant_seq < h->grant_seq))) {
+                vict[j] = vict[j - 1];
+                j--;
+            }
+            vict[j] = i;
+        }
+    }
+    if (n == 0 && nrev == 0)
+        return SL_PREEMPT_NONE;
+    static int order[CLAIMS_MAX];
+    if (queue_of(L, order) == 0 || order[0] != ci)
+        return SL_PREEMPT_NOT_HEAD;
+    if (revoking >= need) {
+        *count = nrev;
+        return SL_PREEMPT_WAITING;
+    }
+    uint64_t got = revoking;
+    size_t taken = 0;
+    while (taken < n && got < need) {
+        got += M.c[vict[taken]].slots[slot_of(&M.c[vict[taken]], L)];
+        taken++;
+    }
+    if (got < need)
+        return SL_PREEMPT_TOO_FEW;
+    static bool keep[CLAIMS_MAX];
+    for (size_t k = taken; k-- > 0;) {
+        uint64_t sl = M.c[vict[k]].slots[slot_of(&M.c[vict[k]], L)];
+        keep[k] = got - sl < need;
+        if (!keep[k])
+            got -= sl;
+    }
+    for (size_t k = 0; k < taken; k++)
+        if (keep[k])
+            vict[(*count)++] = vict[k];
+    return SL_PREEMPT_WILL;
+}
+
+/* The claim preempts only when on every one of its locks it is admissible
+ * now, waits for revoking holders, or has a plan; then the victims of each
+ * lock in turn (in the claim's lock order, each lock's in its plan's order)
+ * that still hold are revoked with that lock's preempt_grace. Then, or
+ * when it waits at a head for revoked holders, a skip lock keeps its slots
+ * for it. */
+static bool r_try_preempt(int ci, int64_t now)
+{
+    static int vict[CLOCKS_MAX][CLAIMS_MAX];
+    size_t nv[CLOCKS_MAX];
+    rclaim *c = &M.c[ci];
+    int wills = 0, waits = 0;
+    for (int s = 0; s < c->nl; s++) {
+        sl_preempt p = r_plan(ci, s, vict[s], &nv[s]);
+        if (p == SL_PREEMPT_WILL) {
+            wills++;
+            continue;
+        }
+        nv[s] = 0;
+        waits += p == SL_PREEMPT_WAITING;
+        if (p != SL_PREEMPT_WAITING && !admissible_on(ci, s))
+            return false;
+    }
+    if (waits > 0 && !c->preempting && wills == 0)
+        COV.preempt_wait_flag++;
+    if (wills > 0 || waits > 0)
+        c->preempting = true;
+    if (wills == 0)
+        return false;
+    COV.preemptions++;
+    COV.preempt_multi_lock += wills > 1;
+    for (int s = 0; s < c->nl; s++) {
+        int64_t grace = rules_of(c->lk[s])->pgrace;
+        for (size_t k = 0; k < nv[s]; k++) {
+            rclaim *h = &M.c[vict[s][k]];
+            if (h->state != SL_HELD)
+                continue; /* revoked for another lock already */
+            COV.preempt_victims++;
+            if (grace == 0) {
+                COV.preempt_at_once++;
+                r_end(vict[s][k], SL_CANCELED, SL_REASON_PREEMPTED, ci, now);
+                continue;
+            }
+            h->state = SL_REVOKING;
+            h->reason = SL_REASON_PREEMPTED;
+            h->by = ci;
+            h->revoke_at = now + grace;
+            r_event(SL_EV_CLAIM_REVOKING, vict[s][k], now, SL_REASON_PREEMPTED);
+        }
+    }
+    return true;
+}
+
+/* Every preempting lock's head, after admission, the heads in the total
+ * order (docs/engine.md names no order; this one is the natural choice);
+ * true when one preempted. */
+static bool r_preempt_round(int64_t now)
+{
+    static int order[CLAIMS_MAX], heads[NLK];
+    size_t nh = 0;
+    for (int L = 0; L < NLK; L++)
+        if (preempts(L) && queue_of(L, order) > 0) {
+            bool dup = false;
+            for (size_t k = 0; k < nh; k++)
+                dup |= heads[k] == order[0];
+            if (!dup)
+                nh = insert_total(heads, nh, order[0]);
+        }
+    for (size_t k = 0; k < nh; k++)
+        if (r_try_preempt(heads[k], now))
+            return true;
+    return false;
+}
+
 /* Admission as docs/engine.md ("Granting") states it, in the plainest way:
  * full passes over every pending claim in the total order, each granted if
  * admissible on all its locks against the state the grants before it left,
- * until a pass grants nothing. */
+ * until a pass grants nothing; then preemption, and again from the start
+ * while a head preempts. */
 static void r_settle(int64_t now)
 {
-    int passes = 0;
     M.now = now;
     for (;;) {
-        static int order[CLAIMS_MAX];
-        size_t n = pending_all(order);
-        bool granted = false;
-        for (size_t i = 0; i < n; i++) {
-            int ci = order[i];
-            if (M.c[ci].state == SL_PENDING && admissible_everywhere(ci)) {
-                r_grant(ci, now);
-                granted = true;
+        int passes = 0;
+        for (;;) {
+            static int order[CLAIMS_MAX];
+            size_t n = pending_all(order);
+            bool granted = false;
+            for (size_t i = 0; i < n; i++) {
+                int ci = order[i];
+                if (M.c[ci].state == SL_PENDING && admissible_everywhere(ci)) {
+                    r_grant(ci, now);
+                    granted = true;
+                }
             }
+            if (!granted)
+                break;
+            if (passes++ >= 1)
+                COV.extra_passes++; /* a pass after the first granted */
         }
-        if (!granted)
+        if (!r_preempt_round(now))
             return;
-        if (passes++ >= 1)
-            COV.extra_passes++; /* a pass after the first granted */
     }
 }
 
@@ -470,12 +858,31 @@ static sl_event_type end_event(sl_state s)
     }
 }
 
+/* An inline semaphore lives while it has holders or waiters. */
+static void inline_check(int L)
+{
+    rlock *l = &M.lk[L];
+    if (l->inl == 0)
+        return;
+    for (int i = 0; i < M.nc; i++)
+        if ((holding(&M.c[i]) || M.c[i].state == SL_PENDING) && slot_of(&M.c[i], L) >= 0)
+            return;
+    l->inl = 0;
+    if (!l->configured)
+        l->limit = 0;
+    COV.inline_forgotten++;
+}
+
 static void r_end(int ci, sl_state state, sl_reason reason, int by, int64_t now)
 {
+    if (ci < 0)
+        return;
     rclaim *c = &M.c[ci];
     if (holding(c))
         for (int s = 0; s < c->nl; s++)
             M.lk[c->lk[s]].used -= c->slots[s];
+    if (c->state == SL_REVOKING && c->reason == SL_REASON_PREEMPTED)
+        COV.preempt_grace_end += reason == SL_REASON_PREEMPTED;
     c->state = state;
     c->reason = reason;
     if (by >= 0 && c->by < 0)
@@ -484,6 +891,8 @@ static void r_end(int ci, sl_state state, sl_reason reason, int by, int64_t now)
     c->revoke_at = -1;
     COV.ended[state]++;
     r_event(end_event(state), ci, now, reason);
+    for (int s = 0; s < c->nl; s++)
+        inline_check(c->lk[s]);
 }
 
 static int64_t lease_dl(const rclaim *c)
@@ -506,9 +915,26 @@ static int64_t deadline_of(const rclaim *c)
     return d;
 }
 
+/* The next ms after the last admission at which a rated lock with waiters
+ * gets a whole token back, NEVER if none. */
+static int64_t r_rate_wake(void)
+{
+    int64_t best = NEVER;
+    for (int L = 0; L < NLK; L++) {
+        if (!rated(L) || npending_on(L, -1) == 0 || token_whole(L, M.now))
+            continue;
+        int64_t t = token_time(L, M.now);
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
 /* Fires the deadlines due at or before t one at a time, earliest first
  * (ties: earlier arrival), each at its own time, admission after each. On
- * one claim: grace first, then the lease, then the timeout. */
+ * one claim: grace first, then the lease, then the timeout. A rated lock's
+ * token coming whole runs admission at that ms, after the claims' deadlines
+ * of the same ms. */
 static void r_advance(int64_t t)
 {
     for (;;) {
@@ -521,11 +947,21 @@ static void r_advance(int64_t t)
                 bd = d;
             }
         }
+        int64_t w = M.rated ? r_rate_wake() : NEVER;
+        if (w <= t && w < bd) {
+            COV.rate_wakes++;
+            M.rate_wake = true;
+            r_settle(w);
+            M.rate_wake = false;
+            continue;
+        }
         if (best < 0)
             return;
         rclaim *c = &M.c[best];
         if (c->state == SL_REVOKING && c->revoke_at <= bd)
-            r_end(best, SL_CANCELED, SL_REASON_GRACE, -1, bd);
+            r_end(best, SL_CANCELED,
+                  c->reason == SL_REASON_PREEMPTED ? SL_REASON_PREEMPTED : SL_REASON_GRACE, -1,
+                  bd);
         else if (lease_dl(c) <= bd)
             r_end(best, SL_EXPIRED, SL_REASON_LEASE, -1, bd);
         else
@@ -546,18 +982,13 @@ static int64_t r_next_deadline(void)
     return best;
 }
 
-static bool lock_is_sem(int L)
-{
-    return L < NSEM || (L >= LK_GROUP && M.grp_sem);
-}
-
-/* cancel: pending supersedes the group's waiters older by (created,
- * arrival); in-progress also revokes its older holders (grace 0 ends them
- * at once; a second revocation keeps the earlier deadline). */
-static void r_group_cancel(int ci, int64_t now)
+/* Group gi's cancel: pending supersedes the group's waiters older by
+ * (created, arrival); in-progress also revokes its older holders (grace 0
+ * ends them at once; a second revocation keeps the earlier deadline). */
+static void r_group_cancel(int ci, int gi, int64_t now)
 {
     const rclaim *c = &M.c[ci];
-    int G = LK_GROUP + c->group;
+    int G = LK_GROUP + c->grp[gi];
     static int v[CLAIMS_MAX];
     size_t nv = 0;
     for (int i = 0; i < M.nc; i++)
@@ -565,7 +996,7 @@ static void r_group_cancel(int ci, int64_t now)
             age_cmp(&M.c[i], c) < 0)
             nv = insert_total(v, nv, i); /* the group lock's queue order */
     size_t npending = nv;
-    if (c->cancel == SL_CANCEL_IN_PROGRESS) {
+    if (c->gcancel[gi] == SL_CANCEL_IN_PROGRESS) {
         for (int i = 0; i < M.nc; i++) {
             if (i == ci || !holding(&M.c[i]) || slot_of(&M.c[i], G) < 0 || age_cmp(&M.c[i], c) >= 0)
                 continue;
@@ -577,6 +1008,8 @@ static void r_group_cancel(int ci, int64_t now)
             v[j] = i;
         }
     }
+    if (nv > 0 && c->ng > 1)
+        COV.multi_group_cancels++;
     for (size_t k = 0; k < nv; k++) {
         rclaim *h = &M.c[v[k]];
         if (k < npending) {
@@ -598,8 +1031,16 @@ static void r_group_cancel(int ci, int64_t now)
     }
 }
 
-/* A new claim: refused as docs/engine.md says, else queued, its group
- * canceled, admission run. Returns the code the engine must return. */
+/* The claim's lock s is a group lock it cancels in: max_pending passes it. */
+static bool cancels_in(const rclaim *c, int s)
+{
+    return c->lk[s] >= LK_GROUP && s >= c->nl - c->ng &&
+           c->gcancel[s - (c->nl - c->ng)] != SL_CANCEL_NONE;
+}
+
+/* A new claim: refused as docs/engine.md says, else queued, its groups'
+ * cancels applied, room made in full queues, admission run. Returns the
+ * code the engine must return. */
 static int r_create(const mop *op, int opi, int64_t now)
 {
     r_advance(now);
@@ -608,28 +1049,40 @@ static int r_create(const mop *op, int opi, int64_t now)
     rclaim c;
     memset(&c, 0, sizeof(c));
     int64_t cfg_lease = 0;
-    for (int i = 0; i <= op->nl; i++) {
+    bool joined = false;
+    for (int i = 0; i < op->nl + op->ng; i++) {
         int L;
-        uint32_t slots;
+        uint32_t slots, inl = 0;
+        bool sem;
         if (i < op->nl) {
             L = op->lk[i];
             slots = op->slots[i];
-        } else if (op->group >= 0) {
-            L = LK_GROUP + op->group;
-            slots = 1;
+            inl = op->inl[i];
+            sem = explicit_sem(L);
         } else {
-            break;
+            L = LK_GROUP + op->grp[i - op->nl];
+            slots = 1;
+            sem = lock_is_sem(L);
         }
         const rlock *l = &M.lk[L];
-        bool sem = i < op->nl ? L < NSEM : lock_is_sem(L);
-        uint32_t limit = 1;
-        if (sem) {
-            if (!l->configured)
-                return SL_EUNKNOWN;
+        uint32_t limit = 1, rec = 0;
+        if (sem && l->configured) {
+            if (inl > 0 && inl != l->limit)
+                return SL_EINLINE;
             limit = l->limit;
             if (l->lease > 0 && (cfg_lease == 0 || l->lease < cfg_lease))
                 cfg_lease = l->lease;
-        } else if (slots > 1) {
+        } else if (sem) {
+            if (inl == 0 && l->inl > 0) {
+                inl = l->inl; /* joins the live one as it is */
+                joined = true;
+            }
+            if (inl == 0)
+                return SL_EUNKNOWN;
+            if (l->inl > 0 && l->inl != inl)
+                return SL_EINLINE;
+            limit = rec = inl;
+        } else if (inl > 0 || slots > 1) {
             return SL_EINVAL;
         }
         if (limit > 0 && slots > limit)
@@ -639,7 +1092,42 @@ static int r_create(const mop *op, int opi, int64_t now)
                 return SL_EINVAL;
         c.lk[c.nl] = L;
         c.slots[c.nl] = slots;
+        c.inl[c.nl] = rec;
         c.nl++;
+    }
+    c.ng = op->ng;
+    for (int g = 0; g < op->ng; g++) {
+        c.grp[g] = op->grp[g];
+        c.gcancel[g] = op->gcancel[g];
+    }
+    /* Backdating: further back than the skew only with leave, or when every
+     * lock allows that much (a mutex, an inline semaphore: nothing). */
+    if (op->has_created && op->created < now) {
+        int64_t back = now - op->created, allowed = NEVER;
+        for (int s = 0; s < c.nl; s++)
+            if (rules_of(c.lk[s])->backdate < allowed)
+                allowed = rules_of(c.lk[s])->backdate;
+        if (c.nl == 0 || allowed < SKEW_MS)
+            allowed = SKEW_MS;
+        if (back > allowed && !op->backdate_any)
+            return SL_EBACKDATE;
+        if (back > SKEW_MS) {
+            COV.backdated += !op->backdate_any;
+            COV.backdated_any += op->backdate_any;
+        }
+    }
+    /* Full queues, counted before anything changes: any that rejects
+     * refuses the claim. */
+    for (int s = 0; s < c.nl; s++) {
+        const mrules *r = rules_of(c.lk[s]);
+        if (r->max_pending == 0 || npending_on(c.lk[s], -1) < r->max_pending)
+            continue;
+        if (cancels_in(&c, s)) {
+            COV.full_group_exempt++;
+            continue;
+        }
+        if (r->on_full == SL_ON_FULL_REJECT)
+            return SL_EFULL;
     }
     int ci = M.nc++;
     snprintf(c.id, sizeof(c.id), "c%d", opi);
@@ -650,17 +1138,43 @@ static int r_create(const mop *op, int opi, int64_t now)
     c.created = op->has_created ? op->created : now;
     c.arrival = M.next_arrival++;
     c.key = op->key;
-    c.group = op->group;
-    c.cancel = op->cancel;
     c.grace = op->grace >= 0 ? op->grace : GRACE_DEFAULT_MS;
     c.lease = op->lease >= 0 ? op->lease : cfg_lease; /* engine default lease: none */
     c.timeout = op->timeout;
     c.granted = c.revoke_at = c.ended = -1;
     M.c[ci] = c;
     M.by_op[opi] = ci;
+    COV.multi_group += c.ng > 1;
+    COV.inline_joined += joined;
     r_event(SL_EV_CLAIM_QUEUED, ci, now, SL_REASON_NONE);
-    if (c.cancel != SL_CANCEL_NONE)
-        r_group_cancel(ci, now);
+    for (int g = 0; g < c.ng; g++)
+        if (c.gcancel[g] != SL_CANCEL_NONE)
+            r_group_cancel(ci, g, now);
+    /* drop_oldest: the oldest waiters (created, arrival) of each full queue
+     * go, in the claim's lock order, until it has room. */
+    for (int s = 0; s < c.nl; s++) {
+        int L = c.lk[s];
+        const mrules *r = rules_of(L);
+        if (r->max_pending == 0 || cancels_in(&c, s))
+            continue;
+        while (npending_on(L, ci) >= r->max_pending) {
+            int old = -1;
+            for (int i = 0; i < M.nc; i++)
+                if (i != ci && M.c[i].state == SL_PENDING && slot_of(&M.c[i], L) >= 0 &&
+                    (old < 0 || age_cmp(&M.c[i], &M.c[old]) < 0))
+                    old = i;
+            COV.dropped++;
+            r_end(old, SL_SUPERSEDED, SL_REASON_QUEUE_FULL, ci, now);
+        }
+    }
+    /* Queued: an inline semaphore lives from now on. */
+    for (int s = 0; s < c.nl; s++) {
+        rlock *l = &M.lk[c.lk[s]];
+        if (c.inl[s] > 0 && !l->configured && l->inl == 0) {
+            l->inl = l->limit = c.inl[s];
+            COV.inline_made++;
+        }
+    }
     r_settle(now);
     if (M.c[ci].state == SL_PENDING)
         r_event(SL_EV_CLAIM_WAITING, ci, now, SL_REASON_NONE);
@@ -679,7 +1193,11 @@ static void r_release(int ci, sl_reason reason, int64_t now)
         r_end(ci, SL_RELEASED, gone ? reason : SL_REASON_RELEASED, -1, now);
         break;
     case SL_REVOKING:
-        r_end(ci, SL_CANCELED, SL_REASON_REVOKED_FREED, -1, now);
+        COV.preempt_freed += M.c[ci].reason == SL_REASON_PREEMPTED;
+        r_end(ci, SL_CANCELED,
+              M.c[ci].reason == SL_REASON_PREEMPTED ? SL_REASON_PREEMPTED
+                                                    : SL_REASON_REVOKED_FREED,
+              -1, now);
         break;
     default:
         return;
@@ -722,29 +1240,25 @@ static void r_watch(int ci, int delta, int64_t now)
 }
 
 static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease,
-                      int64_t overtake, int64_t now)
+                      int64_t overtake, const mrules *rules, int64_t now)
 {
     r_advance(now);
     const char *name = sem < NSEM ? lock_names[sem] : "group/*";
     if (M.nev < EV_MAX)
         EV[M.nev] = (revent){SL_EV_SEMAPHORE_UPDATED, -1, now, SL_REASON_NONE, name, limit, strat};
     M.nev++;
-    if (sem < NSEM) {
-        M.lk[sem].configured = true;
-    } else {
-        M.glimit = limit;
-        M.gstrat = strat;
-        M.glease = lease;
-        M.govertake = overtake;
-    }
+    M.rated |= rules->rcount > 0;
     for (int L = 0; L < NLK; L++) {
         rlock *l = &M.lk[L];
         if (sem < NSEM ? L != sem : L < LK_GROUP)
             continue;
+        l->configured = true;
+        l->inl = 0; /* configured now: the configuration rules it */
         l->limit = limit;
         l->strat = strat;
         l->lease = lease;
         l->overtake = overtake;
+        l->rules = *rules;
     }
     r_settle(now);
 }
@@ -779,6 +1293,7 @@ typedef struct run {
     bool limit_touched[NLK];   /* this step changed the lock's configuration */
     int ngathered;             /* claims whose locks gather() has read */
     uint64_t next_seq;
+    size_t traced; /* events of the batch traced so far */
 } run;
 
 static run R;
@@ -808,6 +1323,29 @@ static const char *strat_short(sl_strategy s)
     return sl_strategy_name(s);
 }
 
+/* A configuration's rules as text, " " first; nothing when none. */
+static void rules_describe(const mrules *r, char *buf, size_t cap)
+{
+    int w = 0;
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        if (w >= 0 && (size_t)w < cap)                                                             \
+            w += snprintf(buf + w, cap - (size_t)w, __VA_ARGS__);                                  \
+    } while (0)
+    buf[0] = '\0';
+    if (r->preempt)
+        PUT(" preempt(grace %" PRId64 ")", r->pgrace);
+    if (r->max_pending)
+        PUT(" max_pending=%u/%s", r->max_pending, sl_on_full_name(r->on_full));
+    if (r->wdefault || r->w[1] || r->w[2])
+        PUT(" weights(default %u J %u K %u)", r->wdefault, r->w[1], r->w[2]);
+    if (r->rcount)
+        PUT(" rate=%u/%" PRId64 "ms burst %u", r->rcount, r->rperiod, r->rburst);
+    if (r->backdate)
+        PUT(" backdate=%" PRId64, r->backdate);
+#undef PUT
+}
+
 /* The operation as text; a create reads as a support.h spec. */
 static void op_describe(const mop *op, size_t i, char *buf, size_t cap)
 {
@@ -823,19 +1361,26 @@ static void op_describe(const mop *op, size_t i, char *buf, size_t cap)
         int w = snprintf(buf, cap, "create id=c%d", op->dup_of >= 0 ? op->dup_of : (int)i);
         for (int k = 0; k < op->nl && w > 0 && (size_t)w < cap; k++) {
             int L = op->lk[k];
-            w += snprintf(buf + w, cap - (size_t)w, " %s:%s", L < NSEM ? "s" : "m", lock_names[L]);
+            w += snprintf(buf + w, cap - (size_t)w, " %s:%s", explicit_sem(L) ? "s" : "m",
+                          lock_names[L]);
             if (op->slots[k] != 1 && (size_t)w < cap)
                 w += snprintf(buf + w, cap - (size_t)w, "*%u", op->slots[k]);
+            if (op->inl[k] > 0 && (size_t)w < cap)
+                w += snprintf(buf + w, cap - (size_t)w, "(limit %u)", op->inl[k]);
         }
         if (w > 0 && (size_t)w < cap)
             w += snprintf(buf + w, cap - (size_t)w, " prio=%d", op->prio);
         if (op->has_created && w > 0 && (size_t)w < cap)
-            w += snprintf(buf + w, cap - (size_t)w, " created=%" PRId64, op->created);
+            w += snprintf(buf + w, cap - (size_t)w, " created=%" PRId64 "%s", op->created,
+                          op->backdate_any ? " backdate_any" : "");
         if (op->key && w > 0 && (size_t)w < cap)
             w += snprintf(buf + w, cap - (size_t)w, " key=%s", key_names[op->key]);
-        if (op->group >= 0 && w > 0 && (size_t)w < cap)
-            w += snprintf(buf + w, cap - (size_t)w, " group=%s cancel=%s grace=%" PRId64,
-                          group_names[op->group], sl_cancel_name(op->cancel), op->grace);
+        for (int g = 0; g < op->ng && w > 0 && (size_t)w < cap; g++)
+            w += snprintf(buf + w, cap - (size_t)w, " %s=%s cancel=%s",
+                          g == 0 && op->shorthand ? "group" : "groups[]", group_names[op->grp[g]],
+                          sl_cancel_name(op->gcancel[g]));
+        if (op->ng > 0 && w > 0 && (size_t)w < cap)
+            w += snprintf(buf + w, cap - (size_t)w, " grace=%" PRId64, op->grace);
         if (op->lease >= 0 && w > 0 && (size_t)w < cap)
             w += snprintf(buf + w, cap - (size_t)w, " lease=%" PRId64, op->lease);
         if (op->timeout > 0 && w > 0 && (size_t)w < cap)
@@ -858,11 +1403,14 @@ static void op_describe(const mop *op, size_t i, char *buf, size_t cap)
     case OP_CLOCK:
         snprintf(buf, cap, "advance");
         break;
-    case OP_LIMIT:
-        snprintf(buf, cap, "sem %s limit=%u %s lease=%" PRId64 " overtake=%" PRId64,
-                 op->sem < NSEM ? lock_names[op->sem] : "group/*", op->limit,
-                 strat_short(op->strategy), op->slease, op->sovertake);
+    case OP_LIMIT: {
+        int w = snprintf(buf, cap, "sem %s limit=%u %s lease=%" PRId64 " overtake=%" PRId64,
+                         op->sem < NSEM ? lock_names[op->sem] : "group/*", op->limit,
+                         strat_short(op->strategy), op->slease, op->sovertake);
+        if (w > 0 && (size_t)w < cap)
+            rules_describe(&op->rules, buf + w, cap - (size_t)w);
         break;
+    }
     }
 }
 
@@ -879,7 +1427,7 @@ static int lock_index(sl_kind kind, const char *name)
          * kind of lock, it is no bounds check (cppcheck reads one). */
         // cppcheck-suppress arrayIndexThenCheck
         if (strcmp(lock_names[L], name) == 0 &&
-            (L < LK_GROUP ? (L < NSEM) == (kind == SL_KIND_SEMAPHORE) : true))
+            (L < LK_GROUP ? explicit_sem(L) == (kind == SL_KIND_SEMAPHORE) : true))
             return L;
     return -1;
 }
@@ -912,6 +1460,10 @@ typedef struct eclaim {
     uint32_t slots[CLOCKS_MAX];
     uint64_t tok[CLOCKS_MAX];
     size_t pos[CLOCKS_MAX];
+    uint32_t inl[CLOCKS_MAX];
+    sl_cancel cancel[CLOCKS_MAX];
+    size_t nwhy; /* pending: why, lock by lock */
+    sl_why why[CLOCKS_MAX];
 } eclaim;
 
 typedef struct elock {
@@ -944,24 +1496,60 @@ static void gather(bool all)
                 e->L[s] = lock_index(lv.kind, lv.name);
                 CHECK(e->L[s] >= 0, "%s: unknown lock %s", e->v.id, lv.key);
                 e->slots[s] = lv.slots;
+                e->inl[s] = lv.inline_limit;
+                e->cancel[s] = lv.cancel;
             }
             CHECK(lv.slots == e->slots[s], "%s: slots changed", e->v.id);
             e->tok[s] = lv.token;
             e->pos[s] = lv.position;
         }
+        e->nwhy = sl_claim_why(R.eng, M.c[i].eng, e->why, CLOCKS_MAX);
     }
     R.ngathered = M.nc;
     for (int L = 0; L < NLK; L++)
         EL[L].rc = sl_lock_lookup(R.eng, kind_of(L), lock_names[L], &EL[L].v, NULL);
 }
 
+/* A pending claim's why on its lock s: what preemption does there, and
+ * the rules that say it would be let in there (other_lock) but for the
+ * rate (rate, with the ms of the next whole token). */
+static void compare_why(int ci, int s, const sl_why *w)
+{
+    static int vict[CLAIMS_MAX];
+    const rclaim *c = &M.c[ci];
+    int L = c->lk[s];
+    size_t count;
+    sl_preempt p = r_plan(ci, s, vict, &count);
+    COV.whys++;
+    COV.why_preempt[p] += preempts(L);
+    CHECK(w->preempt == p && w->npreempt == count,
+          "%s: why on %s: preempt %s %zu, reference %s %zu", c->id, lock_names[L],
+          sl_preempt_name(w->preempt), w->npreempt, sl_preempt_name(p), count);
+    bool fits = fits_on(ci, s), whole = token_whole(L, M.now);
+    if (fits && whole)
+        CHECK(w->rule == SL_RULE_OTHER_LOCK, "%s: why on %s: %s, reference other_lock", c->id,
+              lock_names[L], sl_rule_name(w->rule));
+    else if (fits)
+        CHECK(w->rule == SL_RULE_RATE && w->admit_ms == token_time(L, M.now),
+              "%s: why on %s: %s admit %" PRId64 ", reference rate admit %" PRId64, c->id,
+              lock_names[L], sl_rule_name(w->rule), w->admit_ms, token_time(L, M.now));
+    else
+        CHECK(w->rule != SL_RULE_OTHER_LOCK && w->rule != SL_RULE_RATE,
+              "%s: why on %s: %s, but the reference does not let it in", c->id, lock_names[L],
+              sl_rule_name(w->rule));
+    COV.why_rate += w->rule == SL_RULE_RATE;
+}
+
 /* Everything the reference knows, against the engine. */
 static void compare_all(void)
 {
+    COUNTING = false;
     static int order[NLK][CLAIMS_MAX];
     size_t norder[NLK];
+    COUNT_ORDER = true;
     for (int L = 0; L < NLK; L++)
         norder[L] = lock_order(L, order[L]);
+    COUNT_ORDER = false;
     for (int i = 0; i < M.nc; i++) {
         const rclaim *c = &M.c[i];
         const sl_claim_view *v = &E[i].v;
@@ -996,6 +1584,10 @@ static void compare_all(void)
               c->ended);
         CHECK(v->watchers == c->watchers, "%s: watchers %d, reference %d", id, v->watchers,
               c->watchers);
+        const char *grp = c->ng > 0 ? group_names[c->grp[0]] : NULL;
+        CHECK((v->group == NULL) == (grp == NULL) && (!grp || strcmp(v->group, grp) == 0) &&
+                  v->cancel == (c->ng > 0 ? c->gcancel[0] : SL_CANCEL_NONE),
+              "%s: group %s cancel %s", id, v->group ? v->group : "-", sl_cancel_name(v->cancel));
         CHECK(v->nlocks == (size_t)c->nl, "%s: %zu locks, reference %d", id, v->nlocks, c->nl);
         for (int s = 0; s < c->nl; s++) {
             int L = c->lk[s];
@@ -1010,7 +1602,16 @@ static void compare_all(void)
                         pos = k + 1;
             CHECK(E[i].pos[s] == pos, "%s: position on %s (%s) %zu, reference %zu", id,
                   lock_names[L], strat_short(M.lk[L].strat), E[i].pos[s], pos);
+            CHECK(E[i].inl[s] == c->inl[s], "%s: inline limit on %s %u, reference %u", id,
+                  lock_names[L], E[i].inl[s], c->inl[s]);
+            sl_cancel gc = s >= c->nl - c->ng ? c->gcancel[s - (c->nl - c->ng)] : SL_CANCEL_NONE;
+            CHECK(E[i].cancel[s] == gc, "%s: cancel on %s %s, reference %s", id, lock_names[L],
+                  sl_cancel_name(E[i].cancel[s]), sl_cancel_name(gc));
         }
+        CHECK(E[i].nwhy == (c->state == SL_PENDING ? (size_t)c->nl : 0), "%s: why of %zu locks",
+              id, E[i].nwhy);
+        for (size_t s = 0; s < E[i].nwhy; s++)
+            compare_why(i, (int)s, &E[i].why[s]);
     }
     size_t npend[NLK] = {0}, nhold[NLK] = {0};
     for (int i = 0; i < M.nc; i++) {
@@ -1023,12 +1624,16 @@ static void compare_all(void)
         const rlock *l = &M.lk[L];
         const sl_lock_view *lv = &EL[L].v;
         int rc = EL[L].rc;
-        if (lock_is_sem(L) && !l->configured) {
+        if (lock_is_sem(L) && !l->configured && l->inl == 0) {
             CHECK(rc == SL_ENOTFOUND, "%s: lookup rc %d for an unconfigured semaphore",
                   lock_names[L], rc);
             continue;
         }
         CHECK(rc == 0, "%s: lookup rc %d", lock_names[L], rc);
+        if (lock_is_sem(L))
+            CHECK(lv->configured == l->configured && lv->inline_limit == l->inl,
+                  "%s: configured %d inline %u, reference %d %u", lock_names[L], lv->configured,
+                  lv->inline_limit, l->configured, l->inl);
         CHECK(lv->kind == kind_of(L), "%s: kind", lock_names[L]);
         CHECK(lv->used == l->used, "%s: used %" PRIu64 ", reference %" PRIu64, lock_names[L],
               lv->used, l->used);
@@ -1050,9 +1655,11 @@ static void compare_all(void)
               M.c[pend[k]].id, sl_pending_position(R.eng, c), k + 1);
     }
     CHECK(k == np, "pending order: %zu claims, reference %zu", k, np);
-    CHECK(sl_engine_next_deadline(R.eng) == r_next_deadline(),
-          "next deadline %" PRId64 ", reference %" PRId64, sl_engine_next_deadline(R.eng),
-          r_next_deadline());
+    /* A rate's timer may be armed when nothing needs it (its waiters gone):
+     * then the engine wakes early for nothing. */
+    int64_t next = sl_engine_next_deadline(R.eng), rnext = r_next_deadline();
+    CHECK(M.rated ? next <= rnext : next == rnext,
+          "next deadline %" PRId64 ", reference %" PRId64, next, rnext);
     sl_engine_stats st;
     sl_engine_stats_get(R.eng, &st);
     size_t held = 0, ended = 0;
@@ -1063,6 +1670,7 @@ static void compare_all(void)
     CHECK(st.claims == (size_t)M.nc && st.pending == np && st.held == held && st.ended == ended,
           "stats: %zu claims %zu pending %zu held %zu ended", st.claims, st.pending, st.held,
           st.ended);
+    COUNTING = true;
 }
 
 static int eng_total_cmp(const sl_claim_view *a, const sl_claim_view *b)
@@ -1126,10 +1734,18 @@ static void check_invariants(void)
               lock_names[L], lv->used, lv->limit);
     }
     /* Tokens grow, and the grants of this step took exactly the tokens in
-     * between, one each. */
+     * between, one each. A forgotten inline semaphore answers no lookup:
+     * its last token is its claims' highest. */
     static bool seen[NLK][CLAIMS_MAX + 1];
+    uint64_t last[NLK];
+    for (int L = 0; L < NLK; L++)
+        last[L] = EL[L].rc == 0 ? EL[L].v.token : R.tok_prev[L];
+    for (int i = 0; i < M.nc; i++)
+        for (size_t s = 0; s < E[i].v.nlocks; s++)
+            if (EL[E[i].L[s]].rc != 0 && E[i].tok[s] > last[E[i].L[s]])
+                last[E[i].L[s]] = E[i].tok[s];
     for (int L = 0; L < NLK; L++) {
-        uint64_t from = R.tok_prev[L], to = EL[L].rc == 0 ? EL[L].v.token : from;
+        uint64_t from = R.tok_prev[L], to = last[L];
         CHECK(to >= from, "%s: token went back from %" PRIu64 " to %" PRIu64, lock_names[L], from,
               to);
         CHECK(to - from <= CLAIMS_MAX, "%s: token jumped", lock_names[L]);
@@ -1138,7 +1754,7 @@ static void check_invariants(void)
     for (int i = 0; i < M.nc; i++) {
         for (size_t s = 0; s < E[i].v.nlocks; s++) {
             int L = E[i].L[s];
-            uint64_t from = R.tok_prev[L], to = EL[L].rc == 0 ? EL[L].v.token : from;
+            uint64_t from = R.tok_prev[L], to = last[L];
             if (E[i].tok[s] <= from)
                 continue;
             CHECK(E[i].tok[s] <= to && !seen[L][E[i].tok[s] - from],
@@ -1148,7 +1764,7 @@ static void check_invariants(void)
         }
     }
     for (int L = 0; L < NLK; L++) {
-        uint64_t from = R.tok_prev[L], to = EL[L].rc == 0 ? EL[L].v.token : from;
+        uint64_t from = R.tok_prev[L], to = last[L];
         for (uint64_t t = from + 1; t <= to; t++)
             CHECK(seen[L][t - from], "%s: token %" PRIu64 " granted to no claim", lock_names[L], t);
         R.tok_prev[L] = to;
@@ -1216,6 +1832,7 @@ static void drain(void)
     sl_changes ch;
     sl_engine_changes(R.eng, &ch);
     CHECK(M.nev <= EV_MAX, "reference event log overflow");
+    R.traced = 0;
     for (size_t i = 0; i < ch.nevents && i < M.nev; i++) {
         const sl_event *ev = &ch.events[i];
         const revent *re = &EV[i];
@@ -1297,6 +1914,29 @@ static void drain(void)
 
 static uint64_t env_u64(const char *name, uint64_t dflt);
 
+/* The engine's options for a configuration of the model. */
+static sl_sem_opts sem_opts(uint32_t limit, sl_strategy strat, int64_t lease, int64_t overtake,
+                            const mrules *r, sl_weight *w)
+{
+    sl_sem_opts o = {.limit = limit, .strategy = strat, .lease_ms = lease, .overtake_ms = overtake};
+    o.rules.preempt = r->preempt;
+    o.rules.preempt_grace_ms = r->pgrace;
+    o.rules.max_pending = r->max_pending;
+    o.rules.on_full = r->on_full;
+    o.rules.default_weight = r->wdefault;
+    size_t n = 0;
+    for (int k = 1; k < NKEYS; k++)
+        if (r->w[k] > 0)
+            w[n++] = (sl_weight){key_names[k], r->w[k]};
+    o.rules.weights = n > 0 ? w : NULL;
+    o.rules.nweights = n;
+    o.rules.rate_count = r->rcount;
+    o.rules.rate_period_ms = r->rperiod;
+    o.rules.rate_burst = r->rburst;
+    o.rules.backdate_ms = r->backdate;
+    return o;
+}
+
 static void setup(const params *p)
 {
     memset(&M, 0, sizeof(M));
@@ -1306,35 +1946,51 @@ static void setup(const params *p)
     M.next_grant = 1;
     M.grp_sem = p->grp_sem;
     for (int L = 0; L < NLK; L++) {
-        M.lk[L].limit = 1;
+        M.lk[L].limit = explicit_sem(L) ? 0 : 1;
         M.lk[L].strat = SL_STRICT;
     }
-    for (int s = 0; s < NSEM; s++)
-        M.lk[s].limit = 0;
     memset(R.snap, 0, sizeof(R.snap));
     memset(R.tok_prev, 0, sizeof(R.tok_prev));
     memset(R.tok_drained, 0, sizeof(R.tok_drained));
     memset(R.over, 0, sizeof(R.over));
     R.next_seq = 1;
+    R.traced = 0;
     R.now = 0;
     R.ngathered = 0;
     for (int s = 0; s < NSEM; s++) {
         if (!p->sem_on[s])
             continue;
         sl_error err;
-        sl_sem_opts o = {.limit = p->limit[s], .strategy = p->strat[s], .lease_ms = p->lease[s], .overtake_ms = p->overtake[s]};
-        CHECK(sl_sem_configure(R.eng, lock_names[s], &o, 0, &err) == 0, "setup %s",
-              lock_names[s]);
-        r_sem_set(s, p->limit[s], p->strat[s], p->lease[s], p->overtake[s], 0);
+        sl_weight w[NKEYS];
+        sl_sem_opts o =
+            sem_opts(p->limit[s], p->strat[s], p->lease[s], p->overtake[s], &p->rules[s], w);
+        CHECK(sl_sem_configure(R.eng, lock_names[s], &o, 0, &err) == 0, "setup %s: %s",
+              lock_names[s], err.what);
+        r_sem_set(s, p->limit[s], p->strat[s], p->lease[s], p->overtake[s], &p->rules[s], 0);
     }
     if (p->grp_sem) {
         sl_error err;
-        sl_sem_opts o = {.limit = p->glimit, .strategy = p->gstrat, .lease_ms = p->glease, .overtake_ms = p->govertake};
-        CHECK(sl_sem_configure(R.eng, "group/*", &o, 0, &err) == 0, "setup group/*");
-        r_sem_set(NSEM, p->glimit, p->gstrat, p->glease, p->govertake, 0);
-        for (int g = 0; g < NGRP; g++)
-            M.lk[LK_GROUP + g].configured = true;
+        sl_weight w[NKEYS];
+        sl_sem_opts o = sem_opts(p->glimit, p->gstrat, p->glease, p->govertake, &p->grules, w);
+        CHECK(sl_sem_configure(R.eng, "group/*", &o, 0, &err) == 0, "setup group/*: %s",
+              err.what);
+        r_sem_set(NSEM, p->glimit, p->gstrat, p->glease, p->govertake, &p->grules, 0);
     }
+}
+
+/* The engine's events since the last look. */
+static void trace_engine(void)
+{
+    sl_changes ch;
+    sl_engine_changes(R.eng, &ch);
+    for (size_t i = R.traced; i < ch.nevents; i++) {
+        sl_claim_view v = {.id = "-"};
+        if (ch.events[i].claim)
+            sl_claim_get(ch.events[i].claim, &v);
+        fprintf(stderr, "      engine:    %" PRId64 " %s %s %s\n", ch.events[i].time_ms,
+                sl_event_type_name(ch.events[i].type), v.id, sl_reason_text(ch.events[i].reason));
+    }
+    R.traced = ch.nevents;
 }
 
 /* Applies op i to the engine and the reference, then checks everything. */
@@ -1342,6 +1998,11 @@ static void apply(const mop *op, size_t i)
 {
     R.step = i;
     R.now += op->dt;
+    if (TRACE) {
+        char buf[512];
+        op_describe(op, i, buf, sizeof(buf));
+        fprintf(stderr, "  at %" PRId64 ": %s\n", R.now, buf);
+    }
     int64_t now = R.now;
     memset(R.limit_touched, 0, sizeof(R.limit_touched));
     int ci = -1;
@@ -1361,23 +2022,30 @@ static void apply(const mop *op, size_t i)
             snprintf(id, sizeof(id), "c%zu", i);
             if (op->dup_of >= 0)
                 snprintf(ids, sizeof(ids), "c%d", op->dup_of);
-            sl_lock_req locks[CLOCKS_MAX];
+            sl_lock_req locks[XLOCKS_MAX];
             for (int k = 0; k < op->nl; k++) {
                 int L = op->lk[k];
-                locks[k] = (sl_lock_req){L < NSEM ? SL_KIND_SEMAPHORE : SL_KIND_MUTEX,
-                                         lock_names[L], op->slots[k], 0};
+                locks[k] = (sl_lock_req){explicit_sem(L) ? SL_KIND_SEMAPHORE : SL_KIND_MUTEX,
+                                         lock_names[L], op->slots[k], op->inl[k]};
             }
+            sl_group_req groups[GROUPS_MAX];
+            int g0 = op->shorthand ? 1 : 0;
+            for (int g = g0; g < op->ng; g++)
+                groups[g - g0] = (sl_group_req){group_names[op->grp[g]], op->gcancel[g]};
             sl_claim_req req = {
                 .id = op->dup_of >= 0 ? ids : id,
                 .holder = id,
                 .locks = locks,
                 .nlocks = (size_t)op->nl,
-                .group = op->group >= 0 ? group_names[op->group] : NULL,
-                .cancel = op->cancel,
+                .group = op->shorthand ? group_names[op->grp[0]] : NULL,
+                .cancel = op->shorthand ? op->gcancel[0] : SL_CANCEL_NONE,
+                .groups = op->ng > g0 ? groups : NULL,
+                .ngroups = (size_t)(op->ng - g0),
                 .grace_ms = op->grace,
                 .priority = op->prio,
                 .has_created = op->has_created,
                 .created_ms = op->created,
+                .backdate_any = op->backdate_any,
                 .rebalance_key = key_names[op->key],
                 .lease_ms = op->lease,
                 .timeout_ms = op->timeout,
@@ -1387,7 +2055,7 @@ static void apply(const mop *op, size_t i)
             int rc = sl_claim_create(R.eng, &req, now, &c, &err);
             int want = r_create(op, (int)i, now);
             CHECK(rc == want, "create: rc %d (%s), reference %d", rc, rc ? err.what : "ok", want);
-            if (rc < 0 && -rc < 6)
+            if (rc < 0 && -rc < 10)
                 COV.refused[-rc]++;
             if (rc == 0)
                 M.c[M.by_op[i]].eng = c;
@@ -1420,20 +2088,28 @@ static void apply(const mop *op, size_t i)
         case OP_LIMIT: {
             const char *name = op->sem < NSEM ? lock_names[op->sem] : "group/*";
             sl_error err;
-            sl_sem_opts o = {.limit = op->limit, .strategy = op->strategy, .lease_ms = op->slease, .overtake_ms = op->sovertake};
+            sl_weight w[NKEYS];
+            sl_sem_opts o =
+                sem_opts(op->limit, op->strategy, op->slease, op->sovertake, &op->rules, w);
             int rc = sl_sem_configure(R.eng, name, &o, now, &err);
-            CHECK(rc == 0, "sem_set %s: rc %d", name, rc);
+            CHECK(rc == 0, "sem_set %s: rc %d (%s)", name, rc, rc ? err.what : "");
             if (op->sem < NSEM) {
                 R.limit_touched[op->sem] = true;
             } else {
                 for (int g = 0; g < NGRP; g++)
                     R.limit_touched[LK_GROUP + g] = true;
             }
-            r_sem_set(op->sem, op->limit, op->strategy, op->slease, op->sovertake, now);
+            r_sem_set(op->sem, op->limit, op->strategy, op->slease, op->sovertake, &op->rules,
+                      now);
             break;
         }
         }
     }
+    if (skip || op->kind != OP_WATCH)
+        M.eng_now = now; /* a watch fires no timers: the engine's time stays */
+    M.now = M.eng_now;
+    if (TRACE)
+        trace_engine();
     gather(false);
     compare_all();
     check_invariants();
@@ -1468,6 +2144,51 @@ static int64_t overtake_of(rng *r)
     return chance(r, 40) ? 0 : rr(r, 5, 60);
 }
 
+/* Whether configuration sem (NSEM: the group pattern) may preempt, or
+ * have a rate (the cases the MODEL_ switches above leave out). */
+static bool may_preempt(const params *p, int sem)
+{
+    return (model_hard || sem == p->pre_sem) &&
+           (model_hard || sem < NSEM);
+}
+
+static bool may_rate(const params *p, int sem)
+{
+    return model_hard || (p->calm && sem == p->rate_sem);
+}
+
+/* Random scheduling rules for a configuration with this strategy (preempt
+ * only on strict and skip, weights only on rebalanced, as configure wants). */
+static void gen_rules(rng *r, sl_strategy st, int sem, mrules *m)
+{
+    bool group = sem == NSEM;
+    memset(m, 0, sizeof(*m));
+    /* With one semaphore that may preempt, it mostly does. */
+    int pct = group ? 25 : model_hard ? 35 : 75;
+    if (st != SL_REBALANCED && chance(r, pct) && may_preempt(R.p, sem)) {
+        m->preempt = true;
+        m->pgrace = chance(r, 30) ? 0 : rr(r, 1, 20);
+        if (R.p->calm && m->pgrace > 0)
+            m->pgrace = 100000; /* calm: no deadline fires */
+    }
+    if (chance(r, group ? 25 : 20)) {
+        m->max_pending = (uint32_t)rr(r, 1, 3);
+        m->on_full = chance(r, 50) ? SL_ON_FULL_REJECT : SL_ON_FULL_DROP_OLDEST;
+    }
+    if (st == SL_REBALANCED && chance(r, 60)) {
+        m->wdefault = chance(r, 40) ? 0 : (uint32_t)rr(r, 1, 3);
+        m->w[1] = chance(r, 60) ? (uint32_t)rr(r, 1, 4) : 0;
+        m->w[2] = chance(r, 50) ? (uint32_t)rr(r, 1, 4) : 0;
+    }
+    if (chance(r, group ? 10 : R.p->calm ? 70 : 20) && may_rate(R.p, sem)) {
+        m->rcount = (uint32_t)rr(r, 1, 2);
+        m->rperiod = rr(r, 5, 30);
+        m->rburst = chance(r, 50) ? 0 : (uint32_t)rr(r, 1, 3);
+    }
+    if (chance(r, 25))
+        m->backdate = rr(r, 30, 150);
+}
+
 static void gen_params(uint64_t seed, params *p)
 {
     rng r = {seed * 0x2545f4914f6cdd1dull + 1};
@@ -1492,6 +2213,22 @@ static void gen_params(uint64_t seed, params *p)
     p->gstrat = chance(&r, 50) ? SL_STRICT : SL_SKIP;
     p->glease = chance(&r, 80) ? 0 : rr(&r, 10, 60);
     p->govertake = overtake_of(&r);
+    /* The rules from a stream of their own: the rest is as it always was. */
+    rng rs = {seed * 0x9e3779b97f4a7c15ull + 7};
+    p->pre_sem = (int)rr(&rs, 0, NSEM - 1);
+    p->rate_sem = (int)rr(&rs, 0, NSEM - 1);
+    p->calm = !model_hard && chance(&rs, 30);
+    if (p->calm) {
+        for (int s = 0; s < NSEM; s++)
+            p->lease[s] = 0;
+        p->glease = 0;
+    }
+    const params *saved = R.p;
+    R.p = p; /* gen_rules asks R.p */
+    for (int s = 0; s < NSEM; s++)
+        gen_rules(&rs, p->strat[s], s, &p->rules[s]);
+    gen_rules(&rs, p->gstrat, NSEM, &p->grules);
+    R.p = saved;
 }
 
 /* A random claim of the reference, preferring live ones. */
@@ -1523,20 +2260,58 @@ static void gen_create(rng *r, mop *op, size_t i)
 {
     op->kind = OP_CREATE;
     op->dup_of = -1;
-    int pool[NSEM + NMTX + NGRP];
-    int npool = R.p->busy && chance(r, 80) ? NSEM : NSEM + NMTX;
-    for (int L = 0; L < npool; L++)
-        pool[L] = L;
+    op->ng = 0;
+    if (chance(r, 35)) {
+        op->ng = chance(r, 25) ? (chance(r, 30) ? 3 : 2) : 1;
+        int g[NGRP] = {0, 1, 2};
+        for (int k = 0; k < op->ng; k++) {
+            int j = (int)rr(r, k, NGRP - 1);
+            int t = g[k];
+            g[k] = g[j];
+            g[j] = t;
+            op->grp[k] = g[k];
+            op->gcancel[k] = (sl_cancel)rr(r, 0, 2);
+        }
+        if (op->ng > 1 && chance(r, 3))
+            op->grp[op->ng - 1] = op->grp[0]; /* the same group twice: refused */
+        op->shorthand = chance(r, 50);
+    }
+    int pool[NXL];
+    int npool = 0;
+    bool sems_only = R.p->busy && chance(r, 80);
+    for (int L = 0; L < NXL; L++)
+        if ((!sems_only || L < LK_MTX) &&
+            (model_hard || op->ng == 0 || L >= NSEM || !may_preempt(R.p, L)))
+            pool[npool++] = L;
+    if (npool == 0)
+        pool[npool++] = LK_INL; /* a claim in groups, with only semaphores that may preempt */
     op->nl = (int)rr(r, 1, R.p->busy ? 2 : 3);
+    if (op->nl > npool)
+        op->nl = npool;
     for (int k = 0; k < op->nl; k++) {
         int j = (int)rr(r, k, npool - 1);
         int t = pool[k];
         pool[k] = pool[j];
         pool[j] = t;
         int L = pool[k];
+        const rlock *l = &M.lk[L];
         op->lk[k] = L;
-        if (L < NSEM) {
-            uint32_t lim = M.lk[L].limit;
+        op->inl[k] = 0;
+        if (explicit_sem(L)) {
+            if (l->configured) {
+                if (chance(r, 6))
+                    op->inl[k] = l->limit; /* the same limit: accepted */
+                else if (chance(r, 3))
+                    op->inl[k] = (uint32_t)rr(r, 1, 4); /* another: SL_EINLINE */
+            } else if (l->inl > 0) {
+                /* A live inline semaphore: join it, as it is or naming its
+                 * limit, now and then with another limit. */
+                int w = (int)rr(r, 0, 99);
+                op->inl[k] = w < 50 ? l->inl : w < 85 ? 0 : (uint32_t)rr(r, 1, 3);
+            } else if (L >= LK_INL || chance(r, 30)) {
+                op->inl[k] = chance(r, 90) ? (uint32_t)rr(r, 1, 3) : 0;
+            }
+            uint32_t lim = l->configured ? l->limit : l->inl ? l->inl : op->inl[k];
             uint32_t hi = lim > 0 ? lim : 4;
             op->slots[k] = (uint32_t)rr(r, 1, hi < 3 ? hi : 3);
             if (chance(r, 20))
@@ -1545,27 +2320,35 @@ static void gen_create(rng *r, mop *op, size_t i)
                 op->slots[k] = hi + (uint32_t)rr(r, 1, 2); /* refused unless paused */
         } else {
             op->slots[k] = chance(r, 3) ? 2 : 1; /* a mutex has one slot */
+            if (chance(r, 1))
+                op->inl[k] = 1; /* a mutex takes no inline limit */
         }
     }
     op->prio = (int32_t)rr(r, 0, 2);
     op->has_created = chance(r, 50);
-    op->created = ((R.now + rr(r, -40, 10)) / 5) * 5; /* round: ties in created */
+    /* Rounded: ties in created. Now and then further back than the skew. */
+    op->created = ((R.now + (chance(r, 85) ? rr(r, -40, 10) : rr(r, -150, -35))) / 5) * 5;
+    op->backdate_any = op->has_created && chance(r, 10);
     op->key = (int)rr(r, 0, NKEYS - 1);
-    op->group = chance(r, 35) ? (int)rr(r, 0, NGRP - 1) : -1;
-    op->cancel = op->group >= 0 ? (sl_cancel)rr(r, 0, 2) : SL_CANCEL_NONE;
     op->grace = chance(r, 5) ? -1 : rr(r, 0, 20);
     int keep = R.p->busy ? 75 : 30; /* busy: waiters stay longer */
     op->lease = chance(r, keep) ? 0 : chance(r, 40) ? -1 : rr(r, 5, 50);
     op->timeout = chance(r, keep + 20) ? 0 : rr(r, 5, 50);
+    if (R.p->calm) { /* no deadline fires: revocations end at once or never */
+        op->grace = chance(r, 50) ? 0 : -1;
+        op->lease = op->timeout = 0;
+    }
     if (chance(r, 2) && op->nl < 3) {
         /* The same lock twice: refused. */
         op->lk[op->nl] = op->lk[0];
         op->slots[op->nl] = 1;
+        op->inl[op->nl] = 0;
         op->nl++;
-    } else if (chance(r, 2) && op->group >= 0 && !M.grp_sem && op->nl < 3) {
+    } else if (chance(r, 2) && op->ng > 0 && !M.grp_sem && op->nl < 3) {
         /* The group's mutex named explicitly too: the same lock twice. */
-        op->lk[op->nl] = LK_GROUP + op->group;
+        op->lk[op->nl] = LK_GROUP + op->grp[0];
         op->slots[op->nl] = 1;
+        op->inl[op->nl] = 0;
         op->nl++;
     } else if (chance(r, 2) && M.nc > 0) {
         op->dup_of = op_of_claim((int)rr(r, 0, M.nc - 1));
@@ -1576,7 +2359,6 @@ static void gen_create(rng *r, mop *op, size_t i)
 static void gen_op(rng *r, mop *op, size_t i)
 {
     memset(op, 0, sizeof(*op));
-    op->group = -1;
     op->dup_of = -1;
     op->target = -1;
     op->dt = chance(r, 60) ? 0 : rr(r, 1, 5);
@@ -1617,8 +2399,8 @@ static void gen_op(rng *r, mop *op, size_t i)
     } else {
         op->kind = OP_LIMIT;
         op->sem = M.grp_sem && chance(r, 20) ? NSEM : (int)rr(r, 0, NSEM - 1);
+        const rlock *l = &M.lk[op->sem < NSEM ? op->sem : LK_GROUP];
         if (op->sem < NSEM) {
-            const rlock *l = &M.lk[op->sem];
             op->limit = (uint32_t)rr(r, 0, R.p->busy ? 6 : 4); /* raise, lower or pause */
             if (R.p->busy && chance(r, 50))
                 op->limit = l->limit > 0 ? 0 : 6; /* pause, then let many in at once */
@@ -1628,10 +2410,33 @@ static void gen_op(rng *r, mop *op, size_t i)
             op->sovertake = !l->configured || chance(r, 20) ? overtake_of(r) : l->overtake;
         } else {
             op->limit = (uint32_t)rr(r, 0, 3);
-            op->strategy = chance(r, 70) ? M.gstrat : (chance(r, 50) ? SL_STRICT : SL_SKIP);
-            op->slease = M.glease;
-            op->sovertake = chance(r, 80) ? M.govertake : overtake_of(r);
+            op->strategy = chance(r, 70) ? l->strat : (chance(r, 50) ? SL_STRICT : SL_SKIP);
+            op->slease = l->lease;
+            op->sovertake = chance(r, 80) ? l->overtake : overtake_of(r);
         }
+        /* The rules: mostly kept (as far as the strategy allows them), else
+         * drawn again. */
+        if (l->configured && chance(r, 70)) {
+            op->rules = l->rules;
+            if (op->strategy == SL_REBALANCED || !may_preempt(R.p, op->sem))
+                op->rules.preempt = false;
+            if (op->strategy != SL_REBALANCED)
+                op->rules.wdefault = op->rules.w[1] = op->rules.w[2] = 0;
+        } else {
+            gen_rules(r, op->strategy, op->sem, &op->rules);
+        }
+        if (!may_rate(R.p, op->sem))
+            op->rules.rcount = 0, op->rules.rperiod = 0, op->rules.rburst = 0;
+        if (R.p->calm) {
+            op->slease = 0;
+            if (op->rules.pgrace > 0)
+                op->rules.pgrace = 100000;
+        }
+        bool over = false;
+        for (int L = 0; L < NLK; L++)
+            over |= (op->sem < NSEM ? L == op->sem : L >= LK_GROUP) && M.lk[L].used > op->limit;
+        if (!model_hard && over && op->rules.preempt && op->rules.pgrace == 0)
+            op->rules.pgrace = 1;
         return;
     }
     op->target = op_of_claim(ci);
@@ -1648,7 +2453,12 @@ static long run_seq(const params *p, mop *ops, size_t nops, bool gen)
     R.nops = nops;
     R.step = 0;
     R.msg[0] = '\0';
-    R.eng = t_engine();
+    COUNTING = true;
+    COUNT_ORDER = false;
+    sl_engine_opts eo;
+    sl_engine_opts_default(&eo);
+    eo.backdate_skew_ms = SKEW_MS;
+    R.eng = t_engine_opts(&eo);
     if (setjmp(R.fail)) {
         sl_engine_free(R.eng); /* every block back, so the next t_free still counts */
         R.eng = NULL;
@@ -1670,16 +2480,20 @@ static long run_seq(const params *p, mop *ops, size_t nops, bool gen)
 
 static void print_params(const params *p)
 {
+    char rules[256];
     fprintf(stderr, "  setup: ");
-    for (int s = 0; s < NSEM; s++)
+    for (int s = 0; s < NSEM; s++) {
+        rules_describe(&p->rules[s], rules, sizeof(rules));
         if (p->sem_on[s])
-            fprintf(stderr, "%s=%u/%s/lease %" PRId64 "/overtake %" PRId64 " ", lock_names[s],
-                    p->limit[s], strat_short(p->strat[s]), p->lease[s], p->overtake[s]);
+            fprintf(stderr, "%s=%u/%s/lease %" PRId64 "/overtake %" PRId64 "%s, ", lock_names[s],
+                    p->limit[s], strat_short(p->strat[s]), p->lease[s], p->overtake[s], rules);
         else
             fprintf(stderr, "%s=unconfigured ", lock_names[s]);
+    }
+    rules_describe(&p->grules, rules, sizeof(rules));
     if (p->grp_sem)
-        fprintf(stderr, "group/*=%u/%s/lease %" PRId64 "/overtake %" PRId64, p->glimit,
-                strat_short(p->gstrat), p->glease, p->govertake);
+        fprintf(stderr, "group/*=%u/%s/lease %" PRId64 "/overtake %" PRId64 "%s", p->glimit,
+                strat_short(p->gstrat), p->glease, p->govertake, rules);
     else
         fprintf(stderr, "groups are mutexes");
     fprintf(stderr, "\n");
@@ -1733,7 +2547,7 @@ static size_t shrink(const params *p, mop *ops, size_t n, char *msg, size_t msgc
                      * apply() would do: say so. */
                     if (lost) {
                         mop clock = {.kind = OP_CLOCK, .dt = o->dt, .drain = o->drain};
-                        clock.group = clock.dup_of = clock.target = -1;
+                        clock.dup_of = clock.target = -1;
                         *o = clock;
                     }
                 }
@@ -1774,7 +2588,9 @@ static void random_sequences(void **state)
     uint64_t steps = env_u64("SL_MODEL_STEPS", STEPS_DEFAULT);
     if (steps > STEPS_MAX - 1)
         steps = STEPS_MAX - 1;
-    uint64_t first = one ? one : 1, last = one ? one : seqs;
+    uint64_t first = one ? one : env_u64("SL_MODEL_FIRST", 1), last = one ? one : first + seqs - 1;
+    TRACE = one && env_u64("SL_MODEL_TRACE", 0);
+    model_hard = env_u64("SL_MODEL_EASY", 0) == 0;
     uint64_t claims = 0, grants = 0;
     for (uint64_t seed = first; seed <= last; seed++) {
         params p;
@@ -1792,9 +2608,17 @@ static void random_sequences(void **state)
         size_t upto = (size_t)at < steps ? (size_t)at + 1 : (size_t)steps;
         fprintf(stderr, "  last operations (replay with SL_MODEL_SEED=%" PRIu64 "):\n", seed);
         print_ops(ops_buf, upto > 20 ? upto - 20 : 0, upto, NULL);
+        bool trace = TRACE;
+        TRACE = false;
         size_t n = shrink(&p, ops_buf, upto, msg, sizeof(msg));
         fprintf(stderr, "  shrunk to %zu operations, failing with: %s\n", n, msg);
         print_ops(ops_buf, 0, n, NULL);
+        if (trace) {
+            fprintf(stderr, "  the shrunk sequence, traced:\n");
+            TRACE = true;
+            run_seq(&p, ops_buf, n, false);
+            TRACE = false;
+        }
         fail_msg("model: seed %" PRIu64 " failed at step %ld: %s", seed, at, msg);
     }
     print_message("model: %" PRIu64 " sequences of %" PRIu64 " steps, %" PRIu64 " claims, %" PRIu64
@@ -1802,8 +2626,10 @@ static void random_sequences(void **state)
                   last - first + 1, steps, claims, grants);
     if (env_u64("SL_MODEL_COVERAGE", 0)) {
         const coverage *k = &COV;
-        print_message("  refused: einval %" PRIu64 " econflict %" PRIu64 " eunknown %" PRIu64 "\n",
-                      k->refused[1], k->refused[3], k->refused[4]);
+        print_message("  refused: einval %" PRIu64 " econflict %" PRIu64 " eunknown %" PRIu64
+                      " efull %" PRIu64 " ebackdate %" PRIu64 " einline %" PRIu64 "\n",
+                      k->refused[1], k->refused[3], k->refused[4], k->refused[7], k->refused[8],
+                      k->refused[9]);
         print_message("  ended:");
         for (int st = SL_RELEASED; st <= SL_CANCELED; st++)
             print_message(" %s %" PRIu64, sl_state_name((sl_state)st), k->ended[st]);
@@ -1815,6 +2641,37 @@ static void random_sequences(void **state)
                       ", lowered below used %" PRIu64 ", kept out by an overtake barrier %" PRIu64
                       "\n",
                       k->extra_passes, k->revoking, k->rerevoked, k->lowered_over, k->barrier);
+        print_message("  preempt: %" PRIu64 " claims preempted (%" PRIu64
+                      " on two locks at once), %" PRIu64 " victims (%" PRIu64
+                      " canceled at once, %" PRIu64 " at the end of grace, %" PRIu64
+                      " released in grace), kept out by a preempting barrier %" PRIu64
+                      " (%" PRIu64 " heads waiting for revoked holders made barriers)\n",
+                      k->preemptions, k->preempt_multi_lock, k->preempt_victims,
+                      k->preempt_at_once, k->preempt_grace_end, k->preempt_freed,
+                      k->preempt_barrier, k->preempt_wait_flag);
+        print_message("  why on preempting locks: none %" PRIu64 " waiting %" PRIu64
+                      " will %" PRIu64 " not_head %" PRIu64 " too_few %" PRIu64 "; rate %" PRIu64
+                      " (of %" PRIu64
+                      " why entries)\n",
+                      k->why_preempt[SL_PREEMPT_NONE], k->why_preempt[SL_PREEMPT_WAITING],
+                      k->why_preempt[SL_PREEMPT_WILL], k->why_preempt[SL_PREEMPT_NOT_HEAD],
+                      k->why_preempt[SL_PREEMPT_TOO_FEW], k->why_rate, k->whys);
+        print_message("  full queues: %" PRIu64 " rejected, %" PRIu64 " dropped, %" PRIu64
+                      " group locks exempt; weighted orders %" PRIu64 " (%" PRIu64
+                      " with shares unlike equal ones)\n",
+                      k->refused[7], k->dropped, k->full_group_exempt, k->weighted_orders,
+                      k->weighted_differs);
+        print_message("  inline: made %" PRIu64 " forgotten %" PRIu64
+                      " joined with no limit %" PRIu64 " refused %" PRIu64
+                      "; several groups: %" PRIu64 " claims, %" PRIu64
+                      " cancels that hit\n",
+                      k->inline_made, k->inline_forgotten, k->inline_joined, k->refused[9],
+                      k->multi_group, k->multi_group_cancels);
+        print_message("  rate: %" PRIu64 " refusals in admission, %" PRIu64 " wakes, %" PRIu64
+                      " grants at a wake; backdate: %" PRIu64 " refused, %" PRIu64
+                      " allowed by the locks, %" PRIu64 " by backdate_any\n",
+                      k->rate_refused, k->rate_wakes, k->rate_wake_grants, k->refused[8],
+                      k->backdated, k->backdated_any);
     }
 }
 
