@@ -17,8 +17,12 @@
 #include "server.h"
 
 /* Events read per turn of the loop while rebuilding: decoding one costs
- * about a microsecond, so a page holds the loop for a few milliseconds. */
-#define HIST_PAGE 5000
+ * about a microsecond, and reading a page from PostgreSQL a few more, so a
+ * page holds the loop for a few milliseconds. */
+#define HIST_PAGE 2000
+
+/* How long after a rebuild of the engine the history's rebuild starts. */
+#define HIST_DELAY_MS 500
 
 /* The fine step: 10 s, or SLUICE_HISTORY_STEP_MS (undocumented, for tests
  * that cannot wait 10 s per sample). */
@@ -154,8 +158,11 @@ void sl_hist_rebuild(sl_server *srv)
     srv->hist_upto = srv->seq_done > 0 ? srv->seq_done - 1 : 0;
     srv->hist_fed = srv->hist_upto;
     srv->hist_since = 0;
-    struct timeval now = {0, 0};
-    evtimer_add(srv->hist_page_ev, &now);
+    /* Not at once: right after a takeover the relayed requests of the
+     * leaderless gap arrive together, and the log's pages would hold the
+     * loop between them. The history waits a little; they do not. */
+    struct timeval later = {0, HIST_DELAY_MS * 1000};
+    evtimer_add(srv->hist_page_ev, &later);
 }
 
 void sl_hist_stop(sl_server *srv)
