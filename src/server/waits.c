@@ -352,8 +352,6 @@ void sl_waits_events_changed(sl_server *srv)
     }
 }
 
-/* At shutdown: every wait answers 503, so that its client retries against
- * the server's next run rather than reading a reset. */
 /* A leader stepping down: what already started is cut short (its client
  * asks again, a relay sends it to the next leader), the rest told to. */
 static void answer_stepping_down(sl_wait *w, const sl_buf *body)
@@ -367,6 +365,19 @@ static void answer_stepping_down(sl_wait *w, const sl_buf *body)
     sl_http_add_header(w->req, "Sluice-Retry", "leader");
     sl_http_add_header(w->req, "Retry-After", "1");
     answer_buffer(w, 503, body);
+}
+
+/* A server stopping: a wait not started is told to retry (503); a started
+ * one has sent its status already (a creation's 201), so it ends as its
+ * time running out would, with the claim as it is now (or the events so
+ * far), and its client asks again where it would have. An error after a
+ * 201 would read as a claim without an id. */
+static void answer_at_shutdown(sl_wait *w, const sl_buf *body)
+{
+    if (w->armed)
+        answer(w);
+    else
+        answer_buffer(w, 503, body);
 }
 
 void sl_waits_free_all(sl_server *srv)
@@ -390,9 +401,9 @@ void sl_waits_free_all(sl_server *srv)
     sl_json_to_buffer(bye, &body);
     json_decref(bye);
     while (srv->event_waits)
-        answer_buffer(srv->event_waits, 503, &body);
+        answer_at_shutdown(srv->event_waits, &body);
     for (const sl_claim *c = sl_claim_next(srv->eng, NULL); c; c = sl_claim_next(srv->eng, c))
         while (sl_claim_udata(c))
-            answer_buffer(sl_claim_udata(c), 503, &body);
+            answer_at_shutdown(sl_claim_udata(c), &body);
     sl_buf_free(&body);
 }

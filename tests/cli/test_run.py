@@ -616,5 +616,31 @@ class ServerLaterTest(unittest.TestCase):
             srv.stop()
 
 
+class RestartWhileWaitingTest(unittest.TestCase):
+    """A server stopping while `sluice run` waits for its claim: the claim
+    is kept, the run waits on across the restart and runs its command once
+    the lock is free. (The stopping server used to end the creation's 201
+    with an error body, which the run took for a refusal: exit 121.)"""
+
+    def test_waiting_run_survives_a_server_restart(self):
+        port = free_port()
+        d = tmpdir(self)
+        srv = FixedPortSluiced(port, log_level="warn")
+        try:
+            blocker = srv.claim("restart-blocker", [("m", "restart-m")], lease="0")
+            env = base_env(srv, D=d)
+            p = start(srv, "run", "--mutex", "restart-m", "--holder", "restart-waiter", "--",
+                      "sh", "-c", 'echo ran > "$D/out"', env=env)
+            wait_until(lambda: [c for c in srv.get("/v1/queue?lock=mtx/restart-m").json["queue"]
+                                if c["holder"] == "restart-waiter"], 15, what="the run waiting")
+            srv.restart()
+            srv.release(blocker["id"])
+            r = finish(p)
+            self.assertEqual(r.rc, 0, r)
+            self.assertEqual(read(os.path.join(d, "out")), "ran\n")
+        finally:
+            srv.stop()
+
+
 if __name__ == "__main__":
     main()

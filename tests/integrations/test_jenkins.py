@@ -58,7 +58,12 @@ class JenkinsTest(ServerTestCase):
     def start(self, stage, build, job="shop/main", branch="main"):
         env = base_env(self.srv, JOB_NAME=job, BUILD_NUMBER=build, BRANCH_NAME=branch,
                        SLUICE_TOKEN="")  # the credential (the test's server has no tokens)
-        self.assertIn("SLUICE_SERVER = '", self.text)
+        # The pipeline's environment block names the server (the test's own
+        # server stands in for it through base_env).
+        env_block = re.search(r"^    environment \{\n(.*?)^    \}", self.text, re.M | re.S)
+        self.assertTrue(env_block, "the pipeline has no environment block")
+        self.assertRegex(env_block.group(1),
+                         r"(?m)^\s+SLUICE_SERVER = 'https?://[^'\s]+'$")
         (step,) = self.steps[stage]
         return Job(self, ["sh", "-xe", "-c", step], env, self.dir)
 
