@@ -248,8 +248,10 @@ static bool reply_rule_refusal(sl_ctx *c, const sl_error *err)
 {
     if (err->code == SL_EFULL) {
         c->srv->metrics.queue_full_rejected++;
-        sl_reply_error(c, 409, "queue_full", "%s: %lld claims wait, its max_pending; %s",
-                       err->name, (long long)err->value, err->what);
+        sl_reply_error(c, 409, "queue_full",
+                       "%s: its queue is full: max_pending is %lld and as many claims wait; "
+                       "retry later, or raise max_pending",
+                       err->name, (long long)err->value);
         return true;
     }
     if (err->code == SL_EINLINE) {

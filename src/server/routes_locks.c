@@ -139,7 +139,9 @@ static void lock_get(sl_ctx *c, sl_kind kind, const char *name)
         /* Only a semaphore can be missing: every valid mutex name exists, unused. */
         if (kind == SL_KIND_SEMAPHORE)
             sl_reply_error(c, 404, "not_found",
-                           "no semaphore %s: configure it with PUT /v1/semaphores/%s or a pattern",
+                           "no semaphore %s: configure it with PUT /v1/semaphores/%s or a "
+                           "pattern (a semaphore made by claims' inline limit is gone once it "
+                           "has no holders and no waiters)",
                            name, name);
         else
             sl_reply_error(c, 404, "not_found", "no mutex %s", name);
