@@ -26,6 +26,8 @@ const loop = {
   rendering: false,
   again: false,
   deferred: false, // a redraw waits for a field to lose focus
+  pressedAt: 0,    // a pointer is down on the page since: a redraw waits for it to come up
+  held: false,     // ... and one is owed then
 };
 
 // What a view may ask of the app.
@@ -60,9 +62,14 @@ async function render(focus = false) {
     return;
   }
   // Redrawing would replace a field the user is typing in (a limit): wait
-  // until it loses focus.
+  // until it loses focus. Nor under a pressed pointer: a link or button
+  // replaced between its mousedown and mouseup never gets the click.
   if (!focus && typing()) {
     defer();
+    return;
+  }
+  if (!focus && pressed()) {
+    hold();
     return;
   }
   loop.rendering = true;
@@ -79,6 +86,10 @@ async function render(focus = false) {
     // drop this draw rather than replace the field under their fingers.
     if (!focus && typing()) {
       defer();
+      return;
+    }
+    if (!focus && pressed()) {
+      hold();
       return;
     }
     const keep = liveInput();
@@ -139,6 +150,19 @@ function defer() {
   document.body.dataset.deferred = 'true';
 }
 
+// A press counts for 2 s at most: a release the page never heard of (the
+// pointer let go outside the window) must not stop the redraws.
+const PRESS_MS = 2000;
+
+function pressed() {
+  return loop.pressedAt > 0 && Date.now() - loop.pressedAt < PRESS_MS;
+}
+
+function hold() {
+  if (!loop.held) setTimeout(() => { if (loop.held) { loop.held = false; scheduleRender(); } }, PRESS_MS);
+  loop.held = true;
+}
+
 function scheduleRender() {
   clearTimeout(loop.redrawTimer);
   loop.redrawTimer = setTimeout(() => render(), 100);
@@ -189,6 +213,17 @@ function init() {
     navigate(a.getAttribute('href'));
   });
   window.addEventListener('popstate', () => render(true));
+  document.addEventListener('pointerdown', () => { loop.pressedAt = Date.now(); }, true);
+  const released = () => {
+    loop.pressedAt = 0;
+    if (loop.held) {
+      loop.held = false;
+      scheduleRender(); // after the click this release makes, which may navigate
+    }
+  };
+  document.addEventListener('pointerup', released, true);
+  document.addEventListener('pointercancel', released, true);
+  window.addEventListener('blur', released);
   document.getElementById('view').addEventListener('focusout', () => {
     if (loop.deferred) {
       loop.deferred = false;
