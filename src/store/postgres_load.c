@@ -89,21 +89,11 @@ static int restore_config(sl_pg *pg, const PGresult *r, int i, sl_engine *eng, c
     const char *text;
     if (!text_at(r, i, 5, SL_RULES_JSON_MAX, true, &text))
         return bad_row(pg, "configuration", name, "its rules are too long");
-    sl_rows_rules rules;
     char why[160];
-    int rc = 0;
     size_t len = text ? (size_t)PQgetlength(r, i, 5) : 0;
-    if (sl__rows_parse_rules(text, len, &rules, why, sizeof(why)) != 0) {
-        rc = bad_row(pg, "configuration", name, why);
-    } else {
-        o->rules = rules.rules;
-        if (sl_engine_restore_config(eng, name, o) != 0)
-            rc = bad_row(pg, "configuration", name,
-                         "the engine refused it (a bad or repeated name, rules that do not "
-                         "go together, or too many)");
-    }
-    sl__rows_rules_free(&rules);
-    return rc;
+    if (sl__rows_restore_config(eng, name, o, text, len, why, sizeof(why)) != 0)
+        return bad_row(pg, "configuration", name, why);
+    return 0;
 }
 
 static int load_configs(sl_pg *pg, sl_engine *eng, sl_store_load_stats *stats, char *why,

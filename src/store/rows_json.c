@@ -572,3 +572,20 @@ void sl__rows_rules_free(sl_rows_rules *r)
     free(r->keys);
     r->keys = NULL;
 }
+
+int sl__rows_restore_config(sl_engine *eng, const char *name, sl_sem_opts *o, const char *text,
+                            size_t len, char *why, size_t cap)
+{
+    sl_rows_rules rules;
+    int rc = sl__rows_parse_rules(text, len, &rules, why, cap);
+    if (rc == 0) {
+        o->rules = rules.rules;
+        if (sl_engine_restore_config(eng, name, o) != 0) {
+            snprintf(why, cap, "the engine refused it (a bad or repeated name, rules that do "
+                               "not go together, or too many)");
+            rc = -1;
+        }
+    }
+    sl__rows_rules_free(&rules);
+    return rc;
+}

@@ -74,5 +74,11 @@ typedef struct sl_rows_rules {
  * together (weights need the rebalanced strategy) is the engine's to say. */
 int sl__rows_parse_rules(const char *text, size_t len, sl_rows_rules *out, char *why, size_t cap);
 void sl__rows_rules_free(sl_rows_rules *r);
+/* A saved configuration into the engine: its rules column (text, len;
+ * NULL for none) parsed into o, then sl_engine_restore_config. -1 with why
+ * in words when the column is malformed or the engine refuses it; both
+ * backends' loaders report it as a bad row. */
+int sl__rows_restore_config(sl_engine *eng, const char *name, sl_sem_opts *o, const char *text,
+                            size_t len, char *why, size_t cap);
 
 #endif

@@ -111,20 +111,11 @@ static int restore_config(sl_sqlite *sq, sqlite3_stmt *s, sl_engine *eng, const 
     const char *text;
     if (!col_text(s, 5, SL_RULES_JSON_MAX, true, &text))
         return bad_column(sq, s, 5, "configuration", name);
-    sl_rows_rules rules;
     char why[160];
-    int rc = 0;
-    if (sl__rows_parse_rules(text, text ? strlen(text) : 0, &rules, why, sizeof(why)) != 0) {
-        rc = bad_row(sq, "configuration", name, why);
-    } else {
-        o->rules = rules.rules;
-        if (sl_engine_restore_config(eng, name, o) != 0)
-            rc = bad_row(sq, "configuration", name,
-                         "the engine refused it (a bad or repeated name, rules that do not "
-                         "go together, or too many)");
-    }
-    sl__rows_rules_free(&rules);
-    return rc;
+    if (sl__rows_restore_config(eng, name, o, text, text ? strlen(text) : 0, why, sizeof(why)) !=
+        0)
+        return bad_row(sq, "configuration", name, why);
+    return 0;
 }
 
 static int load_configs(sl_sqlite *sq, sl_engine *eng, sl_store_load_stats *stats)
