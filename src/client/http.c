@@ -231,8 +231,8 @@ static int connect_error(sl_client *c, CURLcode r, sl_client_error *err)
 {
     const char *why = c->curl_err[0] ? c->curl_err : curl_easy_strerror(r);
     return sl__err_set(err, SL_CLIENT_ECONNECT,
-                       "cannot reach the sluice server at %s: %s (check --server or "
-                       "SLUICE_SERVER, and that sluiced is running)",
+                       "cannot reach the sluice server at %s: %s (is sluiced running "
+                       "there? the URL is sl_client_options.server, else $SLUICE_SERVER)",
                        c->server, why);
 }
 

@@ -556,6 +556,9 @@ static void test_gives_up_by_the_deadline(void **state)
     assert_null(st);
     assert_non_null(strstr(err.message, "none of the 2 servers answered in "));
     assert_non_null(strstr(err.message, "cannot reach the sluice server at http://127.0.0.1:"));
+    /* E15: said to a program that links the library, which has no --server */
+    assert_null(strstr(err.message, "--server"));
+    assert_non_null(strstr(err.message, "sl_client_options.server, else $SLUICE_SERVER"));
     sl_client_free(c);
 }
 

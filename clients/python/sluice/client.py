@@ -25,6 +25,8 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
+    Type,
     TypeVar,
     Union,
 )
@@ -36,7 +38,7 @@ SemaphoreSpec = Union[int, Sequence[int], Mapping[str, int]]
 """What a semaphore takes in ``semaphores={name: spec}``: its slots (``2``), its slots and
 an inline limit (``(1, 4)``), or ``{"slots": 1, "limit": 4}`` (either key may be left out)."""
 
-GroupSpec = Union[str, Sequence[str], Mapping[str, str]]
+GroupSpec = Union[str, Sequence[Optional[str]], Mapping[str, Optional[str]]]
 """One of ``groups=[...]``: a name (``"repo-x"``), ``(name, cancel)``, or
 ``{"name": "pr-12", "cancel": "in-progress"}``."""
 
@@ -48,6 +50,9 @@ LIVE_STATES = ("pending", "held", "revoking")
 #: 503 codes that mean "ask again, maybe elsewhere".
 RETRY_CODES = ("no_leader", "leader_changed", "not_leader", "unavailable")
 MAX_WAIT_S = 30.0  # the server's default cap on one long poll (max_wait)
+#: The lease :meth:`Client.acquire` and :meth:`Client.hold` send unless told otherwise: the
+#: ``sluice`` command's default (docs/cli.md), so that a claim whose script died ends by itself.
+DEFAULT_LEASE = "30s"
 BACKOFF_FIRST_S = 0.05
 BACKOFF_MAX_S = 1.0
 
@@ -58,12 +63,13 @@ BACKOFF_MAX_S = 1.0
 class SluiceError(Exception):
     """An error answered by the API (``{"error": {"code", "message"}}``) or met on the way.
 
-    :ivar status: the HTTP status (0 when no server answered).
+    :ivar status: the HTTP status, or ``None`` for an error of the client's own (no server
+        answered, a wait ran out, the client is closed).
     :ivar code: the API's error code, such as ``bad_request`` or ``conflict``.
     :ivar message: the API's message in words.
     """
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: Optional[int], code: str, message: str) -> None:
         super().__init__(f"{status} {code}: {message}" if status else f"{code}: {message}")
         self.status = status
         self.code = code
@@ -102,11 +108,23 @@ class Unavailable(SluiceError):
     """503 (or no server reachable) after every retry of the failover."""
 
 
-class Timeout(SluiceError):
-    """A wait ran out while the claim was still pending."""
+class Timeout(SluiceError, TimeoutError):
+    """A wait ran out while the claim was still pending (also a :class:`TimeoutError`).
+
+    :ivar claim: the claim that waited, as last read (``None`` when not known).
+    """
+
+    def __init__(self, status: Optional[int], code: str, message: str,
+                 claim: Optional["Claim"] = None) -> None:
+        super().__init__(status, code, message)
+        self.claim = claim
 
 
 def _error_for(status: int, code: str, message: str) -> SluiceError:
+    if code == "unknown_semaphore":
+        # The server's words name the HTTP way; say the Python way too.
+        message += ("; from Python: client.set_semaphore(NAME, LIMIT), or an inline limit "
+                    "semaphores={NAME: (SLOTS, LIMIT)}")
     if status in (400, 413, 414, 422, 431):
         return BadRequest(status, code, message)
     if status in (401, 403):
@@ -176,7 +194,10 @@ class Claim:
 
     :ivar id: the claim's id.
     :ivar state: ``pending``, ``held``, ``revoking`` or an ended state (``released``,
-        ``withdrawn``, ``expired``, ``timed_out``, ``superseded``, ``canceled``).
+        ``withdrawn``, ``expired``, ``timed_out``, ``superseded``, ``canceled``); or
+        ``unknown`` when :meth:`Client.hold` lost touch with the server for longer than
+        the lease (the server may have ended the claim and granted its locks to another:
+        it is no longer held as far as the client can tell).
     :ivar holder: who claims.
     :ivar raw: the claim's JSON as a dict.
     :ivar lost: a :class:`threading.Event` that :meth:`Client.hold` sets when the claim is
@@ -189,11 +210,18 @@ class Claim:
         self.lost = threading.Event()
         self.replayed = replayed
         self._lock = threading.Lock()
+        # (state, reason) the client concluded without the server's word; a read replaces it
+        self._verdict: Optional[Tuple[str, str]] = None
 
     def _update(self, raw: Mapping[str, Any]) -> "Claim":
         with self._lock:
             self.raw = dict(raw)
+            self._verdict = None
         return self
+
+    def _conclude(self, state: str, reason: str) -> None:
+        with self._lock:
+            self._verdict = (state, reason)
 
     @property
     def id(self) -> str:
@@ -202,8 +230,10 @@ class Claim:
 
     @property
     def state(self) -> str:
-        """The claim's state as last read."""
-        return str(self.raw.get("state"))
+        """The claim's state as last read (``unknown`` once the server was out of reach
+        for longer than the lease)."""
+        verdict = self._verdict
+        return verdict[0] if verdict else str(self.raw.get("state"))
 
     @property
     def holder(self) -> Optional[str]:
@@ -214,7 +244,8 @@ class Claim:
     @property
     def reason(self) -> str:
         """Why the claim is in its state, in words."""
-        return str(self.raw.get("reason") or "")
+        verdict = self._verdict
+        return verdict[1] if verdict else str(self.raw.get("reason") or "")
 
     @property
     def locks(self) -> List[Dict[str, Any]]:
@@ -257,7 +288,8 @@ class Claim:
         return self.state in LIVE_STATES
 
     def __repr__(self) -> str:
-        return f"Claim(id={self.id!r}, state={self.state!r}, holder={self.holder!r}, tokens={self.tokens!r})"
+        return (f"Claim(id={self.id!r}, state={self.state!r}, holder={self.holder!r}, "
+                f"tokens={self.tokens!r})")
 
 
 ClaimRef = Union[Claim, str]
@@ -338,6 +370,8 @@ class Semaphore(Dict[str, Any]):
 def _semaphore_lock(name: str, spec: SemaphoreSpec) -> Dict[str, Any]:
     """One semaphore of ``semaphores={name: spec}`` as the API takes it."""
     lock: Dict[str, Any] = {"semaphore": name}
+    slots: Any
+    limit: Any
     if isinstance(spec, Mapping):
         unknown = set(spec) - {"slots", "limit"}
         if unknown:
@@ -426,6 +460,9 @@ class Client:
     :param token: a bearer token (default ``$SLUICE_TOKEN``).
     :param timeout: seconds one attempt may take beyond the long poll it waits on.
     :param retry_for: seconds the failover keeps trying before it gives up (about 15).
+
+    A client is a context manager: ``with sluice.Client() as client: ...`` closes it at the
+    end (:meth:`close`).
     """
 
     def __init__(self, servers: Union[str, Sequence[str], None] = None, token: Optional[str] = None,
@@ -436,6 +473,35 @@ class Client:
         self.retry_for = float(retry_for)
         self._current = 0
         self._lock = threading.Lock()
+        self._closed = False
+        # the holds still open: claim id -> (claim, its keeper's stop event)
+        self._holds: Dict[str, Tuple[Claim, threading.Event]] = {}
+
+    def close(self) -> None:
+        """Close the client: the claims of holds still open are released (their keepers
+        stop), and later requests raise :class:`SluiceError` with the code ``closed``.
+        Closing again does nothing. The client keeps no connection open between requests,
+        so there is nothing else to free."""
+        with self._lock:
+            holds = list(self._holds.values())
+            self._holds.clear()
+        for claim, stop in holds:
+            stop.set()
+            try:
+                self.release(claim)
+            except SluiceError:
+                pass  # its lease ends it
+        self._closed = True
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SluiceError(None, "closed", "this client is closed; make a new sluice.Client")
 
     # ------------------------------------------------------------ HTTP
 
@@ -454,7 +520,9 @@ class Client:
 
     def _connect(self, server: str, timeout: float) -> http.client.HTTPConnection:
         parts = urllib.parse.urlsplit(server)
-        cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        cls: Type[http.client.HTTPConnection] = http.client.HTTPConnection
+        if parts.scheme == "https":
+            cls = http.client.HTTPSConnection
         return cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
 
     def _once(self, server: str, method: str, path: str, body: Optional[bytes],
@@ -468,7 +536,7 @@ class Client:
                 resp = conn.getresponse()
                 data = resp.read()
             except (OSError, http.client.HTTPException) as e:
-                raise _Retryable(Unavailable(0, "unreachable", f"cannot reach {server}: {e}"))
+                raise _Retryable(Unavailable(None, "unreachable", f"cannot reach {server}: {e}"))
             hdrs = {k.lower(): v for k, v in resp.getheaders()}
         finally:
             conn.close()
@@ -496,15 +564,19 @@ class Client:
 
     def _request(self, method: str, path: str, body: Any = None,
                  query: Optional[Mapping[str, Any]] = None,
-                 headers: Optional[Mapping[str, str]] = None, wait: float = 0.0) -> _Response:
-        """Send a request with failover; return the answer or raise a SluiceError."""
+                 headers: Optional[Mapping[str, str]] = None, wait: float = 0.0,
+                 retry_for: Optional[float] = None) -> _Response:
+        """Send a request with failover; return the answer or raise a SluiceError.
+        ``retry_for`` bounds the failover below the client's own (the keeper's lease)."""
+        self._check_open()
+        retry_s = self.retry_for if retry_for is None else min(retry_for, self.retry_for)
         if query:
             path += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
         data = None if body is None else json.dumps(body).encode("utf-8")
         hdrs = self._headers(headers)
         if data is not None:
             hdrs["Content-Type"] = "application/json"
-        deadline = time.monotonic() + self.retry_for + wait
+        deadline = time.monotonic() + retry_s + wait
         backoff = BACKOFF_FIRST_S
         attempts = 0
         with self._lock:
@@ -521,7 +593,7 @@ class Client:
                     e = r.error
                     raise Unavailable(e.status, e.code,
                                       f"none of the {len(self.servers)} servers answered in "
-                                      f"{self.retry_for + wait:.1f} s ({attempts} attempts); "
+                                      f"{retry_s + wait:.1f} s ({attempts} attempts); "
                                       f"the last: {e.message}") from None
                 index = (index + 1) % len(self.servers)
                 if r.retry_after is not None or index == round_start or r.error.status:
@@ -544,7 +616,8 @@ class Client:
                 semaphores: Union[Mapping[str, SemaphoreSpec], Sequence[str], None] = None,
                 tags: Optional[Mapping[str, str]] = None, group: Optional[str] = None,
                 cancel: Optional[str] = None, holder: Optional[str] = None,
-                priority: Optional[int] = None, lease: Optional[Duration] = None,
+                priority: Optional[int] = None,
+                lease: Optional[Duration] = DEFAULT_LEASE,
                 timeout: Optional[Duration] = None, wait: Optional[Duration] = None,
                 grace: Optional[Duration] = None, rebalance_key: Optional[str] = None,
                 idempotency_key: Optional[str] = None,
@@ -563,7 +636,11 @@ class Client:
             ``{"name": ..., "cancel": ...}``; at most 8 groups in all, ``group`` included.
         :param holder: who claims; default ``HOST/PID``. For CI, ``RUN/STEP`` is the convention.
         :param priority: higher goes first.
-        :param lease: renew within this or lose the claim (0 for none).
+        :param lease: renew within this (:meth:`renew`) or the server ends the claim
+            ``expired``. Default ``"30s"``, as the ``sluice`` command, so that a claim whose
+            script died does not hold or wait for ever; ``0`` for no lease (the claim lives
+            until released), ``None`` to send none (a configured semaphore's lease applies).
+            :meth:`hold` renews it for you.
         :param timeout: the server ends the claim ``timed_out`` if still pending after this.
         :param wait: let the server answer only once granted or after this long.
         :param idempotency_key: the ``Idempotency-Key`` (default: a fresh uuid4); retries
@@ -613,12 +690,18 @@ class Client:
                              query=query, wait=wait_s)
         return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
 
-    def wait_held(self, claim: ClaimRef, timeout: Optional[Duration] = None) -> Claim:
+    def wait_held(self, claim: ClaimRef, timeout: Optional[Duration] = None, *,
+                  withdraw: bool = True) -> Claim:
         """Wait until the claim is granted; return it.
 
         Long-polls ``GET /v1/claims/{id}?wait=...&seen=pending``. Raises :class:`Timeout`
-        when ``timeout`` seconds pass while it is pending (the claim is left as it is), or
-        when the server ended it ``timed_out``; :class:`ClaimEnded` when it ended otherwise.
+        when ``timeout`` seconds pass while it is pending, or when the server ended it
+        ``timed_out``; :class:`ClaimEnded` when it ended otherwise.
+
+        On a ``timeout`` that runs out the claim is withdrawn (``DELETE``) before
+        :class:`Timeout` is raised, so that nothing is left waiting in the queue; were it
+        granted meanwhile, it is released. ``withdraw=False`` leaves it as it is (pending),
+        to wait again or release later. The exception's ``claim`` is the claim.
         """
         c = claim if isinstance(claim, Claim) else self.get(claim)
         limit = parse_duration(timeout)
@@ -627,18 +710,37 @@ class Client:
             if c.state in ("held", "revoking"):
                 return c
             if c.state == "timed_out":
-                raise Timeout(0, "timed_out", f"claim {c.id} timed out while pending")
+                raise Timeout(None, "timed_out", f"claim {c.id} timed out while pending",
+                              claim=c)
             if c.state != "pending":
                 raise ClaimEnded(c)
             left = MAX_WAIT_S if deadline is None else deadline - time.monotonic()
             if left <= 0:
-                raise Timeout(0, "timeout", f"claim {c.id} still pending after {limit} s")
+                what = self._withdraw(c) if withdraw else "left pending (withdraw=False)"
+                raise Timeout(None, "timeout",
+                              f"claim {c.id} still pending after {limit:g} s; {what}", claim=c)
             self.get(c, wait=min(left, MAX_WAIT_S), seen="pending")
+
+    def _withdraw(self, claim: Claim) -> str:
+        """Withdraw a claim a wait gave up on; says what became of it."""
+        try:
+            self.release(claim)
+        except SluiceError as e:
+            return (f"withdrawing it failed ({e}); its lease or timeout ends it, or "
+                    f"release it with client.release()")
+        return "withdrawn" if claim.state == "withdrawn" else f"it is now {claim.state}"
 
     def renew(self, claim: ClaimRef) -> Claim:
         """Extend the claim's lease (``POST /v1/claims/{id}/renew``); 409 once it ended."""
-        cid = _claim_id(claim)
-        resp = self._request("POST", f"/v1/claims/{urllib.parse.quote(cid, safe='')}/renew")
+        return self._claim_call("POST", claim, "/renew")
+
+    def _claim_call(self, method: str, claim: ClaimRef, suffix: str,
+                    query: Optional[Mapping[str, Any]] = None, wait: float = 0.0,
+                    retry_for: Optional[float] = None) -> Claim:
+        """One request on a claim; a :class:`Claim` passed in is updated in place."""
+        cid = urllib.parse.quote(_claim_id(claim), safe='')
+        resp = self._request(method, f"/v1/claims/{cid}{suffix}", query=query, wait=wait,
+                             retry_for=retry_for)
         return claim._update(resp.body) if isinstance(claim, Claim) else Claim(resp.body)
 
     def release(self, claim: ClaimRef) -> Claim:
@@ -796,6 +898,7 @@ class Client:
         caller stops iterating; gives up with :class:`Unavailable` after ``retry_for``
         seconds without any server.
         """
+        self._check_open()
         last = since
         if last is None:
             last = int(self.status().get("next_seq", 1)) - 1
@@ -852,14 +955,14 @@ class Client:
                         elif field == "data":
                             data_lines.append(val)
             except (OSError, http.client.HTTPException) as e:
-                error = Unavailable(0, "unreachable", f"cannot reach {server}: {e}")
+                error = Unavailable(None, "unreachable", f"cannot reach {server}: {e}")
             finally:
                 conn.close()
             now = time.monotonic()
             if failing_since is None:
                 failing_since = now
             elif now - failing_since > self.retry_for:
-                raise error or Unavailable(0, "unreachable", "the event stream could not be reopened")
+                raise error or Unavailable(None, "unreachable", "the event stream could not be reopened")
             index = (index + 1) % len(self.servers)
             time.sleep(backoff * (1 + random.random() / 2))
             backoff = min(backoff * 2, BACKOFF_MAX_S)
@@ -871,7 +974,7 @@ class Client:
              semaphores: Union[Mapping[str, SemaphoreSpec], Sequence[str], None] = None,
              tags: Optional[Mapping[str, str]] = None, group: Optional[str] = None,
              cancel: Optional[str] = None, holder: Optional[str] = None,
-             priority: Optional[int] = None, lease: Optional[Duration] = "30s",
+             priority: Optional[int] = None, lease: Optional[Duration] = DEFAULT_LEASE,
              timeout: Optional[Duration] = None,
              on_lost: Optional[Callable[[Claim], None]] = None,
              groups: Optional[Sequence[GroupSpec]] = None) -> Iterator[Claim]:
@@ -880,10 +983,11 @@ class Client:
         ``with client.hold(mutex="deploy", lease="30s") as claim: ...`` — inside,
         ``claim.token`` / ``claim.tokens`` are the fencing tokens. A daemon thread renews
         the lease every lease/3 and long-polls the claim in between; when the claim is lost
-        (renew answers 409, or its state is no longer ``held``: revoked, canceled, expired)
-        it sets ``claim.lost`` and calls ``on_lost(claim)`` (on that thread). On exit the
-        thread stops and the claim is released (errors of that release are swallowed once
-        the claim was lost).
+        (renew answers 409, or its state is no longer ``held``: revoked, canceled, expired;
+        or no server answered for a whole lease, when ``claim.state`` reads ``unknown``) it
+        sets ``claim.lost`` and calls ``on_lost(claim)`` (on that thread); ``claim.state``
+        and ``claim.reason`` then say how it was lost. On exit the thread stops and the
+        claim is released (errors of that release are swallowed once the claim was lost).
 
         ``timeout``: how long to wait for the grant; when it runs out the claim is withdrawn
         (``DELETE``) and :class:`Timeout` is raised. The server is given the same timeout.
@@ -893,7 +997,7 @@ class Client:
                              cancel=cancel, holder=holder, priority=priority, lease=lease,
                              timeout=timeout, groups=groups)
         try:
-            self.wait_held(claim, timeout=timeout)
+            self.wait_held(claim, timeout=timeout, withdraw=False)
         except BaseException:
             try:
                 self.release(claim)
@@ -904,18 +1008,29 @@ class Client:
         keeper = threading.Thread(target=self._keep, args=(claim, stop, on_lost),
                                   name=f"sluice-keeper-{claim.id}", daemon=True)
         keeper.start()
+        with self._lock:
+            self._holds[claim.id] = (claim, stop)
         try:
             yield claim
         finally:
             stop.set()
-            try:
-                self.release(claim)
-            except SluiceError:
-                if not claim.lost.is_set():
-                    keeper.join(timeout=1.0)
-                    if not claim.lost.is_set():
-                        raise
+            with self._lock:
+                open_still = self._holds.pop(claim.id, None) is not None
+            if open_still:  # else close() released it
+                self._release_held(claim, keeper)
             keeper.join(timeout=self.timeout)
+
+    def _release_held(self, claim: Claim, keeper: threading.Thread) -> None:
+        """A hold's release on exit. Once the claim was lost, one short try: a lost claim
+        has ended, or its lease ends it, and the block should not wait on a dead server."""
+        budget = 1.0 if claim.lost.is_set() else None
+        try:
+            self._claim_call("DELETE", claim, "", retry_for=budget)
+        except SluiceError:
+            if not claim.lost.is_set():
+                keeper.join(timeout=1.0)
+                if not claim.lost.is_set():
+                    raise
 
     def holding(self, **hold_args: Any) -> Callable[[F], F]:
         """A decorator: the function runs inside :meth:`hold` with these arguments.
@@ -941,6 +1056,12 @@ class Client:
         interval = lease / 3 if lease > 0 else 10.0
         last_ok = time.monotonic()
 
+        def budget(wait: float) -> Optional[float]:
+            """The failover's time for one request: what is left of the lease."""
+            if lease <= 0:
+                return None
+            return max(0.05, last_ok + lease - time.monotonic() - wait)
+
         def lost() -> None:
             if stop.is_set() or claim.lost.is_set():
                 return
@@ -956,22 +1077,43 @@ class Client:
             try:
                 now = time.monotonic()
                 if lease > 0 and now >= next_renew:
-                    self.renew(claim)
+                    self._claim_call("POST", claim, "/renew", retry_for=budget(0.0))
                     last_ok = time.monotonic()
                     next_renew = last_ok + interval
-                elif lease > 0:
-                    # a long poll is a sign of life too; it answers at once on a change
-                    self.get(claim, wait=max(0.001, next_renew - now), seen="held")
                 else:
-                    self.get(claim, wait=interval, seen="held")
+                    # a long poll is a sign of life too; it answers at once on a change
+                    wait = max(0.001, next_renew - now) if lease > 0 else interval
+                    wait = min(wait, MAX_WAIT_S)
+                    self._claim_call("GET", claim, "", wait=wait, retry_for=budget(wait),
+                                     query={"wait": _query_duration(wait), "seen": "held"})
+                    last_ok = time.monotonic()
                 if claim.state != "held":
                     lost()
                     return
-            except (Conflict, NotFound):
+            except (Conflict, NotFound) as e:
+                self._read_ended(claim, e)
                 lost()
                 return
-            except SluiceError:
+            except SluiceError as e:
+                if stop.is_set():
+                    return
                 if lease > 0 and time.monotonic() - last_ok >= lease:
+                    claim._conclude("unknown", (
+                        f"the server was unreachable for longer than the lease "
+                        f"({lease:g} s): it may have ended the claim and granted its locks "
+                        f"to another holder (the last error: {e})"))
                     lost()
                     return
                 stop.wait(min(1.0, interval))
+
+    def _read_ended(self, claim: Claim, error: SluiceError) -> None:
+        """After a renewal refused (409) or an unknown claim (404): read how it ended, so
+        that ``claim.state`` and ``claim.reason`` say it, not ``held``."""
+        if isinstance(error, Conflict):
+            try:
+                self._claim_call("GET", claim, "", retry_for=1.0)
+                if claim.state not in LIVE_STATES:
+                    return
+            except SluiceError:
+                pass
+        claim._conclude("unknown", f"the server no longer has the claim as held: {error}")

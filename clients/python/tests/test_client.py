@@ -21,7 +21,7 @@ import time
 import unittest
 import urllib.error
 import urllib.request
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import sluice
 
@@ -99,7 +99,7 @@ class Server:
 
 
 def raw(url: str, method: str, path: str, body: Any = None,
-        headers: Optional[dict] = None) -> Any:
+        headers: Optional[Dict[str, str]] = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url + path, data=data, method=method, headers=headers or {})
     with urllib.request.urlopen(req, timeout=10) as r:
@@ -361,11 +361,12 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((off.preempt, off.preempt_grace, off.max_pending, off.rate, off.backdate),
                          (False, None, None, None, 0.0))
         # the server's checks, with its messages
-        for kwargs, words in [({"preempt_grace": "2s"}, "preempt_grace applies only"),
-                              ({"burst": 2}, "burst applies only with a rate"),
-                              ({"weights": {"a": 1}}, "rebalanced strategy only"),
-                              ({"on_full": "drop_oldest"}, "on_full applies only"),
-                              ({"rate": "5/0s"}, "no positive duration")]:
+        cases: List[Any] = [({"preempt_grace": "2s"}, "preempt_grace applies only"),
+                           ({"burst": 2}, "burst applies only with a rate"),
+                           ({"weights": {"a": 1}}, "rebalanced strategy only"),
+                           ({"on_full": "drop_oldest"}, "on_full applies only"),
+                           ({"rate": "5/0s"}, "no positive duration")]
+        for kwargs, words in cases:
             with self.assertRaises(sluice.BadRequest) as cm:
                 self.client.set_semaphore("py-rules-bad", 1, **kwargs)
             self.assertIn(words, cm.exception.message)
@@ -417,6 +418,56 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([c.id for c in self.live_claims("busy")], [blocker.id])
         self.client.release(blocker)
         self.assertEqual(self.live_claims("busy"), [])
+
+    def test_acquire_has_a_lease_by_default(self) -> None:
+        """E10: a claim whose script dies ends by itself, as the sluice command's."""
+        c = self.client.acquire(mutex="default-lease")
+        self.assertEqual(c.lease, 30.0)
+        self.assertEqual(self.client.acquire(mutex="no-lease", lease=0).lease, 0.0)
+        self.client.release(c)
+        self.client.release_prefix(c.holder or "")
+
+    def test_wait_held_timeout_withdraws(self) -> None:
+        """E10: a Timeout of wait_held leaves nothing waiting, unless asked to."""
+        blocker = self.client.acquire(mutex="wh-busy")
+        c = self.client.acquire(mutex="wh-busy")
+        self.assertEqual(c.state, "pending")
+        with self.assertRaises(TimeoutError) as cm:  # a sluice.Timeout is a TimeoutError
+            self.client.wait_held(c, timeout=0.3)
+        e = cm.exception
+        assert isinstance(e, sluice.Timeout)
+        self.assertIsNone(e.status)
+        self.assertIs(e.claim, c)
+        self.assertIn("withdrawn", e.message)
+        self.assertEqual(self.client.get(c.id).state, "withdrawn")
+        kept = self.client.acquire(mutex="wh-busy")
+        with self.assertRaises(sluice.Timeout) as cm2:
+            self.client.wait_held(kept, timeout=0.3, withdraw=False)
+        self.assertIn("left pending", cm2.exception.message)
+        self.assertEqual(self.client.get(kept.id).state, "pending")
+        self.client.release(kept)
+        self.client.release(blocker)
+        self.assertEqual(self.live_claims("wh-busy"), [])
+
+    def test_close_and_context_manager(self) -> None:
+        """E15: closing releases the holds still open; a closed client says so."""
+        with sluice.Client(self.server.url, timeout=10.0) as client:
+            hold = client.hold(mutex="closing", lease="10s")
+            claim = hold.__enter__()
+            self.assertEqual(claim.state, "held")
+        self.assertEqual(self.client.get(claim.id).state, "released")
+        hold.__exit__(None, None, None)  # the block ends after the close: no error
+        with self.assertRaises(sluice.SluiceError) as cm:
+            client.status()
+        self.assertEqual((cm.exception.status, cm.exception.code), (None, "closed"))
+        client.close()  # again: nothing
+
+    def test_unknown_semaphore_says_the_python_way(self) -> None:
+        """E15: the 422 names set_semaphore, the Python way to configure one."""
+        with self.assertRaises(sluice.BadRequest) as cm:
+            self.client.acquire(semaphores={"never-configured": 1})
+        self.assertEqual((cm.exception.status, cm.exception.code), (422, "unknown_semaphore"))
+        self.assertIn("client.set_semaphore(NAME, LIMIT)", cm.exception.message)
 
     def test_decorator(self) -> None:
         @self.client.holding(mutex="decorated", lease="2s")
@@ -484,8 +535,9 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(client.get(c).state, "held")
         client.release(c)
         only_dead = sluice.Client(dead, retry_for=0.3)
-        with self.assertRaises(sluice.Unavailable):
+        with self.assertRaises(sluice.Unavailable) as cm:
             only_dead.status()
+        self.assertIsNone(cm.exception.status)  # no server answered: no HTTP status
 
 
 class DropAfterForward:
@@ -532,6 +584,31 @@ class DropAfterForward:
         self.sock.close()
 
 
+class UnreachableTest(unittest.TestCase):
+    """E9: a hold whose server is stopped (its own server, as it is stopped)."""
+
+    def setUp(self) -> None:
+        self.server = Server()
+        self.server.start()
+        self.addCleanup(self.server.cleanup)
+
+    def test_lost_by_unreachability_is_not_held(self) -> None:
+        client = sluice.Client(self.server.url, timeout=2.0)
+        called: List[sluice.Claim] = []
+        with client.hold(mutex="unreachable", lease="2s", on_lost=called.append) as claim:
+            self.assertTrue(claim.held)
+            self.assertEqual(self.server.stop(), 0, self.server.output())
+            self.assertTrue(claim.lost.wait(15), "lost not set with the server stopped")
+            self.assertEqual(called, [claim])
+            self.assertEqual(claim.state, "unknown")
+            self.assertFalse(claim.held)
+            self.assertFalse(claim.live)
+            self.assertIn("the server was unreachable for longer than the lease (2 s)",
+                          claim.reason)
+            start = time.monotonic()
+        self.assertLess(time.monotonic() - start, 5.0, "the release on exit waited too long")
+
+
 class EventsTest(unittest.TestCase):
     """follow_events across a server restart (its own server, as it is stopped)."""
 
@@ -550,7 +627,7 @@ class EventsTest(unittest.TestCase):
         client = sluice.Client(self.server.url, timeout=5.0)
         page = client.events(since=0)
         start = page["next"]
-        got: List[dict] = []
+        got: List[Dict[str, Any]] = []
         done = threading.Event()
         errors: List[BaseException] = []
 
