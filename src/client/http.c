@@ -227,12 +227,14 @@ static CURLcode setup(sl_client *c, const sl__request *rq, const char *url,
     return r;
 }
 
+/* Said to any program that links the library: no word of the CLI's --server
+ * (sluice adds its own hint, cli_fail). */
 static int connect_error(sl_client *c, CURLcode r, sl_client_error *err)
 {
     const char *why = c->curl_err[0] ? c->curl_err : curl_easy_strerror(r);
     return sl__err_set(err, SL_CLIENT_ECONNECT,
-                       "cannot reach the sluice server at %s: %s (is sluiced running "
-                       "there? the URL is sl_client_options.server, else $SLUICE_SERVER)",
+                       "cannot reach the sluice server at %s: %s (is sluiced running, "
+                       "at that URL?)",
                        c->server, why);
 }
 
