@@ -5,6 +5,8 @@
 # a run that a newer one of its group replaced or stopped is a failure, or a
 # success with cancelled: success, and says so in a warning either way.
 set -euo pipefail
+# shellcheck source=integrations/github-action/group.sh
+. "$(dirname "${BASH_SOURCE[0]}")/group.sh"
 
 fail() { echo "::error::$*"; exit 2; }
 
@@ -21,7 +23,10 @@ if [ -n "${INPUT_GROUP:-}" ]; then
         false) cancel=pending ;;
         *) fail "cancel-in-progress must be true or false, not '${INPUT_CANCEL_IN_PROGRESS}'" ;;
     esac
-    args+=(--group "$INPUT_GROUP" --cancel "$cancel")
+    # Any name GitHub accepts, with GitHub's equality (group.sh).
+    group=$(sluice_group "$INPUT_GROUP")
+    echo "concurrency group '$INPUT_GROUP' is the sluice group '$group'"
+    args+=(--group "$group" --cancel "$cancel")
 fi
 [ "${#args[@]}" -gt 0 ] || fail "nothing to hold: give at least one of mutex, semaphore, tag or group"
 case "${INPUT_CANCELLED:-failure}" in

@@ -9,16 +9,23 @@ integrations/github-action/action.yml, run as GitHub's runner runs it
   one), and the `cancelled` input;
 - the outputs (claim id, fencing token), semaphores with slots, tags;
 - bad inputs refused with ::error:: lines;
+- group names: any string GitHub accepts (spaces, '#', case) maps to a
+  valid sluice group, injectively after ASCII case folding (group.sh), and
+  "prod" and "Prod" wait for each other;
 - install: the sluice on PATH; none and install: never; none and install:
   auto, which builds the client from this source tree (cmake
-  -DSLUICE_CLIENT_ONLY=ON) into the tool cache and uses it.
+  -DSLUICE_CLIENT_ONLY=ON) into the tool cache (sluice/VERSION/ARCH) and
+  uses it; a cached sluice of another version is not used; a copy of the
+  action in a repository (./.github/actions/sluice) builds from `source:`.
 """
 import os
+import re
 import shutil
+import subprocess
 import unittest
 
 from recipe_fixture import (ServerTestCase, base_env, claims_of, lock_names, main,
-                            read, recipe, tmpdir, wait_claim, wait_file)
+                            read, recipe, sluice_bin, tmpdir, wait_claim, wait_file)
 import gha_runner
 
 ACTION = recipe("github-action")
@@ -30,15 +37,40 @@ semaphores:
     limit: 1
 """
 
+GROUP_SH = os.path.join(ACTION, "group.sh")
+# A sluice group: a lock name (src/engine/names.c) of at most 247 bytes.
+GROUP_OK = re.compile(r"^(?!/)(?!.*//)(?!.*/$)[A-Za-z0-9._/:=-]{1,247}$")
+VERSION = re.search(r"project\(sluice VERSION ([^ )]+)",
+                    read(os.path.join(ACTION, "..", "..", "CMakeLists.txt"))).group(1)
+ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64"}.get(os.uname().machine,
+                                                                 os.uname().machine.lower())
+
+
+def sluice_group(name):
+    """What the action makes of a `concurrency.group` (group.sh)."""
+    out = subprocess.run(["bash", GROUP_SH, name], check=True, capture_output=True).stdout
+    assert out.endswith(b"\n"), out
+    return out[:-1].decode("ascii")
+
+
+def fake_sluice(path, version):
+    """A sluice that says it is `version` and runs the real one."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('#!/bin/sh\n[ "$1" = --version ] && { echo "sluice %s"; exit 0; }\n'
+                'exec "%s" "$@"\n' % (version, os.path.abspath(sluice_bin())))
+    os.chmod(path, 0o755)
+
+
 WAIT_FOR = 'for i in $(seq 600); do [ -e "%s" ] && break; sleep 0.05; done; [ -e "%s" ]'
 
 
 class GitHubActionTest(ServerTestCase):
     CONFIG = CONFIG
 
-    def action(self, work, run_id, job="build", env=None, **inputs):
+    def action(self, work, run_id, job="build", env=None, action=ACTION, **inputs):
         github = {"repository": "acme/shop", "run_id": run_id, "job": job}
-        run = gha_runner.ActionRun(ACTION, inputs, env or base_env(self.srv), github, work)
+        run = gha_runner.ActionRun(action, inputs, env or base_env(self.srv), github, work)
         self.addCleanup(run.kill)
         return run
 
@@ -152,6 +184,108 @@ class GitHubActionTest(ServerTestCase):
         with self.assertRaises(AssertionError):
             self.action(d, 603, mutex="m", run="true", mutexes="typo")
 
+    def test_group_names_github_accepts(self):
+        # E2: GitHub's documented ${{ github.workflow }}-${{ github.ref }} with a
+        # workflow "Node.js CI", and a branch with '#': the step runs, and its
+        # log says which sluice group the name became.
+        d = tmpdir(self)
+        for run_id, name, want in (
+                (1001, "Node.js CI-refs/heads/main", "node.js=20ci-refs/heads/main"),
+                (1002, "deploy-feature/#123-fix", "deploy-feature/=23123-fix")):
+            res = self.action(d, run_id, group=name, run="true").run()
+            self.assertEqual(res.rc, 0, res)
+            self.assertIn("concurrency group '%s' is the sluice group '%s'" % (name, want),
+                          res.out)
+            claim = claims_of(self.srv, self.holder(run_id))[0]
+            self.assertIn("mtx/group/" + want, lock_names(claim))
+
+    def test_group_mapping_is_valid_and_injective(self):
+        # E2, E3: every name maps to a valid group; names equal after ASCII
+        # case folding map to one group, all others to different ones.
+        long_a, long_b = "x" * 300 + "a", "x" * 300 + "b"
+        names = ["prod", "Prod", "PROD", "a b", "a=20b", "a=b", "a=3Db", "a/b", "a=2Fb",
+                 "a//b", "a/=2F/b", "/a", "a/", "/", "//", ".", "..", "...", "a/./b",
+                 "a/../b", "a/=2E/b", "#", "%23", "a\nb", "a\tb", "é", "É", "=C3=A9",
+                 "refs/pull/7/merge", "Node.js CI-refs/heads/main", long_a, long_b,
+                 long_a.upper(), "é" * 200, "=" * 100, "/" * 120, "a" * 247, "a" * 248, ""]
+        groups = {}
+        for name in names:
+            g = sluice_group(name)
+            if name:
+                self.assertRegex(g, GROUP_OK, name)
+                self.assertFalse(re.search(r"(^|/)\.\.?(/|$)", g), (name, g))
+            groups.setdefault(name.encode().lower(), set()).add(g)
+        for folded, gs in groups.items():
+            self.assertEqual(len(gs), 1, (folded, gs))
+        self.assertEqual(len({g for gs in groups.values() for g in gs}), len(groups), groups)
+        self.assertEqual(sluice_group("acme/shop/deploy-main"), "acme/shop/deploy-main")
+        self.assertEqual(sluice_group("a" * 247), "a" * 247)
+        hashed = sluice_group("é" * 200)
+        self.assertRegex(hashed, r"^(=C3=A9)+==[0-9a-f]{64}$")
+
+    def test_group_case_is_folded(self):
+        # E3: GitHub's group names are case-insensitive: "Prod" waits for "prod".
+        d = tmpdir(self)
+        go = os.path.join(d, "go")
+        a = self.action(d, 1101, group="prod", run="touch a.started; " + WAIT_FOR % (go, go))
+        a.start()
+        wait_file(os.path.join(d, "a.started"))
+        b = self.action(d, 1102, group="Prod", run="touch b.ran").start()
+        pending = wait_claim(self.srv, self.holder(1102), "pending")
+        self.assertIn("mtx/group/prod", lock_names(pending))
+        self.assertFalse(os.path.exists(os.path.join(d, "b.ran")))
+        open(go, "w").close()
+        ra, rb = a.finish(), b.finish()
+        self.assertEqual((ra.rc, rb.rc), (0, 0), (ra, rb))
+        self.assertTrue(os.path.exists(os.path.join(d, "b.ran")))
+
+    def test_tool_cache_by_version_and_arch(self):
+        # E13: a sluice cached by an older action is not used; the one of the
+        # source's version, complete, for this architecture, is.
+        d = tmpdir(self)
+        cache = os.path.join(d, "toolcache", "sluice")
+        fake_sluice(os.path.join(cache, "bin", "sluice"), "0.0.1-old")  # the old layout
+        fake_sluice(os.path.join(cache, "0.0.1", ARCH, "bin", "sluice"), "0.0.1")
+        open(os.path.join(cache, "0.0.1", ARCH + ".complete"), "w").close()
+        mine = os.path.join(cache, VERSION, ARCH, "bin", "sluice")
+        fake_sluice(mine, VERSION)
+        open(os.path.join(cache, VERSION, ARCH + ".complete"), "w").close()
+        env = base_env(self.srv, with_sluice=False)
+        res = self.action(d, 1201, env=env, mutex="m1201", install="auto",
+                          run="command -v sluice > where").run()
+        self.assertEqual(res.rc, 0, res)
+        self.assertIn("using %s (sluice %s, from the tool cache)" % (mine, VERSION), res.out)
+        self.assertEqual(read(os.path.join(d, "where")).strip(), mine)
+
+    def test_copy_in_a_repository(self):
+        # E13: the documented route "copy the directory into your repository":
+        # without the source it says what to do; with source: it uses it.
+        d = tmpdir(self)
+        copy = os.path.join(d, ".github", "actions", "sluice")
+        shutil.copytree(ACTION, copy)
+        env = base_env(self.srv, with_sluice=False)
+        res = self.action(d, 1301, env=env, action=copy, mutex="m1301", run="true").run()
+        self.assertEqual(res.rc, 1, res)
+        self.assertIn("::error::this copy of the action has no sluice source to build from",
+                      res.out)
+        self.assertIn("give its directory as source:", res.out)
+        res = self.action(d, 1302, env=env, action=copy, mutex="m1302", run="true",
+                          source="nowhere").run()
+        self.assertEqual(res.rc, 1, res)
+        self.assertIn("::error::source: no sluice source at %s/nowhere" % d, res.out)
+        # With sluice's source checked out beside it (here: this tree, linked
+        # into the workspace) the copy finds that version in the tool cache.
+        os.symlink(os.path.abspath(os.path.join(ACTION, "..", "..")),
+                   os.path.join(d, "sluice-src"))
+        mine = os.path.join(d, "toolcache", "sluice", VERSION, ARCH, "bin", "sluice")
+        fake_sluice(mine, VERSION)
+        open(os.path.join(d, "toolcache", "sluice", VERSION, ARCH + ".complete"), "w").close()
+        res = self.action(d, 1303, env=env, action=copy, mutex="m1303", run="true",
+                          source="sluice-src").run()
+        self.assertEqual(res.rc, 0, res)
+        self.assertIn("using " + mine, res.out)
+        self.assertEqual(claims_of(self.srv, self.holder(1303))[0]["state"], "released")
+
     def test_install_never_without_sluice(self):
         d = tmpdir(self)
         env = base_env(self.srv, with_sluice=False)
@@ -169,12 +303,13 @@ class GitHubActionTest(ServerTestCase):
         self.assertEqual(res.rc, 0, res)
         self.assertIn("built sluice", res.out)
         where = read(os.path.join(d, "where")).strip()
-        self.assertTrue(where.startswith(os.path.join(d, "toolcache", "sluice", "bin")), where)
+        self.assertEqual(where, os.path.join(d, "toolcache", "sluice", VERSION, ARCH, "bin",
+                                             "sluice"))
         self.assertEqual(claims_of(self.srv, self.holder(801))[0]["state"], "released")
         # The next job on this runner finds it in the tool cache.
         res = self.action(d, 802, env=env, mutex="m802", run="true").run()
         self.assertEqual(res.rc, 0, res)
-        self.assertIn("using " + os.path.join(d, "toolcache", "sluice", "bin", "sluice"), res.out)
+        self.assertIn("using " + where, res.out)
 
 
 if __name__ == "__main__":
