@@ -59,6 +59,9 @@ int ay_error(const cli *c, const ay_file *f, const yaml_node_t *n, const char *f
 /* The same with "sluice: warning: " and no status. */
 void ay_warn(const ay_file *f, const yaml_node_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with "sluice: note: ": what the output stands for. */
+void ay_note(const ay_file *f, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* "FILE:LINE:COL" of a node into buf. */
 void ay_where(const ay_file *f, const yaml_node_t *n, char *buf, size_t cap);
 
@@ -81,15 +84,36 @@ void argo_json_str(const char *s, cli_buf *out);
 
 /* ---- argo.c: what both commands share ---- */
 
-enum { ARGO_NAMESPACE = 1, ARGO_APPLY, ARGO_TEMPLATE };
+enum {
+    ARGO_NAMESPACE = 1,
+    ARGO_APPLY,
+    ARGO_TEMPLATE,
+    ARGO_CONFIGMAP,
+    ARGO_STRATEGY_KEYS,
+};
 
 /* The rule of lock names, in the words of messages. */
 extern const char argo_name_rule[];
 
+/* What the flags of both commands set. */
+typedef struct argo_opts {
+    const char *ns, *tmpl;
+    bool apply;
+    bool strategy_keys;      /* import: sluice's KEY-strategy convention */
+    const char **configmaps; /* import: --configmap NAME..., argc entries */
+    size_t nconfigmaps;
+} argo_opts;
+
 /* The flags of both commands and their positional arguments (pos: argc
- * entries, *n used). 0, -1 after --help, or an exit status. */
+ * entries, *n used; o->configmaps allocated, free it). 0, -1 after
+ * --help, or an exit status. */
 int argo_parse_args(cli *c, const cli_flag *flags, int argc, char **argv, const char **pos,
-                    int *n, const char **ns, const char **tmpl, bool *apply);
+                    int *n, argo_opts *o);
+
+/* Warns (FILE:LINE:COL of the key) about each key of map that is not in
+ * known (NULL-terminated): "KEY is not a key of WHAT (did you mean K?)". */
+void argo_check_keys(const ay_file *f, yaml_document_t *d, const yaml_node_t *map,
+                     const char *what, const char *const *known);
 /* The Kubernetes kind of an object, or NULL. */
 const char *argo_kind(const ay_obj *o);
 /* metadata.name, else metadata.generateName (a Workflow's), or NULL. */

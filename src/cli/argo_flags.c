@@ -28,7 +28,18 @@ typedef struct workflow {
     const char *rebalance_key;
     bool has_priority;
     long long priority;
+    const char *tmpl;  /* the template whose block it is; NULL: the workflow's */
+    yaml_node_t *sync; /* the block read */
 } workflow;
+
+/* The keys Argo's types have (SemaphoreRef, Mutex, ConfigMapKeySelector,
+ * SyncDatabaseRef); anything else is a slip that would lose a lock. */
+static const char *const sync_keys[] = {"semaphore", "semaphores", "mutex", "mutexes", NULL};
+static const char *const semaphore_keys[] = {"configMapKeyRef", "database", "namespace",
+                                             "rebalanceKey", NULL};
+static const char *const configmap_ref_keys[] = {"name", "key", "optional", NULL};
+static const char *const database_ref_keys[] = {"key", NULL};
+static const char *const mutex_keys[] = {"name", "namespace", "database", NULL};
 
 static bool workflow_kind(const char *kind)
 {
@@ -109,6 +120,9 @@ static int sem_rebalance_key(workflow *w, yaml_node_t *sem)
     const char *key = ay_str(rk);
     if (!key)
         return 0;
+    ay_warn(w->f, rk,
+            "rebalanceKey is no Argo field (no Argo release has one; `argo lint` refuses it): "
+            "sluice reads it as its own --rebalance-key");
     if (w->rebalance_key && strcmp(w->rebalance_key, key) != 0)
         return ay_error(w->c, w->f, rk,
                         "two rebalance keys, \"%s\" and \"%s\": a sluice claim has one; give "
@@ -135,6 +149,8 @@ static int semaphore_parts(workflow *w, yaml_node_t *sem, const char **kind, con
                         "a semaphore needs configMapKeyRef: {name: CONFIGMAP, key: KEY} or "
                         "database: {key: KEY}");
     *at = ay_null(cm) ? db : cm;
+    argo_check_keys(w->f, w->d, cm, "configMapKeyRef", configmap_ref_keys);
+    argo_check_keys(w->f, w->d, db, "a semaphore's database", database_ref_keys);
     if (!ay_null(cm)) {
         *kind = "ConfigMap";
         *a = ay_get_str(w->d, cm, "name");
@@ -160,6 +176,7 @@ static int add_semaphore(workflow *w, yaml_node_t *sem)
                         "a semaphore must be a mapping with configMapKeyRef or database");
     const char *kind = NULL, *a = NULL, *b = NULL;
     yaml_node_t *at = NULL;
+    argo_check_keys(w->f, w->d, sem, "a semaphore", semaphore_keys);
     int st = semaphore_parts(w, sem, &kind, &a, &b, &at);
     if (st)
         return st;
@@ -171,16 +188,50 @@ static int add_semaphore(workflow *w, yaml_node_t *sem)
     return add_lock(w, at, true, ns, kind, a, b);
 }
 
+/* A YAML boolean as Kubernetes reads one (YAML 1.1: true, yes, on...,
+ * unquoted): 1 or 0, or -1 for anything else (a quoted "yes" is a
+ * string, which Argo's bool field refuses). Missing: 0. */
+static int yaml_bool(const yaml_node_t *n)
+{
+    static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes", "YES", "on",
+                                      "On",   "ON",   "y",    "Y",   NULL};
+    static const char *const no[] = {"false", "False", "FALSE", "no", "No", "NO", "off",
+                                     "Off",   "OFF",   "n",     "N",  NULL};
+    if (ay_null(n))
+        return 0;
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return -1;
+    for (size_t i = 0; yes[i]; i++)
+        if (strcmp(ay_str(n), yes[i]) == 0)
+            return 1;
+    for (size_t i = 0; no[i]; i++)
+        if (strcmp(ay_str(n), no[i]) == 0)
+            return 0;
+    return -1;
+}
+
 /* mutex: {name, namespace, database}. */
 static int add_mutex(workflow *w, yaml_node_t *mtx)
 {
     const char *name = ay_get_str(w->d, mtx, "name");
     if (!ay_is_map(mtx) || !name)
         return ay_error(w->c, w->f, mtx, "a mutex needs a name: mutex: {name: NAME}");
+    argo_check_keys(w->f, w->d, mtx, "a mutex", mutex_keys);
+    yaml_node_t *dbn = ay_get(w->d, mtx, "database");
+    int db = yaml_bool(dbn);
+    if (db < 0)
+        return ay_error(w->c, w->f, dbn,
+                        "a mutex's database is true or false (a YAML boolean, unquoted), "
+                        "not %s%s%s: Argo refuses it too; write database: true for a "
+                        "database mutex",
+                        dbn->type == YAML_SCALAR_NODE ? "the string \"" : "a ",
+                        dbn->type == YAML_SCALAR_NODE
+                            ? ay_str(dbn)
+                            : (dbn->type == YAML_MAPPING_NODE ? "mapping" : "list"),
+                        dbn->type == YAML_SCALAR_NODE ? "\"" : "");
     const char *ns = lock_namespace(w, mtx);
     if (!ns)
         return w->c->usage_status;
-    bool db = ay_true(ay_get(w->d, mtx, "database"));
     return add_lock(w, mtx, false, ns, db ? "Database" : "Mutex", name, NULL);
 }
 
@@ -208,6 +259,8 @@ static int sync_block(workflow *w, yaml_node_t *sync)
 {
     if (!ay_is_map(sync))
         return ay_error(w->c, w->f, sync, "synchronization must be a mapping");
+    w->sync = sync;
+    argo_check_keys(w->f, w->d, sync, "a synchronization block", sync_keys);
     int st;
     if ((st = sync_entry(w, sync, "semaphore", false, true)) ||
         (st = sync_entry(w, sync, "semaphores", true, true)) ||
@@ -312,11 +365,16 @@ static int read_block(workflow *w, const char *tmpl)
         snprintf(what, sizeof(what), "template %.200s has no synchronization block", tmpl);
         return no_block(w, t, what);
     }
+    w->tmpl = tmpl;
     int st = sync_block(w, sync);
     yaml_node_t *prio = ay_get(w->d, t, "priority");
-    if (!st)
-        st = read_priority(w, ay_null(prio) ? ay_get(w->d, w->spec, "priority") : prio);
-    return st;
+    if (!st && !ay_null(prio))
+        ay_warn(w->f, prio,
+                "template %s's priority is not the lock queue's: Argo queues every lock's "
+                "waiters by the workflow's %s.priority (a template's was its pods' "
+                "scheduling priority); --priority is the workflow's",
+                tmpl, w->spec_path);
+    return st ? st : read_priority(w, ay_get(w->d, w->spec, "priority"));
 }
 
 /* The one workflow of the file. */
@@ -371,22 +429,72 @@ static void add_word(cli_buf *out, const char *flag, const char *value)
     argo_shell_quote(value, out);
 }
 
-static void print_flags(const workflow *w)
+static void flags_line(const workflow *w, cli_buf *out)
 {
-    cli_buf out = {0};
     for (size_t i = 0; i < w->nsems; i++)
-        add_word(&out, "--semaphore", w->sems[i]);
+        add_word(out, "--semaphore", w->sems[i]);
     for (size_t i = 0; i < w->nmutexes; i++)
-        add_word(&out, "--mutex", w->mutexes[i]);
+        add_word(out, "--mutex", w->mutexes[i]);
     if (w->rebalance_key)
-        add_word(&out, "--rebalance-key", w->rebalance_key);
+        add_word(out, "--rebalance-key", w->rebalance_key);
     if (w->has_priority) {
         char n[32];
         snprintf(n, sizeof(n), "%lld", w->priority);
-        add_word(&out, "--priority", n);
+        add_word(out, "--priority", n);
     }
+}
+
+static void print_flags(const workflow *w)
+{
+    cli_buf out = {0};
+    flags_line(w, &out);
     puts(out.s);
     cli_buf_free(&out);
+}
+
+/* The lease of a workflow-level claim: as long as the workflow may run
+ * (spec.activeDeadlineSeconds), else a bound to adjust. */
+static void workflow_lease(const workflow *w, char *buf, size_t cap)
+{
+    const char *ads = ay_get_str(w->d, w->spec, "activeDeadlineSeconds");
+    char *end = NULL;
+    long long s = ads ? strtoll(ads, &end, 10) : 0;
+    if (ads && *ads && !*end && s > 0 && s < 100000000)
+        snprintf(buf, cap, "%llds", s);
+    else
+        snprintf(buf, cap, "4h");
+}
+
+/* Which kind of block it is, on stderr. A workflow-level block is held by
+ * Argo for the whole workflow, across its pods: flags under one step's
+ * `sluice run` would hold it for that pod alone, so say so loudly and how
+ * to carry it (docs/integrations/argo.md, "Workflow-level locks"). */
+static void tell_level(const workflow *w)
+{
+    if (w->tmpl) {
+        ay_note(w->f, w->sync,
+                "template %s's block is template-level: Argo holds it while each of the "
+                "template's pods runs, as `sluice run FLAGS -- COMMAND` does in the pod",
+                w->tmpl);
+        return;
+    }
+    cli_buf line = {0};
+    flags_line(w, &line);
+    char lease[32];
+    workflow_lease(w, lease, sizeof(lease));
+    ay_warn(w->f, w->sync,
+            "%s %s's %s.synchronization is a WORKFLOW-LEVEL lock: Argo holds it for the whole "
+            "workflow, across all of its pods. These flags under one step's `sluice run` "
+            "would hold it for that step's pod alone. Carry it as a claim that the workflow's "
+            "first step takes and its exit handler (spec.onExit) ends:\n"
+            "  first step:    sluice acquire --holder '{{workflow.uid}}/workflow' --lease %s "
+            "%s\n"
+            "  exit handler:  sluice claims release --holder-prefix '{{workflow.uid}}/'\n"
+            "The lease bounds a claim whose exit handler never ran: keep it longer than the "
+            "workflow may run (its activeDeadlineSeconds). Recipe: docs/integrations/argo.md, "
+            "\"Workflow-level locks\"",
+            w->kind, w->name, w->spec_path, lease, line.s);
+    cli_buf_free(&line);
 }
 
 static void json_names(cli_buf *out, const char *key, char *const *names, size_t n)
@@ -403,7 +511,9 @@ static void json_names(cli_buf *out, const char *key, char *const *names, size_t
 static void print_json(const workflow *w)
 {
     cli_buf out = {0};
-    cli_buf_add(&out, "{");
+    cli_buf_add(&out, "{\"level\": ");
+    argo_json_str(w->tmpl ? "template" : "workflow", &out);
+    cli_buf_add(&out, ", ");
     json_names(&out, "semaphores", w->sems, w->nsems);
     cli_buf_add(&out, ", ");
     json_names(&out, "mutexes", w->mutexes, w->nmutexes);
@@ -431,6 +541,7 @@ static int argo_flags(workflow *w, const char *path, const char *tmpl)
     size_t n = 0;
     if (!(st = ay_objects(w->c, w->f, &objs, &n)) && !(st = find_workflow(w, objs, n)) &&
         !(st = find_spec(w)) && !(st = read_block(w, tmpl))) {
+        tell_level(w);
         if (w->c->json)
             print_json(w);
         else
@@ -449,10 +560,12 @@ int cli_argo(cli *c, int argc, char **argv)
 {
     const char **pos = cli_xmalloc((size_t)(argc + 1) * sizeof(*pos));
     workflow w = {.c = c};
-    const char *tmpl = NULL;
-    bool apply = false;
+    argo_opts o = {0};
     int n = 0;
-    int st = argo_parse_args(c, flags_flags, argc, argv, pos, &n, &w.ns_flag, &tmpl, &apply);
+    int st = argo_parse_args(c, flags_flags, argc, argv, pos, &n, &o);
+    const char *tmpl = o.tmpl;
+    w.ns_flag = o.ns;
+    free(o.configmaps);
     if (st == 0 && n == 0)
         st = cli_usage(c, "missing the command: sluice argo flags FILE");
     else if (st == 0 && strcmp(pos[0], "flags") != 0)

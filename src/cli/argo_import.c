@@ -1,8 +1,14 @@
-/* argo_import.c - sluice import argo [--namespace NS] [--apply] FILE...:
- * Argo's semaphore ConfigMaps as sluice semaphores named as Argo names
- * them (NS/ConfigMap/NAME/KEY), printed as a sluiced.yaml fragment or
- * configured on the server with --apply (docs/cli.md, "Coming from Argo
- * Workflows"). */
+/* argo_import.c - sluice import argo [--namespace NS] [--configmap NAME]
+ * [--strategy-keys] [--apply] FILE...: Argo's semaphore ConfigMaps as
+ * sluice semaphores named as Argo names them (NS/ConfigMap/NAME/KEY),
+ * printed as a sluiced.yaml fragment or configured on the server with
+ * --apply (docs/cli.md, "Coming from Argo Workflows").
+ *
+ * Argo reads a ConfigMap key only when a workflow names it, so a key that
+ * holds no number is skipped, not refused. Strategies are sluice's: Argo
+ * has none (a "rebalanced" strategy was proposed and never merged), so
+ * KEY-strategy and semaphoreStrategies are read only with
+ * --strategy-keys. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +18,8 @@
 static const cli_flag import_flags[] = {
     {"namespace", true, ARGO_NAMESPACE},
     {"apply", false, ARGO_APPLY},
+    {"configmap", true, ARGO_CONFIGMAP},
+    {"strategy-keys", false, ARGO_STRATEGY_KEYS},
     {0},
 };
 
@@ -35,7 +43,9 @@ typedef struct import_sem {
 
 typedef struct importer {
     cli *c;
+    const argo_opts *o;
     const char *ns_flag;
+    bool *named_seen; /* per --configmap NAME: was it in the input */
     import_sem *sems;
     size_t nsems, cap;
     size_t nconfigmaps;
@@ -46,7 +56,7 @@ typedef struct importer {
 typedef struct cm_key {
     const char *key;
     yaml_node_t *kn, *vn;
-    bool not_semaphore;   /* KEY-strategy or semaphoreStrategies */
+    bool not_semaphore;   /* KEY-strategy or semaphoreStrategies, or no number */
     const char *strategy; /* sluice's, from a strategy key; NULL: strict */
     const char *argo;     /* the same as written (default, rebalanced) */
 } cm_key;
@@ -64,7 +74,8 @@ typedef struct configmap {
     bool has_inner;
 } configmap;
 
-/* Argo's strategy as sluice's, or NULL. */
+/* A strategy (sluice's --strategy-keys convention: default or rebalanced) as
+ * sluice names it, or NULL. */
 static const char *strategy_of(const char *argo)
 {
     if (!argo)
@@ -141,8 +152,9 @@ static int set_strategy(configmap *cm, cm_key *k, const char *from, const yaml_n
     const char *s = strategy_of(argo);
     if (!s)
         return ay_error(cm->im->c, cm->f, at,
-                        "ConfigMap %s, key %s: \"%s\" is not an Argo semaphore strategy (for "
-                        "key %s); use rebalanced or default (default is sluice's strict)",
+                        "ConfigMap %s, key %s: \"%s\" is not a strategy (for key %s); with "
+                        "--strategy-keys write rebalanced or default (sluice's strict), or "
+                        "leave the flag out to take every key as a semaphore",
                         cm->name, from, argo ? argo : "", k->key);
     if (k->strategy && strcmp(k->strategy, s) != 0)
         return ay_error(cm->im->c, cm->f, at,
@@ -247,27 +259,46 @@ static int strategies_key(configmap *cm)
     return 0;
 }
 
+/* Whether v is a number as Argo reads a limit (Go's strconv.Atoi: an
+ * optional sign, then decimal digits); its value in *out (saturated). */
+static bool atoi_number(const char *v, long long *out)
+{
+    if (!v)
+        return false;
+    const char *d = *v == '+' || *v == '-' ? v + 1 : v;
+    if (!all_digits(d))
+        return false;
+    errno = 0;
+    *out = strtoll(v, NULL, 10); /* ERANGE saturates: out of range anyway */
+    return true;
+}
+
+/* A value as a message shows it: its first line, at most 40 characters. */
+static void shown_value(const yaml_node_t *vn, char *buf, size_t cap)
+{
+    const char *v = ay_str(vn);
+    if (vn->type != YAML_SCALAR_NODE) {
+        snprintf(buf, cap, "a %s", vn->type == YAML_MAPPING_NODE ? "mapping" : "list");
+        return;
+    }
+    v = v ? v : "";
+    size_t n = strcspn(v, "\r\n");
+    bool cut = n > 40 || v[n];
+    snprintf(buf, cap, "\"%.*s%s\"", (int)(n > 40 ? 40 : n), v, cut ? "..." : "");
+}
+
 /* A limit: a whole number from 0 to MAX_LIMIT, as a string or a number. */
 static int read_limit(const configmap *cm, const cm_key *k, long long *out)
 {
-    const char *v = ay_str(k->vn);
-    errno = 0;
-    long long n = v && all_digits(v) ? strtoll(v, NULL, 10) : -1;
-    if (n >= 0 && errno == 0 && n <= MAX_LIMIT) {
+    long long n = -1;
+    if (atoi_number(ay_str(k->vn), &n) && n >= 0 && n <= MAX_LIMIT) {
         *out = n;
         return 0;
     }
-    char shown[80];
-    if (k->vn->type != YAML_SCALAR_NODE)
-        snprintf(shown, sizeof(shown), "a %s",
-                 k->vn->type == YAML_MAPPING_NODE ? "mapping" : "list");
-    else
-        snprintf(shown, sizeof(shown), "\"%.60s%s\"", v ? v : "",
-                 v && strlen(v) > 60 ? "..." : "");
     return ay_error(cm->im->c, cm->f, k->vn,
-                    "ConfigMap %s, key %s: %s is not a semaphore limit (Argo refuses it too); "
-                    "write a whole number from 0 to %lld, like %s: \"2\"",
-                    cm->name, k->key, shown, MAX_LIMIT, k->key);
+                    "ConfigMap %s, key %s: %s is no semaphore limit sluice can take; write a "
+                    "whole number from 0 to %lld, like %s: \"2\"",
+                    cm->name, k->key, ay_str(k->vn), MAX_LIMIT, k->key);
 }
 
 static void add_sem(importer *im, char *name, long long limit, const char *strategy, char *where)
@@ -312,12 +343,6 @@ static int cm_header(configmap *cm)
     cm->ns = ay_get_str(cm->d, meta, "namespace");
     if (!cm->ns)
         cm->ns = cm->im->ns_flag;
-    if (!cm->ns)
-        return ay_error(cm->im->c, cm->f, cm->obj,
-                        "ConfigMap %s has no metadata.namespace; pass --namespace NS, the "
-                        "namespace of the workflows that use it (Argo looks the ConfigMap up "
-                        "in the workflow's namespace)",
-                        cm->name);
     cm->data = ay_get(cm->d, cm->obj, "data");
     if (!ay_null(cm->data) && !ay_is_map(cm->data))
         return ay_error(cm->im->c, cm->f, cm->data,
@@ -325,8 +350,77 @@ static int cm_header(configmap *cm)
     return 0;
 }
 
+/* A hint for a key that --strategy-keys would read as a strategy. */
+static const char *strategy_hint(const configmap *cm, const cm_key *k)
+{
+    size_t n = strlen(k->key), m = strlen(STRATEGY_SUFFIX);
+    bool named = strcmp(k->key, STRATEGIES_KEY) == 0 ||
+                 (n > m && strcmp(k->key + n - m, STRATEGY_SUFFIX) == 0);
+    return named && !cm->im->o->strategy_keys
+               ? "; sluice reads it as a strategy with --strategy-keys (no Argo has strategies)"
+               : "";
+}
+
+/* Keys whose values are no number are no semaphores: Argo reads a key
+ * only when a workflow names it (with strconv.Atoi), so a ConfigMap may
+ * hold anything else (kube-root-ca.crt, Argo's own configuration). Each
+ * is skipped with a warning, or the whole ConfigMap in one line when no
+ * key of it holds a number. */
+static void skip_non_numbers(configmap *cm)
+{
+    size_t numbers = 0, candidates = 0;
+    long long v;
+    for (size_t i = 0; i < cm->nkeys; i++)
+        if (!cm->keys[i].not_semaphore) {
+            candidates++;
+            numbers += atoi_number(ay_str(cm->keys[i].vn), &v);
+        }
+    cli_buf names = {0};
+    for (size_t i = 0; i < cm->nkeys; i++) {
+        cm_key *k = &cm->keys[i];
+        if (k->not_semaphore || atoi_number(ay_str(k->vn), &v))
+            continue;
+        k->not_semaphore = true;
+        if (!numbers) {
+            if (names.len < 80)
+                cli_buf_addf(&names, "%s%s", names.len ? ", " : "", k->key);
+            continue;
+        }
+        char shown[64];
+        shown_value(k->vn, shown, sizeof(shown));
+        ay_warn(cm->f, k->vn,
+                "ConfigMap %s, key %s: %s is not a number: skipped, no semaphore (Argo "
+                "reads a limit only from a key a workflow names)%s",
+                cm->name, k->key, shown, strategy_hint(cm, k));
+    }
+    if (candidates && !numbers)
+        ay_warn(cm->f, cm->obj,
+                "ConfigMap %s: skipped, no key holds a number (%s%s): no semaphores",
+                cm->name, names.s, names.len >= 80 ? ", ..." : "");
+    cli_buf_free(&names);
+}
+
+static bool named_by_flag(importer *im, const char *name)
+{
+    if (!im->o->nconfigmaps)
+        return true;
+    bool hit = false;
+    for (size_t i = 0; i < im->o->nconfigmaps; i++)
+        if (strcmp(im->o->configmaps[i], name) == 0)
+            hit = im->named_seen[i] = true;
+    return hit;
+}
+
 static int configmap_read(configmap *cm)
 {
+    const char *name = ay_get_str(cm->d, ay_get(cm->d, cm->obj, "metadata"), "name");
+    if (name && !named_by_flag(cm->im, name)) {
+        char where[1100];
+        ay_where(cm->f, cm->obj, where, sizeof(where));
+        fprintf(stderr, "sluice: %s: skipped ConfigMap %s: not named by --configmap\n", where,
+                name);
+        return 0;
+    }
     int st = cm_header(cm);
     if (st)
         return st;
@@ -334,8 +428,22 @@ static int configmap_read(configmap *cm)
         ay_warn(cm->f, cm->obj, "ConfigMap %s has no data: no semaphores", cm->name);
         return 0;
     }
-    if ((st = read_keys(cm)) || (st = strategy_keys(cm)) || (st = strategies_key(cm)))
+    if ((st = read_keys(cm)))
         return st;
+    if (cm->im->o->strategy_keys && ((st = strategy_keys(cm)) || (st = strategies_key(cm))))
+        return st;
+    skip_non_numbers(cm);
+    /* Asked only of a ConfigMap with semaphores: Argo's own install
+     * ConfigMaps come without a namespace (kustomize sets it). */
+    bool any = false;
+    for (size_t i = 0; i < cm->nkeys; i++)
+        any = any || !cm->keys[i].not_semaphore;
+    if (any && !cm->ns)
+        return ay_error(cm->im->c, cm->f, cm->obj,
+                        "ConfigMap %s has no metadata.namespace; pass --namespace NS, the "
+                        "namespace of the workflows that use it (Argo looks the ConfigMap up "
+                        "in the workflow's namespace)",
+                        cm->name);
     for (size_t i = 0; i < cm->nkeys && !st; i++)
         if (!cm->keys[i].not_semaphore)
             st = cm_semaphore(cm, &cm->keys[i]);
@@ -425,8 +533,17 @@ static int import_check(importer *im, const char *const *files, int nfiles)
                 nfiles > 1 ? " and the other files" : "");
         return im->c->usage_status;
     }
+    for (size_t i = 0; i < im->o->nconfigmaps; i++)
+        if (!im->named_seen[i]) {
+            fprintf(stderr,
+                    "sluice: --configmap %s: no ConfigMap of that name in the input; check the "
+                    "name (kubectl get configmap -n NS)\n",
+                    im->o->configmaps[i]);
+            return im->c->usage_status;
+        }
     if (!im->nsems) {
-        fprintf(stderr, "sluice: the ConfigMaps hold no semaphore limits (no data keys)\n");
+        fprintf(stderr, "sluice: the ConfigMaps hold no semaphore limits (no data key holds a "
+                        "whole number)\n");
         return im->c->usage_status;
     }
     return check_unique(im);
@@ -514,10 +631,9 @@ static void importer_free(importer *im)
 int cli_import(cli *c, int argc, char **argv)
 {
     const char **pos = cli_xmalloc((size_t)(argc + 1) * sizeof(*pos));
-    const char *ns = NULL, *tmpl = NULL;
-    bool apply = false;
+    argo_opts o = {0};
     int n = 0;
-    int st = argo_parse_args(c, import_flags, argc, argv, pos, &n, &ns, &tmpl, &apply);
+    int st = argo_parse_args(c, import_flags, argc, argv, pos, &n, &o);
     if (st == 0 && n == 0)
         st = cli_usage(c, "missing the source: sluice import argo FILE...");
     else if (st == 0 && strcmp(pos[0], "argo") != 0)
@@ -526,16 +642,21 @@ int cli_import(cli *c, int argc, char **argv)
                        pos[0]);
     else if (st == 0 && n == 1)
         st = cli_usage(c, "missing FILE: sluice import argo FILE... (- reads standard input)");
-    importer im = {.c = c, .ns_flag = ns};
+    importer im = {.c = c, .o = &o, .ns_flag = o.ns,
+                   .named_seen = calloc(o.nconfigmaps + 1, sizeof(bool))};
+    if (!im.named_seen)
+        cli_oom();
     for (int i = 1; st == 0 && i < n; i++)
         st = import_file(&im, pos[i]);
     if (st == 0)
         st = import_check(&im, pos + 1, n - 1);
-    if (st == 0 && apply)
+    if (st == 0 && o.apply)
         st = import_apply(&im);
     else if (st == 0)
         import_print(&im);
     importer_free(&im);
+    free(im.named_seen);
+    free(o.configmaps);
     free(pos);
     return st < 0 ? 0 : st;
 }

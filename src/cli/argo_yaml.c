@@ -349,6 +349,14 @@ void ay_warn(const ay_file *f, const yaml_node_t *n, const char *fmt, ...)
     va_end(ap);
 }
 
+void ay_note(const ay_file *f, const yaml_node_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("note: ", f, n, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- names, shell words, JSON ------------------------------------------------------ */
 
 static bool name_char(char ch)
