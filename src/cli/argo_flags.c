@@ -487,13 +487,13 @@ static void tell_level(const workflow *w)
             "workflow, across all of its pods. These flags under one step's `sluice run` "
             "would hold it for that step's pod alone. Carry it as a claim that the workflow's "
             "first step takes and its exit handler (spec.onExit) ends:\n"
-            "  first step:    sluice acquire --holder '{{workflow.uid}}/workflow' --lease %s "
-            "%s\n"
+            "  first step:    sluice acquire --holder '{{workflow.uid}}/workflow' --timeout %s "
+            "--lease %s %s\n"
             "  exit handler:  sluice claims release --holder-prefix '{{workflow.uid}}/'\n"
-            "The lease bounds a claim whose exit handler never ran: keep it longer than the "
-            "workflow may run (its activeDeadlineSeconds). Recipe: docs/integrations/argo.md, "
-            "\"Workflow-level locks\"",
-            w->kind, w->name, w->spec_path, lease, line.s);
+            "The lease bounds a claim whose exit handler never ran: keep it, and the wait, as "
+            "long as the workflow may run (its activeDeadlineSeconds). Recipe: "
+            "docs/integrations/argo.md, \"Workflow-level locks\"",
+            w->kind, w->name, w->spec_path, lease, lease, line.s);
     cli_buf_free(&line);
 }
 

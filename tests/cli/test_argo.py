@@ -399,7 +399,8 @@ class ArgoTest(ServerTestCase):
             "pods." % WORKFLOW), err)
         self.assertIn("would hold it for that step's pod alone", lines[0])
         self.assertEqual(lines[1:3], [
-            "  first step:    sluice acquire --holder '{{workflow.uid}}/workflow' --lease 4h "
+            "  first step:    sluice acquire --holder '{{workflow.uid}}/workflow' --timeout 4h "
+            "--lease 4h "
             "--semaphore argo/ConfigMap/my-config/workflow --mutex argo/Mutex/deploy "
             "--priority 5",
             "  exit handler:  sluice claims release --holder-prefix '{{workflow.uid}}/'"])
@@ -409,7 +410,8 @@ class ArgoTest(ServerTestCase):
         path = self.write("kind: Workflow\nmetadata: {name: w, namespace: n}\nspec:\n"
                           "  activeDeadlineSeconds: 900\n"
                           "  synchronization: {mutex: {name: m}}\n")
-        self.assertIn("sluice acquire --holder '{{workflow.uid}}/workflow' --lease 900s "
+        self.assertIn("sluice acquire --holder '{{workflow.uid}}/workflow' --timeout 900s "
+                      "--lease 900s "
                       "--mutex n/Mutex/m\n", self.flags(path)[1])
 
     def test_flags_template_old_forms(self):
