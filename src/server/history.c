@@ -53,7 +53,8 @@ typedef struct hlock {
     hwslot *wshort, *wlong;
 } hlock;
 
-/* /metrics' per-lock histogram since the process started. */
+/* /metrics' per-lock histogram since the process started (or since the
+ * lock came back: a lock that went has its counts in `other`). */
 typedef struct hcum {
     char *key;
     uint64_t counts[SL_HIST_WAIT_BUCKETS];
@@ -73,9 +74,10 @@ struct sl_history {
     size_t nlocks;
     json_t *index;  /* key -> position in locks */
     json_t *claims; /* replay: claim id -> arrival time, or -1 once granted */
-    hcum *cum;
+    hcum *cum; /* SL_HIST_METRIC_LOCKS at most */
     size_t ncum;
     json_t *cum_index;
+    hcum other; /* the locks that went or made room, summed */
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -129,7 +131,7 @@ sl_history *sl_history_new(int64_t step_ms, int64_t retention_ms)
         h->n[s] = fit < 1 ? 1 : fit < (int64_t)full[s] ? (size_t)fit : full[s];
     }
     h->locks = xcalloc(SL_HIST_LOCKS_MAX, sizeof(*h->locks));
-    h->cum = xcalloc(SL_HIST_LOCKS_MAX, sizeof(*h->cum));
+    h->cum = xcalloc(SL_HIST_METRIC_LOCKS, sizeof(*h->cum));
     h->index = xobject();
     h->cum_index = xobject();
     sl_history_reset(h, 0, false);
@@ -316,22 +318,37 @@ static void wslot_add(hwslot *ring, size_t n, int64_t slot, size_t b, int64_t wa
         w->max_ms = wait_ms;
 }
 
+/* Folds the series at `at` into `other` and takes it out (the last one
+ * moves into its place). */
+static void cum_fold(sl_history *h, size_t at)
+{
+    hcum *c = &h->cum[at];
+    for (size_t b = 0; b < SL_HIST_WAIT_BUCKETS; b++)
+        h->other.counts[b] += c->counts[b];
+    h->other.count += c->count;
+    h->other.sum += c->sum;
+    json_object_del(h->cum_index, c->key);
+    free(c->key);
+    h->ncum--;
+    if (at != h->ncum) {
+        *c = h->cum[h->ncum];
+        set_index(h->cum_index, c->key, at);
+    }
+}
+
 static hcum *cum_track(sl_history *h, const char *key)
 {
     json_t *i = json_object_get(h->cum_index, key);
     if (i)
         return &h->cum[json_integer_value(i)];
-    size_t at = h->ncum;
-    if (h->ncum == SL_HIST_LOCKS_MAX) { /* the one granted least recently makes room */
-        at = 0;
+    if (h->ncum == SL_HIST_METRIC_LOCKS) { /* the one granted least recently makes room */
+        size_t old = 0;
         for (size_t j = 1; j < h->ncum; j++)
-            if (h->cum[j].last_ms < h->cum[at].last_ms)
-                at = j;
-        json_object_del(h->cum_index, h->cum[at].key);
-        free(h->cum[at].key);
-    } else {
-        h->ncum++;
+            if (h->cum[j].last_ms < h->cum[old].last_ms)
+                old = j;
+        cum_fold(h, old);
     }
+    size_t at = h->ncum++;
     memset(&h->cum[at], 0, sizeof(h->cum[at]));
     h->cum[at].key = xstrdup(key);
     set_index(h->cum_index, key, at);
@@ -690,27 +707,37 @@ int64_t sl_hist_waits_quantile(const sl_hist_waits *w, double q)
     return w->max_ms;
 }
 
+static void render_cum(sl_buf *out, const char *name, const char *lock, const hcum *c)
+{
+    uint64_t cum = 0;
+    for (size_t b = 0; b < SL_HIST_WAIT_BOUNDS; b++) {
+        cum += c->counts[b];
+        sl_buf_addf(out, "%s_bucket{lock=\"%s\",le=\"%g\"} %llu\n", name, lock,
+                    (double)sl_hist_wait_bounds_us[b] / 1e6, (unsigned long long)cum);
+    }
+    cum += c->counts[SL_HIST_WAIT_BOUNDS];
+    sl_buf_addf(out,
+                "%s_bucket{lock=\"%s\",le=\"+Inf\"} %llu\n%s_sum{lock=\"%s\"} %.6f\n"
+                "%s_count{lock=\"%s\"} %llu\n",
+                name, lock, (unsigned long long)cum, name, lock, c->sum, name, lock,
+                (unsigned long long)c->count);
+}
+
 /* Lock keys are [A-Za-z0-9._-/:=] after "mtx/" or "sem/": nothing to escape
- * in a label value. */
-void sl_history_render_metrics(const sl_history *h, sl_buf *out)
+ * in a label value, and none is "other". */
+void sl_history_render_metrics(sl_history *h, sl_hist_live_fn live, void *ud, sl_buf *out)
 {
     static const char name[] = "sluice_lock_wait_seconds";
-    sl_buf_addf(out, "# HELP %s Time from a claim's arrival to its grant, per lock (locks "
-                     "with grants since the server started).\n# TYPE %s histogram\n",
-                name, name);
-    for (size_t i = 0; i < h->ncum; i++) {
-        const hcum *c = &h->cum[i];
-        uint64_t cum = 0;
-        for (size_t b = 0; b < SL_HIST_WAIT_BOUNDS; b++) {
-            cum += c->counts[b];
-            sl_buf_addf(out, "%s_bucket{lock=\"%s\",le=\"%g\"} %llu\n", name, c->key,
-                        (double)sl_hist_wait_bounds_us[b] / 1e6, (unsigned long long)cum);
-        }
-        cum += c->counts[SL_HIST_WAIT_BOUNDS];
-        sl_buf_addf(out,
-                    "%s_bucket{lock=\"%s\",le=\"+Inf\"} %llu\n%s_sum{lock=\"%s\"} %.6f\n"
-                    "%s_count{lock=\"%s\"} %llu\n",
-                    name, c->key, (unsigned long long)cum, name, c->key, c->sum, name, c->key,
-                    (unsigned long long)c->count);
-    }
+    /* A lock gone since the last scrape takes its series with it: one-off
+     * names (a mutex per run) would otherwise add series for ever. */
+    for (size_t i = h->ncum; i-- > 0;)
+        if (!live(ud, h->cum[i].key))
+            cum_fold(h, i);
+    sl_buf_addf(out,
+                "# HELP %s Time from a claim's arrival to its grant, per live lock (at most %d; "
+                "lock=\"other\" sums the locks that went or made room).\n# TYPE %s histogram\n",
+                name, SL_HIST_METRIC_LOCKS, name);
+    for (size_t i = 0; i < h->ncum; i++)
+        render_cum(out, name, h->cum[i].key, &h->cum[i]);
+    render_cum(out, name, "other", &h->other);
 }

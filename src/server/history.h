@@ -38,6 +38,7 @@
 #define SL_HIST_FINE_N 360        /* fine samples kept: 1 h */
 #define SL_HIST_COARSE_N 1440     /* coarse samples kept: 24 h */
 #define SL_HIST_LOCKS_MAX 1000
+#define SL_HIST_METRIC_LOCKS 200 /* per-lock wait histograms in /metrics */
 /* Waits are counted per slot of time: 60 fine steps (10 min) for the short
  * window, 360 (1 h) for the long one, over the last 6 and 24 slots. */
 #define SL_HIST_WAIT_SHORT_STEPS 60
@@ -134,7 +135,11 @@ int64_t sl_hist_waits_quantile(const sl_hist_waits *w, double q);
 /* Locks tracked now. */
 size_t sl_history_nlocks(const sl_history *h);
 /* Prometheus text: sluice_lock_wait_seconds, per lock, since the process
- * started (live grants only: a rebuild adds nothing). */
-void sl_history_render_metrics(const sl_history *h, sl_buf *out);
+ * started (live grants only: a rebuild adds nothing). Only locks that live
+ * says exist keep a series; the counts of the others, and of the locks
+ * granted least recently when more than SL_HIST_METRIC_LOCKS have been
+ * granted, are summed in lock="other", which is always there. */
+typedef bool (*sl_hist_live_fn)(void *ud, const char *key);
+void sl_history_render_metrics(sl_history *h, sl_hist_live_fn live, void *ud, sl_buf *out);
 
 #endif

@@ -69,6 +69,20 @@ static json_t *health_body(sl_server *srv)
     return body;
 }
 
+/* Whether a lock exists: held or waited for, or a semaphore of its own
+ * configuration (not one a pattern made). Its wait histogram in /metrics
+ * lasts as long as it does; the engine's idle locks, kept for their
+ * tokens only, have none. */
+static bool lock_live(void *ud, const char *key)
+{
+    const sl_engine *eng = ud;
+    sl_kind kind = strncmp(key, "sem/", 4) == 0 ? SL_KIND_SEMAPHORE : SL_KIND_MUTEX;
+    sl_lock_view v;
+    if (sl_lock_lookup(eng, kind, key + 4, &v, NULL) != 0)
+        return false;
+    return v.nholders > 0 || v.npending > 0 || (v.configured && !v.from_pattern);
+}
+
 void sl_route_metrics(sl_ctx *c)
 {
     c->route = SL_ROUTE_METRICS;
@@ -89,8 +103,11 @@ void sl_route_metrics(sl_ctx *c)
         return;
     }
     sl_buf *b = sl_reply_scratch();
+    sl_buf_addf(b, "# HELP sluice_build_info The running sluiced's version.\n"
+                   "# TYPE sluice_build_info gauge\nsluice_build_info{version=\"%s\"} 1\n",
+                SL_VERSION);
     sl_metrics_render(&c->srv->metrics, c->srv->eng, b);
-    sl_history_render_metrics(c->srv->history, b);
+    sl_history_render_metrics(c->srv->history, lock_live, c->srv->eng, b);
     sl_buf_addf(b,
                 "# HELP sluice_store_log_unapplied Batches in the store's log not yet applied to "
                 "its state tables.\n# TYPE sluice_store_log_unapplied gauge\n"

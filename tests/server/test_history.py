@@ -9,7 +9,8 @@ releases and the queue; wait statistics match the claims' arrived and
 granted times to the bucket; the window parameter; auth with a limited
 token; 400 and 404; the samples before a restart (kill -9 and SIGTERM)
 read the same after it, rebuilt from the event log; /metrics' per-lock wait
-histograms and the method label of sluice_http_requests_total.
+histograms (for live locks only: one-off mutexes leave none behind) and the
+method label of sluice_http_requests_total.
 """
 import calendar
 import json
@@ -246,9 +247,10 @@ class TestWaits(HistoryCase):
         a = self.srv.claim("a", [("m", m)])
         b = self.srv.claim("b", [("m", m)])
         self.srv.release(a["id"])
-        self.srv.release(b["id"])
         self.mtx_history(m)
+        # Scraped while b holds the mutex: a lock's series lasts as long as it.
         text = self.srv.get("/metrics").body.decode()
+        self.srv.release(b["id"])
         key = "mtx/" + m
         self.assertIn("# TYPE sluice_lock_wait_seconds histogram\n", text)
         self.assertRegex(text, r'sluice_lock_wait_seconds_bucket\{lock="%s",le="0.0001"\} \d+\n'
@@ -273,6 +275,39 @@ class TestWaits(HistoryCase):
             own = self.srv.get("/metrics?server=self").body.decode()
             self.assertRegex(own, r'sluice_http_requests_total\{route="relayed",method="GET",'
                                   r'status="200"\} [1-9]')
+
+    def test_metrics_keep_live_locks_only(self):
+        # E5: one-off mutexes (a name per run) leave no series behind; a lock's
+        # series goes with the lock, its counts joining lock="other".
+        def scrape():
+            return self.srv.get("/metrics").body.decode()
+
+        def wait_lines(text):
+            return [x for x in text.splitlines() if x.startswith("sluice_lock_wait_seconds")]
+
+        def other(text):
+            return int(re.search(r'sluice_lock_wait_seconds_count\{lock="other"\} (\d+)\n',
+                                 text).group(1))
+
+        kept = self.name("kept")
+        held = self.srv.claim("keeper", [("m", kept)])
+        before = scrape()
+        kept_line = 'sluice_lock_wait_seconds_count{lock="mtx/%s"} 1\n' % kept
+        self.assertIn(kept_line, before)
+        self.assertRegex(before, r'sluice_build_info\{version="\d+\.\d+\.\d+[^"]*"\} 1\n')
+        once = [self.name("once-%d" % i) for i in range(50)]
+        for n in once:
+            self.srv.release(self.srv.claim("run-" + n, [("m", n)])["id"])
+        after = scrape()
+        self.assertLessEqual(len(wait_lines(after)), len(wait_lines(before)))
+        for n in once:
+            self.assertNotIn('lock="mtx/%s"' % n, after)
+        self.assertGreaterEqual(other(after) - other(before), 50)
+        self.assertIn(kept_line, after)
+        self.srv.release(held["id"])
+        gone = scrape()
+        self.assertNotIn('lock="mtx/%s"' % kept, gone)
+        self.assertGreaterEqual(other(gone) - other(after), 1)
 
 
 # ---------------------------------------------------------------------------

@@ -337,6 +337,40 @@ static void windows_fit_the_retention(void **state)
     sl_history_free(h);
 }
 
+/* Which locks exist, as /metrics asks: all of them, or those of a
+ * NULL-terminated list. */
+static bool all_live(void *ud, const char *key)
+{
+    (void)ud;
+    (void)key;
+    return true;
+}
+
+static bool live_in(void *ud, const char *key)
+{
+    const char *const *live = ud;
+    for (; *live; live++)
+        if (strcmp(*live, key) == 0)
+            return true;
+    return false;
+}
+
+static size_t count_of(const char *text, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+static const char *render(sl_history *h, sl_hist_live_fn live, void *ud, sl_buf *out)
+{
+    sl_buf_clear(out);
+    sl_history_render_metrics(h, live, ud, out);
+    sl_buf_add(out, "", 1);
+    return sl_buf_data(out);
+}
+
 static void metrics_count_live_grants_only(void **state)
 {
     (void)state;
@@ -349,9 +383,7 @@ static void metrics_count_live_grants_only(void **state)
     sl_history_replay_done(h);
     ev(h, T0 + 10, SL_HIST_ACQUIRED, false, 1500, "mtx/m", 1);
     sl_buf out = {0};
-    sl_history_render_metrics(h, &out);
-    sl_buf_add(&out, "", 1);
-    const char *text = sl_buf_data(&out);
+    const char *text = render(h, all_live, NULL, &out);
     assert_non_null(strstr(text, "# TYPE sluice_lock_wait_seconds histogram\n"));
     assert_non_null(strstr(text, "sluice_lock_wait_seconds_bucket{lock=\"mtx/m\",le=\"1\"} 0\n"));
     assert_non_null(strstr(text, "sluice_lock_wait_seconds_bucket{lock=\"mtx/m\",le=\"2\"} 1\n"));
@@ -361,11 +393,57 @@ static void metrics_count_live_grants_only(void **state)
     assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"mtx/m\"} 1\n"));
     /* The counters outlive a reset (a takeover): since the process started. */
     sl_history_reset(h, T0 + 20, false);
-    sl_buf_clear(&out);
-    sl_history_render_metrics(h, &out);
-    sl_buf_add(&out, "", 1);
-    assert_non_null(
-        strstr(sl_buf_data(&out), "sluice_lock_wait_seconds_count{lock=\"mtx/m\"} 1\n"));
+    assert_non_null(strstr(render(h, all_live, NULL, &out),
+                           "sluice_lock_wait_seconds_count{lock=\"mtx/m\"} 1\n"));
+    sl_buf_free(&out);
+    sl_history_free(h);
+}
+
+/* E5: one-off locks (a mutex per run) do not pile series up in /metrics:
+ * a lock that went loses its series at the next scrape, its counts going
+ * to lock="other", and at most SL_HIST_METRIC_LOCKS locks have one. */
+static void metrics_keep_series_of_live_locks_only(void **state)
+{
+    (void)state;
+    sl_history *h = sl_history_new(STEP, DAY);
+    sl_history_reset(h, T0, false);
+    sl_buf out = {0};
+    const char *text = render(h, all_live, NULL, &out);
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"other\"} 0\n"));
+    size_t idle_lines = count_of(text, "\n");
+    char key[32];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof(key), "mtx/once-%d", i);
+        ev(h, T0 + i, SL_HIST_ACQUIRED, false, 1500, key, 1);
+    }
+    ev(h, T0 + 60, SL_HIST_ACQUIRED, false, 20, "sem/s", 1);
+    ev(h, T0 + 61, SL_HIST_ACQUIRED, false, 1500, "mtx/held", 1);
+    const char *live[] = {"sem/s", "mtx/held", NULL};
+    text = render(h, live_in, live, &out);
+    assert_int_equal(count_of(text, "\n"), idle_lines + 2 * 32);
+    assert_null(strstr(text, "once-"));
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"sem/s\"} 1\n"));
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"mtx/held\"} 1\n"));
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"other\"} 50\n"));
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_sum{lock=\"other\"} 75.000000\n"));
+    /* A lock that comes back starts again; "other" keeps what it had. */
+    ev(h, T0 + 70, SL_HIST_ACQUIRED, false, 1500, "mtx/once-3", 1);
+    text = render(h, all_live, NULL, &out);
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"mtx/once-3\"} 1\n"));
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"other\"} 50\n"));
+    /* Past the bound, the locks granted least recently make room: the three
+     * above, granted before any of these. */
+    for (int i = 0; i < SL_HIST_METRIC_LOCKS; i++) {
+        snprintf(key, sizeof(key), "mtx/many-%d", i);
+        ev(h, T0 + 100 + i, SL_HIST_ACQUIRED, false, 1500, key, 1);
+    }
+    text = render(h, all_live, NULL, &out);
+    assert_int_equal(count_of(text, "_count{lock=\"mtx/many-"), SL_HIST_METRIC_LOCKS);
+    assert_null(strstr(text, "lock=\"sem/s\""));
+    assert_null(strstr(text, "lock=\"mtx/held\""));
+    assert_null(strstr(text, "lock=\"mtx/once-3\""));
+    assert_non_null(strstr(text, "lock=\"mtx/many-0\""));
+    assert_non_null(strstr(text, "sluice_lock_wait_seconds_count{lock=\"other\"} 53\n"));
     sl_buf_free(&out);
     sl_history_free(h);
 }
@@ -407,6 +485,7 @@ int main(void)
         cmocka_unit_test(locks_are_bounded_and_idle_ones_dropped),
         cmocka_unit_test(windows_fit_the_retention),
         cmocka_unit_test(metrics_count_live_grants_only),
+        cmocka_unit_test(metrics_keep_series_of_live_locks_only),
         cmocka_unit_test(sampling_is_due_at_boundaries_and_for_new_locks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
