@@ -423,9 +423,10 @@ class ClientTest(unittest.TestCase):
         """E10: a claim whose script dies ends by itself, as the sluice command's."""
         c = self.client.acquire(mutex="default-lease")
         self.assertEqual(c.lease, 30.0)
-        self.assertEqual(self.client.acquire(mutex="no-lease", lease=0).lease, 0.0)
+        none = self.client.acquire(mutex="no-lease", lease=0)
+        self.assertEqual(none.lease, 0.0)
         self.client.release(c)
-        self.client.release_prefix(c.holder or "")
+        self.client.release(none)
 
     def test_wait_held_timeout_withdraws(self) -> None:
         """E10: a Timeout of wait_held leaves nothing waiting, unless asked to."""
