@@ -49,8 +49,6 @@ const char *ay_get_str(yaml_document_t *d, const yaml_node_t *map, const char *k
 bool ay_null(const yaml_node_t *n);
 bool ay_is_map(const yaml_node_t *n);
 bool ay_is_seq(const yaml_node_t *n);
-/* A YAML boolean: true/True/TRUE (false otherwise). */
-bool ay_true(const yaml_node_t *n);
 
 /* "sluice: FILE:LINE:COL: MESSAGE" on stderr (no position when n is
  * NULL); returns c->usage_status. */

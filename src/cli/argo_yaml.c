@@ -286,12 +286,6 @@ const char *ay_str(const yaml_node_t *n)
     return (const char *)n->data.scalar.value;
 }
 
-bool ay_true(const yaml_node_t *n)
-{
-    const char *s = ay_str(n);
-    return s && (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0);
-}
-
 yaml_node_t *ay_get(yaml_document_t *d, const yaml_node_t *map, const char *key)
 {
     if (!ay_is_map(map))
