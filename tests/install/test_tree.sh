@@ -8,15 +8,20 @@
 #   2. the installed programs run (sluice finds libsluice through its
 #      RPATH, without LD_LIBRARY_PATH);
 #   3. sluice.pc gives prefix, libdir and includedir inside the install;
-#   4. the systemd unit names the installed sluiced and passes
-#      `systemd-analyze verify` (on a copy whose ExecStart= points into
-#      DESTDIR), and a broken copy of it fails the same check;
+#   4. the systemd unit names the installed sluiced and the installed
+#      configuration, passes `systemd-analyze verify` (on a copy whose
+#      ExecStart= points into DESTDIR), and a broken copy of it fails the
+#      same check; `systemd-analyze security --offline=true` scores its
+#      hardening 2.0 or less;
 #   5. the manual pages format with `man --warnings` and `groff -ww`
 #      without a single warning;
 #   6. the installed sluiced accepts the installed default configuration
 #      (listen and store overridden to stay in $tmp) and answers /healthz;
 #   7. a C program compiled with `pkg-config --cflags --libs sluice` against
-#      the installed header and library runs and prints what is expected.
+#      the installed header and library runs and prints what is expected;
+#   8. installed with the prefixes /usr and /usr/local, the configuration
+#      lands in /etc/sluice and /usr/local/etc/sluice (never /usr/etc) and
+#      the unit's --config names that very file.
 # The install directories come from CMake (GNUInstallDirs) in the
 # environment: BINDIR SBINDIR LIBDIR INCLUDEDIR MANDIR SYSCONFDIR UNITDIR,
 # and CC and TEST_CFLAGS for step 7.
@@ -40,15 +45,28 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 root=$tmp/root
-# An absolute GNUInstallDirs directory (SYSCONFDIR is /etc with prefix /usr)
-# is used as it is; a relative one is under the prefix.
+# An absolute GNUInstallDirs directory is used as it is; a relative one is
+# under the prefix.
 under_prefix() { case $1 in /*) echo "$1" ;; *) echo "$prefix/$1" ;; esac; }
+# The configuration directory for prefix $1, as GNUInstallDirs' FULL_SYSCONFDIR:
+# /etc for the prefixes / and /usr, /etc/opt/P for /opt/P, else PREFIX/etc.
+etc_of() {
+    case $SYSCONFDIR in
+        /*) echo "$SYSCONFDIR" ;;
+        *) case $1 in
+               / | /usr | /usr/) echo "/$SYSCONFDIR" ;;
+               /opt/homebrew/*) echo "$1/$SYSCONFDIR" ;;
+               /opt/*) echo "/$SYSCONFDIR$1" ;;
+               *) echo "$1/$SYSCONFDIR" ;;
+           esac ;;
+    esac
+}
 P_BIN=$root$(under_prefix "$BINDIR")
 P_SBIN=$root$(under_prefix "$SBINDIR")
 P_LIB=$root$(under_prefix "$LIBDIR")
 P_INC=$root$(under_prefix "$INCLUDEDIR")
 P_MAN=$root$(under_prefix "$MANDIR")
-P_ETC=$root$(under_prefix "$SYSCONFDIR")
+P_ETC=$root$(etc_of "$prefix")
 P_UNIT=$root$(under_prefix "$UNITDIR")
 
 # ---- 0. install ------------------------------------------------------------
@@ -121,7 +139,7 @@ done
 
 # ---- 4. the systemd unit ---------------------------------------------------
 unit=$P_UNIT/sluiced.service
-want_exec="ExecStart=$(under_prefix "$SBINDIR")/sluiced --config /etc/sluice/sluiced.yaml"
+want_exec="ExecStart=$(under_prefix "$SBINDIR")/sluiced --config $(etc_of "$prefix")/sluice/sluiced.yaml"
 if grep -qxF "$want_exec" "$unit"; then ok "unit: $want_exec"; else fail "unit has no line '$want_exec'"; fi
 if grep -q '@[A-Z_]*@' "$unit"; then fail "unit has an unreplaced @VARIABLE@"; fi
 # shellcheck disable=SC2016 # $MAINPID is systemd's, not the shell's
@@ -172,6 +190,19 @@ if command -v systemd-analyze >/dev/null 2>&1; then
         fail "systemd-analyze verify accepts a unit with an unknown key"
     else
         ok "systemd-analyze verify refuses a unit with an unknown key"
+    fi
+    # The hardening: systemd's exposure score, 0 (best) to 10, of the unit
+    # as installed. 5.8 before the sandboxing of the unit's Hardening part.
+    SYSTEMD_LOG_COLOR=0 systemd-analyze security --offline=true \
+        "$tmp/verify/good/sluiced.service" >"$tmp/security.out" 2>&1 || true
+    score=$(sed -n 's/.*Overall exposure level for sluiced.service: \([0-9.]*\).*/\1/p' \
+        "$tmp/security.out")
+    if [ -z "$score" ]; then
+        fail "systemd-analyze security gave no score: $(tail -5 "$tmp/security.out")"
+    elif awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }'; then
+        ok "systemd-analyze security: exposure $score (at most 2.0)"
+    else
+        fail "systemd-analyze security: exposure $score, more than 2.0: $(grep '✗' "$tmp/security.out")"
     fi
 else
     fail "systemd-analyze not found (apt-get install systemd, or ./scripts/deps)"
@@ -287,6 +318,28 @@ if flags=$(pkg-config --cflags --libs sluice); then
 else
     fail "pkg-config --cflags --libs sluice"
 fi
+
+# ---- 8. the configuration where the unit reads it, for /usr and /usr/local --
+# The default SYSCONFDIR (etc) gives these; an absolute one is used as it is.
+for p in /usr /usr/local; do
+    case $SYSCONFDIR in
+        /*) want=$SYSCONFDIR/sluice/sluiced.yaml ;;
+        *) if [ $p = /usr ]; then want=/etc/sluice/sluiced.yaml; else want=/usr/local/etc/sluice/sluiced.yaml; fi ;;
+    esac
+    r=$tmp/prefix$(echo $p | tr / _)
+    if ! DESTDIR=$r cmake --install "$build" --prefix $p >"$tmp/install$(echo $p | tr / _).log" 2>&1; then
+        fail "cmake --install $build --prefix $p: $(tail -3 "$tmp/install$(echo $p | tr / _).log")"
+        continue
+    fi
+    u=$r$(case $UNITDIR in /*) echo "$UNITDIR" ;; *) echo "$p/$UNITDIR" ;; esac)/sluiced.service
+    if [ -f "$r$want" ]; then ok "prefix $p: $want"; else fail "prefix $p: no $want"; fi
+    if [ -e "$r$p/etc" ] && [ "$p" = /usr ]; then fail "prefix $p: $p/etc exists (not FHS)"; fi
+    if grep -q "^ExecStart=.* --config $want\$" "$u"; then
+        ok "prefix $p: the unit reads $want"
+    else
+        fail "prefix $p: the unit does not read $want: $(grep '^ExecStart=' "$u")"
+    fi
+done
 
 if [ $failures -ne 0 ]; then
     echo "install/tree: $failures failure(s)" >&2
