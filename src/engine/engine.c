@@ -92,6 +92,7 @@ void sl_engine_free(sl_engine *eng)
     sl__pvec_free(&eng->mem, &eng->cand);
     sl__pvec_free(&eng->mem, &eng->arrivals);
     sl__pvec_free(&eng->mem, &eng->preempt);
+    sl__pvec_free(&eng->mem, &eng->preempt_retry);
     sl__pvec_free(&eng->mem, &eng->victims);
     sl__free(&eng->mem, eng->sim);
     sl__free(&eng->mem, eng->xlocks);

@@ -522,9 +522,11 @@ typedef struct sl_why {
                        * which has waited the overtake limit */
     uint32_t weight;  /* rebalanced: its key's weight */
     uint64_t weights; /* rebalanced: the weights of every key present, summed */
-    int64_t admit_ms;    /* rate: when the next token is whole */
+    int64_t admit_ms;    /* rate: when the rate lets it in (its own token, in queue order) */
     sl_preempt preempt;  /* a preempting lock: what preemption does for it */
     size_t npreempt;     /* WILL: holders it would revoke; WAITING: revoking holders */
+    size_t npreempted;   /* WAITING: of those, the preempted ones (the rest were
+                          * revoked by a newer claim of their group) */
 } sl_why;
 
 /* Explains a pending claim, one entry per lock (at most max written;

@@ -81,6 +81,7 @@ struct sl_lock {
     bool dirty;     /* on eng->dirty: admission must be looked at again */
     bool tok_dirty; /* on eng->chg_locks */
     bool preempt_marked; /* on eng->preempt */
+    bool preempt_retry;  /* on eng->preempt_retry */
     uint16_t keylen;
     char key[]; /* "mtx/NAME" or "sem/NAME"; the name is key + 4 */
 };
@@ -174,6 +175,7 @@ struct sl_engine {
     sl_pvec cand;  /* sl_claim*, scratch for the admission pass */
     sl_pvec arrivals; /* sl_claim* that joined strict or skip queues: candidates */
     sl_pvec preempt;  /* sl_lock* whose head may preempt (preempt.c) */
+    sl_pvec preempt_retry; /* sl_lock* whose head was held back by another lock */
     sl_pvec victims;  /* sl_centry*, scratch for preemption plans */
     void *sim;     /* scratch for rebalanced walks (rebalance.c) */
     sl_xlock *xlocks; /* scratch: SL_CLAIM_LOCKS_MAX locks of a claim being built */
@@ -231,6 +233,7 @@ void sl__queue_build(sl_lock *l);                     /* builds what was listed 
 void sl__queue_remove(sl_engine *eng, sl_centry *e);
 void sl__queue_requeue(sl_engine *eng, sl_lock *l, sl_strategy strategy);
 bool sl__queue_admissible(sl_engine *eng, const sl_centry *e);
+bool sl__queue_admissible_freed(sl_engine *eng, const sl_centry *e, uint64_t freed);
 void sl__queue_grant_now(sl_engine *eng, sl_claim *c, int64_t now);
 void sl__settle(sl_engine *eng, int64_t now);
 uint64_t sl__lock_free_slots(const sl_lock *l);
@@ -250,7 +253,7 @@ void sl__rk_free_all(sl_engine *eng, sl_lock *l);
  * handed out; visit returns false to stop. */
 typedef bool (*sl_rk_visit)(void *ud, sl_centry *e, size_t position, uint64_t slots_before);
 void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud);
-uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below);
+uint64_t sl__rk_quota(sl_engine *eng, const sl_lock *l, const sl_rkey *rk, bool *someone_below);
 /* The lock's rules changed: every key takes its weight again. */
 void sl__rk_reweigh(sl_lock *l);
 
@@ -262,6 +265,8 @@ void sl__restore_finish(sl_engine *eng);
 bool sl__lock_preempts(const sl_lock *l);
 void sl__preempt_mark(sl_engine *eng, sl_lock *l); /* its head may preempt now */
 void sl__preempt_mark_claim(sl_engine *eng, const sl_claim *c); /* c started revoking */
+void sl__preempt_retry_all(sl_engine *eng);
+void sl__preempt_forget(sl_engine *eng, sl_lock *l);
 bool sl__preempt_pass(sl_engine *eng, int64_t now); /* true: it revoked someone */
 /* What preemption does for a waiter on its lock (sl_why), *count as there. */
 sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count);
@@ -270,6 +275,7 @@ sl_preempt sl__preempt_status(sl_engine *eng, const sl_centry *e, size_t *count)
 bool sl__lock_rated(const sl_lock *l);
 bool sl__rate_allows(const sl_engine *eng, const sl_lock *l); /* a whole token now */
 int64_t sl__rate_next(const sl_engine *eng, const sl_lock *l); /* when one is */
+int64_t sl__rate_kth(const sl_engine *eng, const sl_lock *l, uint64_t k);
 void sl__rate_arm(sl_engine *eng, sl_lock *l);  /* its timer at that time */
 void sl__rate_take(sl_engine *eng, sl_lock *l); /* a grant */
 void sl__rate_fire(sl_engine *eng, sl_timer *t);

@@ -133,6 +133,7 @@ sl_lock *sl__lock_get(sl_engine *eng, const char *key, size_t len)
 void sl__lock_mark_dirty(sl_engine *eng, sl_lock *l)
 {
     sl__preempt_mark(eng, l); /* its own mark: a dirty lock may need a new look */
+    sl__preempt_retry_all(eng); /* it may be what held a head back */
     if (l->dirty)
         return;
     l->dirty = true;
@@ -253,6 +254,7 @@ void sl__lock_holder_remove(sl_engine *eng, sl_centry *e)
 static void lock_free(sl_engine *eng, sl_lock *l)
 {
     sl__heap_cancel(&eng->rate_timers, &l->rate_timer);
+    sl__preempt_forget(eng, l);
     sl__hash_remove(&eng->locks, &l->hnode);
     list_remove(eng, l);
     sl__rk_free_all(eng, l);

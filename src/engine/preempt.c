@@ -9,15 +9,19 @@
  * revoking and the revoked ones cover what it asks for. Revoked holders
  * keep their slots for the lock's preempt_grace and end `canceled`, reason
  * preempted. It preempts only when every other lock of the claim would let
- * it in at once or by preempting too: revoking work that cannot lead to a
- * grant would be pure loss. A preempted claim is never queued again by the
+ * it in at once or by preempting too, counting on each the slots the
+ * victims hold there (a revocation frees all of a victim's locks), and
+ * only with a whole token of each preempting lock's rate: revoking work
+ * that cannot lead to a grant at once would be pure loss, and every
+ * revocation buys a grant. A preempted claim is never queued again by the
  * engine, so there is no cascade.
  *
  * When: a lock whose admission is looked at again (sl__lock_mark_dirty), a
- * waiter joining its queue, or a candidate that failed elsewhere, puts a
- * preempting lock on eng->preempt; sl__settle runs sl__preempt_pass once
- * no more grants are possible. Nothing else can make a preemption possible:
- * priorities never change and holders only ever leave. */
+ * waiter joining its queue, a candidate that failed elsewhere, a grant (its
+ * claim may be the victim that frees a head's other lock) or the rate's
+ * next token puts a preempting lock on eng->preempt; sl__settle runs
+ * sl__preempt_pass once no more grants are possible. Nothing else can make
+ * a preemption possible: priorities never change. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +48,42 @@ void sl__preempt_mark_claim(sl_engine *eng, const sl_claim *c)
     for (size_t i = 0; i < c->nlocks; i++)
         if (c->e[i].lock)
             sl__preempt_mark(eng, c->e[i].lock);
+}
+
+/* A head that would preempt but for another of its locks, which counts
+ * the victims' slots there: any lock whose admission is looked at again
+ * may be that one (its holders leave, its queue moves up), so its
+ * preempting locks are looked at again then. */
+static void retry_add(sl_engine *eng, const sl_claim *c)
+{
+    for (size_t i = 0; i < c->nlocks; i++) {
+        sl_lock *l = c->e[i].lock;
+        if (l && !l->preempt_retry && sl__lock_preempts(l)) {
+            l->preempt_retry = true;
+            sl__pvec_push(&eng->mem, &eng->preempt_retry, l);
+        }
+    }
+}
+
+void sl__preempt_retry_all(sl_engine *eng)
+{
+    sl_pvec *r = &eng->preempt_retry;
+    for (size_t i = 0; i < r->n; i++) {
+        sl_lock *l = r->v[i];
+        l->preempt_retry = false;
+        sl__preempt_mark(eng, l);
+    }
+    r->n = 0;
+}
+
+void sl__preempt_forget(sl_engine *eng, sl_lock *l)
+{
+    sl_pvec *r = &eng->preempt_retry;
+    for (size_t i = 0; l->preempt_retry && i < r->n; i++)
+        if (r->v[i] == l) {
+            r->v[i] = r->v[--r->n];
+            l->preempt_retry = false;
+        }
 }
 
 static const sl_centry *head(const sl_lock *l)
@@ -75,7 +115,9 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
         return SL_PREEMPT_NONE;
     uint64_t need = l->used + e->slots - l->limit; /* slots that must be freed */
     sl_pvec *v = &eng->victims;
+    bool below = false; /* a holder of lower priority, revoking or not */
     for (sl_centry *h = l->hhead; h; h = h->u.h.next) {
+        below = below || h->claim->priority < e->claim->priority;
         if (h->claim->state == SL_REVOKING) {
             revoking += h->slots;
             ++*count;
@@ -83,10 +125,13 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
             sl__pvec_push(&eng->mem, v, h);
         }
     }
-    /* A claim with nobody below it and nothing revoking never preempts
-     * here: saying "would, but" of it would mislead. */
-    if (v->n == base && revoking == 0)
+    /* A claim with no holder below it never preempts here: saying "would,
+     * but" of it would mislead (S9). Only the head waits for the holders
+     * that are revoking; their slots are kept for it. */
+    if (!below && (revoking == 0 || head(l) != e)) {
+        *count = 0;
         return SL_PREEMPT_NONE;
+    }
     if (head(l) != e) {
         v->n = base;
         *count = 0;
@@ -95,6 +140,10 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
     if (revoking >= need) {
         v->n = base;
         return SL_PREEMPT_WAITING;
+    }
+    if (!below) {
+        *count = 0;
+        return SL_PREEMPT_NONE;
     }
     if (v->n - base > 1)
         qsort(v->v + base, v->n - base, sizeof(void *), victim_cmp);
@@ -152,24 +201,60 @@ static void revoke(sl_engine *eng, sl_centry *h, const sl_claim *by, int64_t now
     sl__claim_rearm(eng, v);
 }
 
+/* The slots on entry e's lock that the planned victims (eng->victims from
+ * base) hold: a victim's revocation frees every one of its locks, not only
+ * the one it was chosen on (S5). A claim chosen on two locks counts once. */
+static uint64_t victims_slots(const sl_engine *eng, size_t base, const sl_centry *e)
+{
+    uint64_t slots = 0;
+    for (size_t i = base; i < eng->victims.n; i++) {
+        const sl_claim *v = ((const sl_centry *)eng->victims.v[i])->claim;
+        bool seen = false;
+        for (size_t j = base; j < i && !seen; j++)
+            seen = ((const sl_centry *)eng->victims.v[j])->claim == v;
+        for (size_t k = 0; k < v->nlocks && !seen; k++)
+            if (v->e[k].lock == e->lock)
+                slots += v->e[k].slots;
+    }
+    return slots;
+}
+
 /* Plans c's preemptions on every lock; executes them when each of its
- * locks would then let it in. Returns whether it revoked anyone. */
+ * locks would then let it in at once, the rate included: a revocation that
+ * must wait for a token would idle the slot it frees (S4). Returns whether
+ * it revoked anyone. */
 static bool try_claim(sl_engine *eng, sl_claim *c, int64_t now)
 {
     size_t base = eng->victims.n;
-    bool any = false;
-    bool waiting = false;
+    bool any = false, waiting = false, ok = true;
+    bool by_itself[SL_CLAIM_LOCKS_MAX] = {false}; /* must let it in without preempting */
     for (size_t i = 0; i < c->nlocks; i++) {
         size_t n;
         sl_preempt p = plan(eng, &c->e[i], eng->victims.n, &n);
-        if (p == SL_PREEMPT_WILL)
+        if (p == SL_PREEMPT_WILL) {
             any = true;
-        else if (p == SL_PREEMPT_WAITING)
+            if (!sl__rate_allows(eng, c->e[i].lock)) {
+                sl__rate_arm(eng, c->e[i].lock); /* looked at again with the token */
+                ok = false;
+            }
+        } else if (p == SL_PREEMPT_WAITING) {
             waiting = true;
-        else if (!sl__queue_admissible(eng, &c->e[i])) {
-            eng->victims.n = base;
-            return false;
+        } else {
+            by_itself[i] = true;
         }
+    }
+    /* Its other locks, with what the victims hold there freed. */
+    for (size_t i = 0; i < c->nlocks && ok; i++)
+        if (by_itself[i] &&
+            !sl__queue_admissible_freed(eng, &c->e[i], victims_slots(eng, base, &c->e[i]))) {
+            sl__rate_arm(eng, c->e[i].lock); /* a rate that holds it back wakes it */
+            if (any)
+                retry_add(eng, c);
+            ok = false;
+        }
+    if (!ok) {
+        eng->victims.n = base;
+        return false;
     }
     for (size_t i = base; i < eng->victims.n; i++)
         revoke(eng, eng->victims.v[i], c, now);

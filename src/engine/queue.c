@@ -172,8 +172,16 @@ static bool find_visit(void *ud, sl_centry *e, size_t position, uint64_t slots_b
 
 bool sl__queue_admissible(sl_engine *eng, const sl_centry *e)
 {
+    return sl__queue_admissible_freed(eng, e, 0);
+}
+
+/* Admissible once `freed` of the slots in use on its lock are free: those
+ * of holders a preemption would revoke (preempt.c). */
+bool sl__queue_admissible_freed(sl_engine *eng, const sl_centry *e, uint64_t freed)
+{
     const sl_lock *l = e->lock;
-    uint64_t free = sl__lock_free_slots(l);
+    uint64_t used = l->used > freed ? l->used - freed : 0;
+    uint64_t free = l->limit > used ? l->limit - used : 0;
     if (e->slots > free || !sl__rate_allows(eng, l))
         return false;
     switch (l->strategy) {
@@ -342,6 +350,9 @@ static void grant(sl_engine *eng, sl_claim *c, int64_t now)
     sl__event_add(eng, SL_EV_CLAIM_ACQUIRED, c, now);
     sl__claim_touch(eng, c);
     sl__claim_rearm(eng, c);
+    /* A new holder of lower priority may be the victim whose other locks
+     * let a head in (preempt.c counts all of a victim's slots). */
+    sl__preempt_mark_claim(eng, c);
 }
 
 /* Grants a claim with no locks at all (tags that add none). */

@@ -49,13 +49,25 @@ bool sl__rate_allows(const sl_engine *eng, const sl_lock *l)
            level_at(eng, l, eng->now) >= (uint64_t)sl__lock_rules(l)->rate_period_ms;
 }
 
-int64_t sl__rate_next(const sl_engine *eng, const sl_lock *l)
+/* When k more tokens are whole: the time of the k-th waiter the rate holds
+ * back, in the order they are let in, each taking one token as it comes
+ * (S6: every waiter was told the next token's time). */
+int64_t sl__rate_kth(const sl_engine *eng, const sl_lock *l, uint64_t k)
 {
+    if (!sl__lock_rated(l))
+        return eng->now;
     const sl_sem_rules *r = sl__lock_rules(l);
     uint64_t level = level_at(eng, l, eng->now), token = (uint64_t)r->rate_period_ms;
-    if (!sl__lock_rated(l) || level >= token)
+    uint64_t want = k > UINT64_MAX / token ? UINT64_MAX : k * token;
+    if (level >= want)
         return eng->now;
-    return eng->now + (int64_t)((token - level + r->rate_count - 1) / r->rate_count);
+    uint64_t ms = (want - level) / r->rate_count + ((want - level) % r->rate_count != 0);
+    return ms > (uint64_t)(INT64_MAX - eng->now) ? INT64_MAX : eng->now + (int64_t)ms;
+}
+
+int64_t sl__rate_next(const sl_engine *eng, const sl_lock *l)
+{
+    return sl__rate_kth(eng, l, 1);
 }
 
 void sl__rate_arm(sl_engine *eng, sl_lock *l)

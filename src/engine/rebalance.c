@@ -3,11 +3,17 @@
  * docs/engine.md: each key among a lock's holders and waiters weighs its
  * weight (the lock's weights, else default_weight, else 1); with W the sum,
  * a key's quota is floor(limit * w / W), plus one slot for each of the R
- * keys whose oldest waiting claims are oldest, R being what the floors
- * leave of the limit. With equal weights that is floor(limit / K) and
- * limit mod K. Free slots go to the oldest waiting claim of a key below its
- * quota; when no such key waits, to the oldest waiting claim of any key, so
- * no slot idles while someone waits.
+ * waiting keys with the largest remainders (limit * w mod W; among equal
+ * remainders, the keys whose oldest waiting claims are oldest), R being
+ * what the floors leave of the limit. That is the largest remainder
+ * method: every quota is within one slot of limit * w / W, so long-run
+ * shares follow the weights even when the limit does not divide (handing
+ * the R slots to the oldest waiters gave them to the light keys, whose
+ * claims wait longest). With equal weights every remainder is equal: the
+ * floors are floor(limit / K) and limit mod K go to the oldest waiters.
+ * Keys with no waiter get none of the R slots. Free slots go to the oldest
+ * waiting claim of a key below its quota; when no such key waits, to the
+ * oldest waiting claim of any key, so no slot idles while someone waits.
  *
  * A rebalanced lock keeps one queue per key (oldest first) and the keys that
  * have waiters ordered by their oldest waiter. The order in which slots
@@ -15,6 +21,7 @@
  * quota: sl__rk_walk computes it step by step from those queues, costing
  * O(keys waiting) per step. Admission only walks as far as the free slots
  * reach, so the cost follows the lock's limit, not the length of its queue. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine_int.h"
@@ -24,6 +31,8 @@ typedef struct rk_cursor {
     sl_tnode *cur;  /* the next of its entries to be handed slots */
     uint64_t held;  /* slots the key holds, counting those handed out so far */
     uint64_t share; /* floor(limit * weight / W) */
+    uint64_t rem;   /* limit * weight mod W: who gets a leftover slot first */
+    uint64_t quota; /* share, plus one if it gets one of the leftover slots */
 } rk_cursor;
 
 static uint32_t weight_of(const sl_lock *l, const char *name)
@@ -38,6 +47,11 @@ static uint32_t weight_of(const sl_lock *l, const char *name)
 static uint64_t share_of(const sl_lock *l, const sl_rkey *rk)
 {
     return l->wsum ? (uint64_t)l->limit * rk->weight / l->wsum : 0;
+}
+
+static uint64_t rem_of(const sl_lock *l, const sl_rkey *rk)
+{
+    return l->wsum ? (uint64_t)l->limit * rk->weight % l->wsum : 0;
 }
 
 /* R: the slots the floors of every key's share leave of the limit. */
@@ -197,10 +211,70 @@ static void cursor_resort(rk_cursor *v, size_t n, size_t r)
     v[i] = moved;
 }
 
-static size_t pick(const rk_cursor *v, size_t n, uint64_t extra)
+/* The cursors' quotas: the `extra` leftover slots go one each to the
+ * cursors with the largest remainders, and among equal remainders to the
+ * first in v's order (oldest waiter first). rems holds the n remainders,
+ * largest first. */
+static void set_quotas(rk_cursor *v, size_t n, const uint64_t *rems, uint64_t extra)
 {
+    uint64_t t = 0; /* the smallest remainder that gets a slot */
+    uint64_t ties = 0; /* of the remainders equal to t, how many get one */
+    if (extra > 0 && extra < n) {
+        t = rems[extra - 1];
+        size_t above = 0;
+        while (rems[above] > t)
+            above++;
+        ties = extra - above;
+    }
+    for (size_t r = 0; r < n; r++) {
+        bool plus = extra >= n;
+        if (!plus && extra > 0 && v[r].rem >= t)
+            plus = v[r].rem > t || (ties > 0 && ties-- > 0);
+        v[r].quota = v[r].share + (plus ? 1 : 0);
+    }
+}
+
+static int rem_desc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* One cursor per waiting key, oldest waiter first, in eng->sim; their
+ * remainders, largest first, right after the cursors. */
+static rk_cursor *load_cursors(sl_engine *eng, const sl_lock *l, size_t n, uint64_t **rems)
+{
+    if (eng->simcap < n) {
+        eng->simcap = n * 2;
+        eng->sim = sl__realloc(&eng->mem, eng->sim,
+                               eng->simcap * (sizeof(rk_cursor) + sizeof(uint64_t)));
+    }
+    rk_cursor *v = eng->sim;
+    *rems = (uint64_t *)(v + eng->simcap);
+    size_t i = 0;
+    for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), i++) {
+        sl_rkey *rk = sl__container_of(t, sl_rkey, onode);
+        v[i] = (rk_cursor){rk, sl__tree_first(&rk->pending), rk->held, share_of(l, rk),
+                           rem_of(l, rk), 0};
+        (*rems)[i] = v[i].rem;
+    }
+    qsort(*rems, n, sizeof(uint64_t), rem_desc);
+    return v;
+}
+
+static void drop_rem(uint64_t *rems, size_t n, uint64_t rem)
+{
+    size_t i = 0;
+    while (i + 1 < n && rems[i] != rem)
+        i++;
+    memmove(&rems[i], &rems[i + 1], (n - i - 1) * sizeof(*rems));
+}
+
+static size_t pick(rk_cursor *v, size_t n, const uint64_t *rems, uint64_t extra)
+{
+    set_quotas(v, n, rems, extra);
     for (size_t r = 0; r < n; r++)
-        if (v[r].held < v[r].share + (r < extra ? 1 : 0))
+        if (v[r].held < v[r].quota)
             return r;
     return 0;
 }
@@ -210,20 +284,12 @@ void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud)
     size_t n = l->rkeys ? sl__tree_count(&l->rkey_order) : 0;
     if (n == 0)
         return;
-    if (eng->simcap < n) {
-        eng->simcap = n * 2;
-        eng->sim = sl__realloc(&eng->mem, eng->sim, eng->simcap * sizeof(rk_cursor));
-    }
-    rk_cursor *v = eng->sim;
-    size_t i = 0;
-    for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), i++) {
-        sl_rkey *rk = sl__container_of(t, sl_rkey, onode);
-        v[i] = (rk_cursor){rk, sl__tree_first(&rk->pending), rk->held, share_of(l, rk)};
-    }
+    uint64_t *rems;
+    rk_cursor *v = load_cursors(eng, l, n, &rems);
     uint64_t extra = remainder_of(l);
     uint64_t before = 0;
     for (size_t position = 1; n > 0; position++) {
-        size_t r = pick(v, n, extra);
+        size_t r = pick(v, n, rems, extra);
         sl_centry *e = sl__container_of(v[r].cur, sl_centry, u.node);
         if (!visit(ud, e, position, before))
             return;
@@ -233,24 +299,27 @@ void sl__rk_walk(sl_engine *eng, const sl_lock *l, sl_rk_visit visit, void *ud)
         if (v[r].cur) {
             cursor_resort(v, n, r);
         } else {
+            drop_rem(rems, n, v[r].rem);
             memmove(&v[r], &v[r + 1], (n - r - 1) * sizeof(*v));
             n--;
         }
     }
 }
 
-uint64_t sl__rk_quota(const sl_lock *l, const sl_rkey *rk, bool *someone_below)
+uint64_t sl__rk_quota(sl_engine *eng, const sl_lock *l, const sl_rkey *rk, bool *someone_below)
 {
-    uint64_t extra = remainder_of(l);
+    size_t n = l->rkeys ? sl__tree_count(&l->rkey_order) : 0;
     uint64_t quota = share_of(l, rk);
-    size_t r = 0;
     *someone_below = false;
-    for (sl_tnode *t = sl__tree_first(&l->rkey_order); t; t = sl__tree_next(t), r++) {
-        const sl_rkey *k = sl__container_of(t, sl_rkey, onode);
-        uint64_t q = share_of(l, k) + (r < extra ? 1 : 0);
-        if (k == rk)
-            quota = q;
-        else if (k->held < q)
+    if (n == 0)
+        return quota;
+    uint64_t *rems;
+    rk_cursor *v = load_cursors(eng, l, n, &rems);
+    set_quotas(v, n, rems, remainder_of(l));
+    for (size_t r = 0; r < n; r++) {
+        if (v[r].rk == rk)
+            quota = v[r].quota;
+        else if (v[r].held < v[r].quota)
             *someone_below = true;
     }
     return quota;

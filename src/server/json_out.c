@@ -66,8 +66,14 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
     case SL_RULE_RATE: {
         char at[32];
         sl_time_format(w->admit_ms, at, sizeof(at));
-        snprintf(buf, cap, "rate: %s would admit it but for its rate; its next token is at %s",
-                 w->key, at);
+        if (w->preempt == SL_PREEMPT_WILL) /* it preempts only with a token */
+            snprintf(buf, cap,
+                     "rate: %s is full, and it preempts holders of lower priority only when "
+                     "the rate can let it in at once, at %s",
+                     w->key, at);
+        else
+            snprintf(buf, cap, "rate: %s would admit it but for its rate, which lets it in at %s",
+                     w->key, at);
         break;
     }
     default:
@@ -75,7 +81,16 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
         return;
     }
     size_t len = strlen(buf);
-    if (w->preempt != SL_PREEMPT_NONE && len < cap)
+    if (w->preempt == SL_PREEMPT_NONE || len >= cap ||
+        (w->rule == SL_RULE_RATE && w->preempt == SL_PREEMPT_WILL))
+        return;
+    if (w->preempt == SL_PREEMPT_WAITING && w->npreempted < w->npreempt)
+        /* revoked by a newer claim of their group, not preempted (S10) */
+        snprintf(buf + len, cap - len, "; it waits for the holders %s to leave",
+                 w->npreempted == 0 ? "revoked by a newer claim of their group"
+                                    : "being revoked (preempted, or by a newer claim of their "
+                                      "group)");
+    else
         snprintf(buf + len, cap - len, "; it %s", sl_preempt_text(w->preempt));
 }
 
@@ -95,8 +110,11 @@ static json_t *preempt_json(const sl_why *w)
 {
     if (w->preempt == SL_PREEMPT_NONE)
         return json_null();
-    return json_pack("{s:s,s:I}", "status", sl_preempt_name(w->preempt), "holders",
-                     (json_int_t)w->npreempt);
+    json_t *p = json_pack("{s:s,s:I}", "status", sl_preempt_name(w->preempt), "holders",
+                          (json_int_t)w->npreempt);
+    if (w->preempt == SL_PREEMPT_WAITING) /* of those, how many were preempted */
+        json_object_set_new(p, "preempted", json_integer((json_int_t)w->npreempted));
+    return p;
 }
 
 void sl_claim_reason_words(sl_server *srv, const sl_claim *claim, char *buf, size_t cap)

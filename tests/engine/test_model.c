@@ -36,7 +36,8 @@
  *    cancels in excepted); reject refuses (SL_EFULL), drop_oldest supersedes
  *    the oldest waiters (created, arrival) with reason queue_full.
  *  - weights (rebalanced): floor(limit * w / W) per key present, the rest
- *    one each to the keys whose oldest waiters are oldest.
+ *    one each to the waiting keys with the largest remainders (limit * w
+ *    mod W), the oldest waiter first among equal ones.
  *  - inline limits: i0, i1 (and an unconfigured s*) live while claimed,
  *    then are forgotten; another limit is SL_EINLINE, as is one that differs
  *    from a configured limit.
@@ -292,6 +293,7 @@ typedef struct coverage {
     uint64_t barrier; /* a skip waiter that fits kept out by an overtake barrier */
     /* preemption */
     uint64_t preemptions, preempt_wait_flag, preempt_multi_lock, preempt_victims;
+    uint64_t preempt_rate_held, preempt_freed_other; /* S4, S5 */
     uint64_t preempt_at_once, preempt_grace_end, preempt_freed, preempt_barrier;
     uint64_t why_preempt[SL_PREEMPT_TOO_FEW + 1]; /* statuses seen in why */
     /* bounded queues */
@@ -476,9 +478,10 @@ static bool COUNT_ORDER; /* compare_all: count how often weights mattered */
 
 /* A rebalanced lock's order of choice, by simulation: the keys with holders
  * or waiters, each with the share floor(limit * w / W) of its weight w (W:
- * their weights summed), the R slots the floors leave one each to the keys
- * whose oldest waiters are oldest (ranked again after every choice; keys
- * with no waiter left rank last); the oldest waiter of the first key below
+ * their weights summed), the R slots the floors leave one each to the
+ * waiting keys with the largest remainders limit * w mod W, among equal
+ * ones those whose oldest waiters are oldest (ranked again after every
+ * choice; keys with no waiter left get none); the oldest waiter of the first key below
  * its quota is chosen, else the oldest waiter of all; its slots count for
  * its key from then on. */
 static size_t choice_of(int L, int *out)
@@ -503,6 +506,7 @@ static size_t choice_of(int L, int *out)
     if (nrem == 0)
         return 0;
     uint64_t limit = M.lk[L].limit, wsum = 0, share[NKEYS] = {0}, shares = 0, keys = 0;
+    uint64_t left[NKEYS] = {0}; /* limit * w mod W: the leftover slots' order */
     for (int k = 0; k < NKEYS; k++)
         if (present[k]) {
             wsum += weight_of(L, k);
@@ -511,6 +515,7 @@ static size_t choice_of(int L, int *out)
     for (int k = 0; k < NKEYS; k++)
         if (present[k]) {
             share[k] = limit * weight_of(L, k) / wsum;
+            left[k] = limit * weight_of(L, k) % wsum;
             shares += share[k];
         }
     uint64_t extra = limit - shares;
@@ -543,7 +548,12 @@ static size_t choice_of(int L, int *out)
         }
         int pick = ranked[0];
         for (size_t r = 0; r < nk; r++) {
-            if (held[ranked[r]] < share[ranked[r]] + (r < extra ? 1 : 0)) {
+            /* A leftover slot for each of the `extra` keys with the largest
+             * remainders, the earlier ranked first among equal ones. */
+            uint64_t ahead = 0, mine = left[ranked[r]];
+            for (size_t q = 0; q < nk; q++)
+                ahead += left[ranked[q]] > mine || (left[ranked[q]] == mine && q < r);
+            if (held[ranked[r]] < share[ranked[r]] + (ahead < extra ? 1 : 0)) {
                 pick = ranked[r];
                 break;
             }
@@ -665,9 +675,10 @@ static bool admissible_everywhere(int ci)
 static void r_end(int ci, sl_state state, sl_reason reason, int by, int64_t now);
 
 /* Preemption as docs/engine.md states it, for claim ci on its lock s: none
- * when the lock does not preempt or the claim fits, or when no holder is
- * below it and none is revoking; not_head unless it is the first of the
- * lock's queue; waiting when the free slots and those of the holders
+ * when the lock does not preempt or the claim fits, or when no holder
+ * (revoking or not) is below it in priority, unless it is the first of the
+ * lock's queue and holders are revoking; not_head unless it is the first
+ * of the lock's queue; waiting when the free slots and those of the holders
  * revoking cover it (*count: those holders); else the holders
  * of strictly lower priority, lowest first and then the latest granted,
  * taken until they cover it (too_few if they cannot), then from the last
@@ -687,10 +698,12 @@ static sl_preempt r_plan(int ci, int s, int *vict, size_t *count)
     uint64_t need = lk->used + asks - lk->limit;
     uint64_t revoking = 0;
     size_t nrev = 0, n = 0;
+    bool below = false;
     for (int i = 0; i < M.nc; i++) {
         const rclaim *h = &M.c[i];
         if (!holding(h) || slot_of(h, L) < 0)
             continue;
+        below |= h->prio < c->prio;
         if (h->state == SL_REVOKING) {
             revoking += h->slots[slot_of(h, L)];
             nrev++;
@@ -705,15 +718,18 @@ static sl_preempt r_plan(int ci, int s, int *vict, size_t *count)
             vict[j] = i;
         }
     }
-    if (n == 0 && nrev == 0)
-        return SL_PREEMPT_NONE;
     static int order[CLAIMS_MAX];
-    if (queue_of(L, order) == 0 || order[0] != ci)
+    bool head = queue_of(L, order) > 0 && order[0] == ci;
+    if (!below && (nrev == 0 || !head))
+        return SL_PREEMPT_NONE;
+    if (!head)
         return SL_PREEMPT_NOT_HEAD;
     if (revoking >= need) {
         *count = nrev;
         return SL_PREEMPT_WAITING;
     }
+    if (!below)
+        return SL_PREEMPT_NONE;
     uint64_t got = revoking;
     size_t taken = 0;
     while (taken < n && got < need) {
@@ -735,8 +751,33 @@ static sl_preempt r_plan(int ci, int s, int *vict, size_t *count)
     return SL_PREEMPT_WILL;
 }
 
+/* Admissible on its lock s once the victims planned (vict[t][0..nv[t]) for
+ * every lock t) have left: a victim frees all of its locks. */
+static bool admissible_freed(int ci, int s, int (*vict)[CLAIMS_MAX], const size_t *nv)
+{
+    const rclaim *c = &M.c[ci];
+    int L = c->lk[s];
+    static bool counted[CLAIMS_MAX];
+    memset(counted, 0, sizeof(counted));
+    uint64_t freed = 0;
+    for (int t = 0; t < c->nl; t++)
+        for (size_t k = 0; k < nv[t]; k++) {
+            int v = vict[t][k];
+            if (!counted[v] && slot_of(&M.c[v], L) >= 0)
+                freed += M.c[v].slots[slot_of(&M.c[v], L)];
+            counted[v] = true;
+        }
+    M.lk[L].used -= freed;
+    bool ok = admissible_on(ci, s);
+    M.lk[L].used += freed;
+    COV.preempt_freed_other += ok && freed > 0;
+    return ok;
+}
+
 /* The claim preempts only when on every one of its locks it is admissible
- * now, waits for revoking holders, or has a plan; then the victims of each
+ * now or once its victims leave (a victim frees all of its locks), waits
+ * for revoking holders, or has a plan with a whole token of the lock's
+ * rate (a revocation must buy a grant); then the victims of each
  * lock in turn (in the claim's lock order, each lock's in its plan's order)
  * that still hold are revoked with that lock's preempt_grace. Then, or
  * when it waits at a head for revoked holders, a skip lock keeps its slots
@@ -747,17 +788,25 @@ static bool r_try_preempt(int ci, int64_t now)
     size_t nv[CLOCKS_MAX];
     rclaim *c = &M.c[ci];
     int wills = 0, waits = 0;
+    bool alone[CLOCKS_MAX] = {false}, rate_held = false;
     for (int s = 0; s < c->nl; s++) {
         sl_preempt p = r_plan(ci, s, vict[s], &nv[s]);
         if (p == SL_PREEMPT_WILL) {
             wills++;
+            rate_held |= !token_whole(c->lk[s], M.now);
             continue;
         }
         nv[s] = 0;
         waits += p == SL_PREEMPT_WAITING;
-        if (p != SL_PREEMPT_WAITING && !admissible_on(ci, s))
-            return false;
+        alone[s] = p != SL_PREEMPT_WAITING;
     }
+    if (rate_held) {
+        COV.preempt_rate_held++;
+        return false;
+    }
+    for (int s = 0; s < c->nl; s++)
+        if (alone[s] && !admissible_freed(ci, s, vict, nv))
+            return false;
     if (waits > 0 && !c->preempting && wills == 0)
         COV.preempt_wait_flag++;
     if (wills > 0 || waits > 0)
@@ -1510,9 +1559,47 @@ static void gather(bool all)
         EL[L].rc = sl_lock_lookup(R.eng, kind_of(L), lock_names[L], &EL[L].v, NULL);
 }
 
+/* When the k-th token from t on is whole, the k-1 before it each taken
+ * as it comes (the waiters ahead of it that the rate holds back). */
+static int64_t token_kth(int L, int64_t t, size_t k)
+{
+    if (!rated(L))
+        return t;
+    const mrules *r = rules_of(L);
+    uint64_t token = (uint64_t)r->rperiod, v = bucket_at(L, t);
+    for (;; t++, v += r->rcount) {
+        while (k > 0 && v >= token) {
+            if (--k == 0)
+                return t;
+            v -= token;
+        }
+    }
+}
+
+/* Its rank among the waiters on its lock s that the rate lets in, in
+ * order: on strict and rebalanced locks its position (every claim ahead
+ * fits before it); on skip, the claims ahead that fit in what those before
+ * them leave, room kept for its own slots. */
+static size_t rate_rank(int ci, int s)
+{
+    static int order[CLAIMS_MAX];
+    int L = M.c[ci].lk[s];
+    size_t n = lock_order(L, order), k = 1;
+    uint64_t fr = free_of(&M.lk[L]), mine = M.c[ci].slots[s];
+    for (size_t i = 0; i < n && order[i] != ci; i++) {
+        uint64_t x = M.c[order[i]].slots[slot_of(&M.c[order[i]], L)];
+        if (M.lk[L].strat != SL_SKIP || x <= fr - mine) {
+            fr -= M.lk[L].strat == SL_SKIP ? x : 0;
+            k++;
+        }
+    }
+    return k;
+}
+
 /* A pending claim's why on its lock s: what preemption does there, and
  * the rules that say it would be let in there (other_lock) but for the
- * rate (rate, with the ms of the next whole token). */
+ * rate (rate, with the ms of its own token in the line of those the rate
+ * holds back), or that it would preempt but for the rate. */
 static void compare_why(int ci, int s, const sl_why *w)
 {
     static int vict[CLAIMS_MAX];
@@ -1526,13 +1613,16 @@ static void compare_why(int ci, int s, const sl_why *w)
           "%s: why on %s: preempt %s %zu, reference %s %zu", c->id, lock_names[L],
           sl_preempt_name(w->preempt), w->npreempt, sl_preempt_name(p), count);
     bool fits = fits_on(ci, s), whole = token_whole(L, M.now);
+    /* A head that would preempt waits for the rate's next token (S4). */
+    bool rate_preempt = !fits && !whole && p == SL_PREEMPT_WILL;
+    int64_t admit = fits ? token_kth(L, M.now, rate_rank(ci, s)) : token_time(L, M.now);
     if (fits && whole)
         CHECK(w->rule == SL_RULE_OTHER_LOCK, "%s: why on %s: %s, reference other_lock", c->id,
               lock_names[L], sl_rule_name(w->rule));
-    else if (fits)
-        CHECK(w->rule == SL_RULE_RATE && w->admit_ms == token_time(L, M.now),
+    else if (fits || rate_preempt)
+        CHECK(w->rule == SL_RULE_RATE && w->admit_ms == admit,
               "%s: why on %s: %s admit %" PRId64 ", reference rate admit %" PRId64, c->id,
-              lock_names[L], sl_rule_name(w->rule), w->admit_ms, token_time(L, M.now));
+              lock_names[L], sl_rule_name(w->rule), w->admit_ms, admit);
     else
         CHECK(w->rule != SL_RULE_OTHER_LOCK && w->rule != SL_RULE_RATE,
               "%s: why on %s: %s, but the reference does not let it in", c->id, lock_names[L],
@@ -2649,6 +2739,9 @@ static void random_sequences(void **state)
                       k->preemptions, k->preempt_multi_lock, k->preempt_victims,
                       k->preempt_at_once, k->preempt_grace_end, k->preempt_freed,
                       k->preempt_barrier, k->preempt_wait_flag);
+        print_message("  preempt held back by the rate %" PRIu64
+                      ", let in by a victim's slots on another lock %" PRIu64 "\n",
+                      k->preempt_rate_held, k->preempt_freed_other);
         print_message("  why on preempting locks: none %" PRIu64 " waiting %" PRIu64
                       " will %" PRIu64 " not_head %" PRIu64 " too_few %" PRIu64 "; rate %" PRIu64
                       " (of %" PRIu64

@@ -233,6 +233,123 @@ static void mutex_claims_on_other_locks_are_not_victims(void **state)
     t_free(eng);
 }
 
+/* S4: a preempting lock with a rate. The holder is revoked only when the
+ * urgent claim can then be granted: with the token, not an hour before it
+ * (the slot idled that hour). Meanwhile its why says rate, and when. */
+static void preempts_only_with_a_token(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, 1);
+    o.rules.preempt = true;
+    o.rules.preempt_grace_ms = 0;
+    o.rules.rate_count = 1;
+    o.rules.rate_period_ms = 3600000;
+    o.rules.rate_burst = 1;
+    sl_error err;
+    assert_int_equal(sl_sem_configure(eng, "deployer", &o, 0, &err), 0);
+    t_claim(eng, 10, "id=low s:deployer");
+    t_claim(eng, 20, "id=urgent s:deployer prio=10");
+    assert_int_equal(t_state(eng, "low"), SL_HELD);
+    const sl_why *w = why_on(eng, "urgent", 0);
+    assert_int_equal(w->rule, SL_RULE_RATE);
+    assert_int_equal(w->admit_ms, 3600010);
+    assert_int_equal(w->preempt, SL_PREEMPT_WILL);
+    assert_int_equal(w->npreempt, 1);
+    sl_engine_advance(eng, 3600009);
+    assert_int_equal(t_state(eng, "low"), SL_HELD);
+    sl_engine_advance(eng, 3600010);
+    assert_int_equal(t_state(eng, "low"), SL_CANCELED);
+    assert_int_equal(t_state(eng, "urgent"), SL_HELD);
+    assert_int_equal(t_view(eng, "urgent").granted_ms, 3600010);
+    t_free(eng);
+}
+
+/* S5: the run queue of docs/engine.md, `runs` preempting and a tenant tag
+ * limit of 1. The urgent run's tenant slot is held by the very run it would
+ * preempt: that revocation frees both, so it preempts. */
+static void victim_frees_all_its_locks(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    preempt_sem(eng, "runs", 1, SL_STRICT, 1000);
+    t_sem(eng, 0, "tag/tenant=*", 1, SL_STRICT);
+    t_claim(eng, 10, "id=nightly s:runs tag=tenant=acme");
+    t_claim(eng, 20, "id=hotfix s:runs tag=tenant=acme prio=10");
+    assert_int_equal(t_state(eng, "nightly"), SL_REVOKING);
+    assert_int_equal(why_on(eng, "hotfix", 0)->preempt, SL_PREEMPT_WAITING);
+    t_claim(eng, 30, "id=globex s:runs tag=tenant=globex prio=10");
+    assert_int_equal(why_on(eng, "globex", 0)->preempt, SL_PREEMPT_NOT_HEAD);
+    sl_engine_advance(eng, 1020);
+    assert_int_equal(t_state(eng, "nightly"), SL_CANCELED);
+    assert_int_equal(t_state(eng, "hotfix"), SL_HELD);
+    assert_int_equal(t_view(eng, "hotfix").granted_ms, 1020);
+    /* Still no waste: a victim that does not hold the other lock frees
+     * nothing there. */
+    t_claim(eng, 2000, "id=other m:x");
+    t_claim(eng, 2010, "id=u2 s:runs m:x prio=20");
+    assert_int_equal(t_state(eng, "hotfix"), SL_HELD);
+    assert_int_equal(why_on(eng, "u2", 0)->preempt, SL_PREEMPT_WILL);
+    t_free(eng);
+}
+
+/* The victim of S5 granted after the urgent claim came: its grant is what
+ * makes the preemption possible. */
+static void victim_granted_later_is_seen(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    preempt_sem(eng, "runs", 1, SL_STRICT, 0);
+    t_sem(eng, 0, "tag/tenant=*", 1, SL_STRICT);
+    t_claim(eng, 10, "id=first s:runs tag=tenant=globex");
+    t_claim(eng, 20, "id=mid tag=tenant=acme");
+    t_claim(eng, 30, "id=hotfix s:runs tag=tenant=acme prio=10");
+    /* first is a victim on runs, but acme's slot is mid's (no victim). */
+    assert_int_equal(t_state(eng, "first"), SL_HELD);
+    t_release(eng, 40, "mid");
+    assert_int_equal(t_state(eng, "first"), SL_CANCELED);
+    assert_int_equal(t_state(eng, "hotfix"), SL_HELD);
+    t_free(eng);
+}
+
+/* S9: preemption words only for a claim with a holder below it. */
+static void no_words_without_a_holder_below(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    preempt_sem(eng, "rc", 2, SL_STRICT, 60000);
+    t_claim(eng, 10, "id=a s:rc");
+    t_claim(eng, 20, "id=b s:rc");
+    t_claim(eng, 30, "id=c s:rc");
+    t_claim(eng, 40, "id=urg s:rc prio=5");
+    assert_int_equal(t_state(eng, "b"), SL_REVOKING);
+    /* c (priority 0) is above no holder: it can never preempt. */
+    assert_int_equal(why_on(eng, "c", 0)->preempt, SL_PREEMPT_NONE);
+    assert_int_equal(why_on(eng, "urg", 0)->preempt, SL_PREEMPT_WAITING);
+    t_free(eng);
+}
+
+/* S10: holders revoking for their group's newer claim are not preempted:
+ * the why counts them apart, so its words can say which. */
+static void group_revoked_holders_are_not_preempted(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    preempt_sem(eng, "gpuc", 2, SL_STRICT, 60000);
+    t_claim(eng, 10, "id=C s:gpuc group=g-c1");
+    t_claim(eng, 20, "id=D s:gpuc");
+    t_claim(eng, 30, "id=B s:gpuc prio=10 group=g-c1 cancel=in-progress grace=5000");
+    assert_int_equal(t_state(eng, "C"), SL_REVOKING);
+    assert_int_equal(t_view(eng, "C").reason, SL_REASON_REVOKED);
+    assert_int_equal(t_state(eng, "D"), SL_HELD);
+    const sl_why *w = why_on(eng, "B", 0);
+    assert_int_equal(w->preempt, SL_PREEMPT_WAITING);
+    assert_int_equal(w->npreempt, 1);
+    assert_int_equal(w->npreempted, 0);
+    t_free(eng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +364,11 @@ int main(void)
         cmocka_unit_test(skip_keeps_the_freed_slots_for_the_preemptor),
         cmocka_unit_test(rebalanced_cannot_preempt),
         cmocka_unit_test(mutex_claims_on_other_locks_are_not_victims),
+        cmocka_unit_test(preempts_only_with_a_token),
+        cmocka_unit_test(victim_frees_all_its_locks),
+        cmocka_unit_test(victim_granted_later_is_seen),
+        cmocka_unit_test(no_words_without_a_holder_below),
+        cmocka_unit_test(group_revoked_holders_are_not_preempted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,9 +156,38 @@ static void bad_rates_are_refused(void **state)
     t_free(eng);
 }
 
+/* S6: each waiter the rate holds back is told its own time: the k-th is
+ * let in with the k-th token, not all of them with the next one. */
+static void each_waiter_its_own_admit_time(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    rated(eng, 0, "vendor", 10, 30, 60000, 5); /* a token every 2 s, burst 5 */
+    char spec[32], id[8];
+    for (int i = 1; i <= 8; i++) {
+        snprintf(spec, sizeof(spec), "id=w%d s:vendor", i);
+        t_claim(eng, 0, spec);
+    }
+    assert_string_equal(t_with_state(eng, SL_HELD), "w1 w2 w3 w4 w5");
+    for (int i = 6; i <= 8; i++) {
+        snprintf(id, sizeof(id), "w%d", i);
+        sl_why w;
+        assert_int_equal(sl_claim_why(eng, t_find(eng, id), &w, 1), 1);
+        assert_int_equal(w.rule, SL_RULE_RATE);
+        assert_int_equal(w.admit_ms, (i - 5) * 2000);
+    }
+    for (int i = 6; i <= 8; i++) {
+        snprintf(id, sizeof(id), "w%d", i);
+        sl_engine_advance(eng, (i - 5) * 2000);
+        assert_int_equal(t_view(eng, id).granted_ms, (i - 5) * 2000);
+    }
+    t_free(eng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(each_waiter_its_own_admit_time),
         cmocka_unit_test(burst_then_one_token_at_a_time),
         cmocka_unit_test(releases_do_not_refill),
         cmocka_unit_test(thirty_a_minute),
