@@ -102,8 +102,14 @@ static int sem_limit(const sl_engine *eng, sl_xlock *xl, const char *name, size_
         return 0;
     }
     const sl_lock *live = sl__lock_find(eng, xl->key, xl->keylen);
+    /* Never joined without a limit (S8): a step that forgot its limit
+     * would work while other steps run and fail when they do not. value:
+     * the live inline limit, for the message's mend. */
     if (inl == 0 && live && live->inline_limit > 0)
-        inl = live->inline_limit; /* it exists while its claims live: join it as it is */
+        return fail(err, SL_EUNKNOWN,
+                    "no semaphore or pattern is configured by this name, so every claim on it "
+                    "gives its inline limit, even while other claims keep it alive",
+                    field, name, live->inline_limit);
     if (inl == 0)
         return fail(err, SL_EUNKNOWN,
                     "no semaphore or pattern is configured by this name; configure it with "

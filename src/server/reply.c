@@ -297,6 +297,11 @@ void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
                        "could never be granted; ask for at most %lld, or raise the limit first",
                        field ? field : "locks", name ? name : "?", (long long)err->asked,
                        (long long)err->value, (long long)err->value);
+    else if (err->code == SL_EUNKNOWN && err->value > 0 && field && name)
+        sl_reply_error(c, status, code,
+                       "%s (%s): %s; give \"limit\": %lld as the other claims on it do, or "
+                       "configure it with PUT /v1/semaphores/{name}",
+                       field, name, err->what, (long long)err->value);
     else if (field && name)
         sl_reply_error(c, status, code, "%s (%s): %s", field, name, err->what);
     else if (field || name)

@@ -65,8 +65,12 @@ static void conflicting_inline_limits_are_refused(void **state)
     assert_int_equal(err.value, 4);
     assert_int_equal(err.asked, 5);
     assert_string_equal(err.name, "r/s");
-    /* Without a limit it is unknown no more while it lives: it is a semaphore. */
-    t_claim(eng, 2, "id=c s:r/s");
+    /* Without a limit it is unknown even while it lives (S8): a claim that
+     * forgot its limit must not work only while others run. The error
+     * carries the live limit for the mend. */
+    assert_int_equal(t_claim_rc(eng, 2, "id=c s:r/s", &err), SL_EUNKNOWN);
+    assert_int_equal(err.value, 4);
+    assert_string_equal(err.name, "r/s");
     /* A configured semaphore's limit must match. */
     t_sem(eng, 3, "conf", 3, SL_STRICT);
     assert_int_equal(inline_claim(eng, 4, "d", "conf", 4, &err), SL_EINLINE);

@@ -301,7 +301,7 @@ typedef struct coverage {
     /* weights */
     uint64_t weighted_orders, weighted_differs;
     /* inline */
-    uint64_t inline_made, inline_forgotten, inline_joined;
+    uint64_t inline_made, inline_forgotten, inline_unjoined;
     /* several groups */
     uint64_t multi_group, multi_group_cancels;
     /* rate */
@@ -1098,7 +1098,6 @@ static int r_create(const mop *op, int opi, int64_t now)
     rclaim c;
     memset(&c, 0, sizeof(c));
     int64_t cfg_lease = 0;
-    bool joined = false;
     for (int i = 0; i < op->nl + op->ng; i++) {
         int L;
         uint32_t slots, inl = 0;
@@ -1122,12 +1121,11 @@ static int r_create(const mop *op, int opi, int64_t now)
             if (l->lease > 0 && (cfg_lease == 0 || l->lease < cfg_lease))
                 cfg_lease = l->lease;
         } else if (sem) {
-            if (inl == 0 && l->inl > 0) {
-                inl = l->inl; /* joins the live one as it is */
-                joined = true;
-            }
-            if (inl == 0)
+            /* No limit is unknown, even on a live inline one (S8). */
+            if (inl == 0) {
+                COV.inline_unjoined += l->inl > 0;
                 return SL_EUNKNOWN;
+            }
             if (l->inl > 0 && l->inl != inl)
                 return SL_EINLINE;
             limit = rec = inl;
@@ -1194,7 +1192,6 @@ static int r_create(const mop *op, int opi, int64_t now)
     M.c[ci] = c;
     M.by_op[opi] = ci;
     COV.multi_group += c.ng > 1;
-    COV.inline_joined += joined;
     r_event(SL_EV_CLAIM_QUEUED, ci, now, SL_REASON_NONE);
     for (int g = 0; g < c.ng; g++)
         if (c.gcancel[g] != SL_CANCEL_NONE)
@@ -2394,8 +2391,8 @@ static void gen_create(rng *r, mop *op, size_t i)
                 else if (chance(r, 3))
                     op->inl[k] = (uint32_t)rr(r, 1, 4); /* another: SL_EINLINE */
             } else if (l->inl > 0) {
-                /* A live inline semaphore: join it, as it is or naming its
-                 * limit, now and then with another limit. */
+                /* A live inline semaphore: join it naming its limit; now
+                 * and then with none (SL_EUNKNOWN) or another limit. */
                 int w = (int)rr(r, 0, 99);
                 op->inl[k] = w < 50 ? l->inl : w < 85 ? 0 : (uint32_t)rr(r, 1, 3);
             } else if (L >= LK_INL || chance(r, 30)) {
@@ -2755,10 +2752,10 @@ static void random_sequences(void **state)
                       k->refused[7], k->dropped, k->full_group_exempt, k->weighted_orders,
                       k->weighted_differs);
         print_message("  inline: made %" PRIu64 " forgotten %" PRIu64
-                      " joined with no limit %" PRIu64 " refused %" PRIu64
+                      " refused without a limit while live %" PRIu64 " refused %" PRIu64
                       "; several groups: %" PRIu64 " claims, %" PRIu64
                       " cancels that hit\n",
-                      k->inline_made, k->inline_forgotten, k->inline_joined, k->refused[9],
+                      k->inline_made, k->inline_forgotten, k->inline_unjoined, k->refused[9],
                       k->multi_group, k->multi_group_cancels);
         print_message("  rate: %" PRIu64 " refusals in admission, %" PRIu64 " wakes, %" PRIu64
                       " grants at a wake; backdate: %" PRIu64 " refused, %" PRIu64

@@ -58,7 +58,8 @@ class SchedulingTest(ServerTestCase):
         self.assertIn("preempted", revoked["reason"])
         self.assertEqual(self.state(b1["id"]), "held")
         reasons = self.why(deploy["id"])
-        self.assertEqual(reasons[0]["preempt"], {"status": "waiting", "holders": 1})
+        self.assertEqual(reasons[0]["preempt"],
+                         {"status": "waiting", "holders": 1, "preempted": 1})
         self.assertIn("preempted", reasons[0]["message"])
         # The batch job's client hears it at once: renewing is refused.
         r = self.srv.post("/v1/claims/%s/renew" % b2["id"])
@@ -238,6 +239,106 @@ class SchedulingTest(ServerTestCase):
         self.assertEqual([b - a for a, b in zip(times, times[1:])], [2000, 2000])
         for cid in ids:
             self.srv.release(cid)
+
+    # ---- where rules meet (issue 21) -------------------------------------
+
+    def test_each_rate_waiter_is_told_its_own_time(self):
+        """S6: 8 claims at 30/1m with burst 5: waiters 6, 7 and 8 are let in
+        2 s apart, and why, the reason and admit_at say so for each."""
+        api = self.name("vendor-api")
+        self.srv.sem_put(api, 10, rate="30/1m", burst=5)
+        ids = [self.srv.claim("vendor/%d" % i, [("s", api)])["id"] for i in range(8)]
+        waiters = ids[5:]
+        self.assertEqual([self.state(c) for c in waiters], ["pending"] * 3)
+        admits = []
+        for cid in waiters:
+            r = self.why(cid)[0]
+            self.assertEqual(r["rule"], "rate")
+            self.assertIn(r["admit_at"], r["message"])
+            self.assertIn(r["admit_at"], self.srv.claim_get(cid)["reason"])
+            admits.append(parse_time(r["admit_at"]))
+        self.assertEqual([b - a for a, b in zip(admits, admits[1:])], [2000, 2000])
+        self.srv.delete("/v1/claims?holder_prefix=vendor/")
+
+    def test_preemption_waits_for_the_rate(self):
+        """S4: a revocation must buy a grant: with the rate's token an hour
+        away, the holder keeps its slot and the urgent claim says rate."""
+        dep = self.name("deployer")
+        self.srv.sem_put(dep, 1, preempt=True, preempt_grace="0", rate="1/1h", burst=1)
+        low = self.srv.claim("batch/low", [("s", dep)])
+        self.assertEqual(low["state"], "held")
+        urgent = self.srv.claim("deploy/urgent", [("s", dep)], priority=10)
+        self.assertEqual(self.state(low["id"]), "held")
+        r = self.why(urgent["id"])[0]
+        self.assertEqual((r["rule"], r["preempt"]), ("rate", {"status": "will", "holders": 1}))
+        self.assertGreater(parse_time(r["admit_at"]) - parse_time(low["granted"]), 3500000)
+        self.assertIn("preempts holders of lower priority only when the rate", r["message"])
+        for c in (urgent, low):
+            self.srv.release(c["id"])
+
+    def test_a_victim_frees_all_of_its_locks(self):
+        """S5: the run queue with a tenant tag limit: the urgent run's tenant
+        slot is held by the very run it preempts, and that frees both."""
+        runs = self.name("runs")
+        self.srv.sem_put(runs, 1, preempt=True, preempt_grace="0")
+        self.srv.sem_put("tag/tenant5=*", 1)
+        nightly = self.srv.claim("acme/nightly", [("s", runs)], tags={"tenant5": "acme"})
+        self.assertEqual(nightly["state"], "held")
+        hotfix = self.srv.claim("acme/hotfix", [("s", runs)], tags={"tenant5": "acme"},
+                                priority=10)
+        self.assertEqual(self.srv.claim_get(hotfix["id"], "?wait=10s&seen=pending")["state"],
+                         "held")
+        ended = self.srv.claim_get(nightly["id"])
+        self.assertEqual(ended["state"], "canceled")
+        self.assertIn("preempted", ended["reason"])
+        self.srv.release(hotfix["id"])
+
+    def test_preemption_words_match_the_state(self):
+        """S9: no "would preempt" on a claim with no holder below it. S10: a
+        holder revoked by its group's newer claim is not called preempted."""
+        rc = self.name("rc")
+        self.srv.sem_put(rc, 2, preempt=True, preempt_grace="1m")
+        a = self.srv.claim("night/a", [("s", rc)])
+        b = self.srv.claim("night/b", [("s", rc)])
+        c = self.srv.claim("night/c", [("s", rc)])
+        urg = self.srv.claim("urg/1", [("s", rc)], priority=5)
+        self.assertEqual(self.state(b["id"]), "revoking")
+        self.assertIsNone(self.why(c["id"])[0]["preempt"])
+        for x in (urg, c, b, a):
+            self.srv.release(x["id"])
+        gpuc = self.name("gpuc")
+        group = self.name("g-c1").replace("/", "-")
+        self.srv.sem_put(gpuc, 2, preempt=True, preempt_grace="1m")
+        cc = self.srv.claim("g/C", [("s", gpuc)], group=group)
+        d = self.srv.claim("g/D", [("s", gpuc)])
+        bb = self.srv.claim("g/B", [("s", gpuc)], priority=10, group=group,
+                            cancel="in-progress", grace="1m")
+        self.assertEqual(self.state(cc["id"]), "revoking")
+        r = self.why(bb["id"])[0]
+        self.assertEqual(r["preempt"], {"status": "waiting", "holders": 1, "preempted": 0})
+        self.assertIn("revoked by a newer claim of their group", r["message"])
+        self.assertNotIn("preempted", r["message"])
+        for x in (bb, d, cc):
+            self.srv.release(x["id"])
+
+    def test_no_limit_never_joins_a_live_inline_semaphore(self):
+        """S8: a claim without a limit on a name nobody configured is 422,
+        whether or not an inline semaphore of that name is live, and the
+        message gives the live limit to mend it."""
+        steps = self.name("run-43/steps")
+        a = self.srv.claim("run-43/a", [{"semaphore": steps, "limit": 2}])
+        self.assertEqual(a["locks"][0]["limit"], 2)
+        r = self.srv.post("/v1/claims", {"holder": "run-43/b", "locks": [{"semaphore": steps}]})
+        self.assertError(r, 422, "unknown_semaphore", contains='give "limit": 2 as the other')
+        self.srv.release(a["id"])
+        r = self.srv.post("/v1/claims", {"holder": "run-43/b", "locks": [{"semaphore": steps}]})
+        self.assertError(r, 422, "unknown_semaphore")
+        # A configured semaphore's claims show no limit they did not give.
+        conf = self.name("conf")
+        self.srv.sem_put(conf, 3)
+        c = self.srv.claim("conf/a", [("s", conf)])
+        self.assertNotIn("limit", c["locks"][0])
+        self.srv.release(c["id"])
 
     def test_bad_rules_are_refused_with_the_fix(self):
         s = self.name("s")
