@@ -126,7 +126,7 @@ function whoBlocks(reasons, blockers, claim) {
           h('span', { class: 'muted' }, `position ${r.position}, ${r.used} of ${r.limit} used`)),
         // The message names its rule and lock already ("at_limit: sem/db has…").
         h('p', { class: 'why' }, r.message),
-        r.preempt && h('p', { class: 'preempt', 'data-preempt': r.preempt.status, 'data-holders': r.preempt.holders }, preemptWords(r.preempt)),
+        r.preempt && h('p', { class: 'preempt', 'data-preempt': r.preempt.status, 'data-holders': r.preempt.holders }, preemptWords(r.preempt, r.rule)),
         r.share && h('p', { class: 'share', 'data-quota': r.share.quota, 'data-held': r.share.held }, shareWords(r.share, claim.rebalance_key)),
         r.rule === 'rate' && rateLine(r),
         h('p', { class: 'ahead', 'data-ahead-count': r.ahead_count },

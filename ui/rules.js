@@ -96,10 +96,17 @@ export function computeShares(l, claims) {
   }
   const list = [...keys.values()];
   const W = list.reduce((n, k) => n + k.weight, 0);
-  for (const k of list) k.quota = W ? Math.floor((l.limit * k.weight) / W) : 0;
+  for (const k of list) {
+    k.quota = W ? Math.floor((l.limit * k.weight) / W) : 0;
+    k.rem = W ? (l.limit * k.weight) % W : 0; // exact: limit and weights stay below 2^53
+  }
   const extra = Math.max(0, l.limit - list.reduce((n, k) => n + k.quota, 0));
   const waiting = list.filter((k) => k.oldest).sort((a, b) => age(a.oldest, b.oldest));
-  waiting.forEach((k, i) => { k.extra = i < extra; if (k.extra) k.quota++; });
+  // The leftover slots, as the engine gives them: to the waiting keys with
+  // the largest remainders (limit × weight mod W), the oldest waiter first
+  // among equal ones; keys with no waiter get none.
+  const byRem = [...waiting].sort((a, b) => b.rem - a.rem || age(a.oldest, b.oldest));
+  byRem.forEach((k, i) => { k.extra = i < extra; if (k.extra) k.quota++; });
   // Shown by the engine's rank: keys by their oldest waiter, then those without.
   return { W, extra, keys: [...waiting, ...list.filter((k) => !k.oldest).sort((a, b) => a.key.localeCompare(b.key))] };
 }
@@ -109,7 +116,7 @@ export function sharesTable(l, s, partial) {
   return [
     h('p', { class: 'muted shares-note' },
       `${plural(s.keys.length, 'key')} present, weights summed ${s.W}: a key's quota is floor(${l.limit} × weight / ${s.W})`,
-      s.extra > 0 ? `, and the ${plural(s.extra, 'slot')} these floors leave go${s.extra === 1 ? 'es' : ''} one each to the keys whose oldest waiters are oldest (+1)` : '',
+      s.extra > 0 ? `, and the ${plural(s.extra, 'slot')} these floors leave go${s.extra === 1 ? 'es' : ''} one each to the waiting keys with the largest remainders of ${l.limit} × weight / ${s.W}, the oldest waiter first among equal ones (+1)` : '',
       '. A key below its quota is served first; a slot nobody under quota wants goes to the oldest waiter.',
       partial ? ` Counted over the first ${partial} claims of the lock only.` : ''),
     h('div', { class: 'table-wrap stack' }, h('table', { class: 'shares', 'aria-label': `Shares of ${l.name}` },
@@ -125,12 +132,22 @@ export function sharesTable(l, s, partial) {
 
 // ---- a waiter's preemption, share and rate, in words ------------------------------------
 
-export function preemptWords(p) {
+// rule: the why's rule there (a head held back by the rate preempts with
+// its token).
+export function preemptWords(p, rule) {
   if (!p) return null;
   const n = p.holders;
+  // Revoking holders are preempted, or revoked by a newer claim of their
+  // group; the why counts the preempted ones (an older server: all).
+  const pre = p.preempted ?? n;
+  const who = pre === n ? plural(n, 'preempted holder')
+    : pre === 0 ? `${plural(n, 'holder')} revoked by a newer claim of ${n === 1 ? 'its' : 'their'} group`
+      : `${plural(n, 'revoking holder')} (${pre} preempted, ${n - pre} revoked by a newer claim of their group)`;
   switch (p.status) {
-    case 'waiting': return `Preemption: waiting for ${plural(n, 'preempted holder')} to leave (at the end of ${n === 1 ? 'its' : 'their'} grace, or sooner if released).`;
-    case 'will': return `Preemption: will preempt ${plural(n, 'holder')} of lower priority once its other locks are free.`;
+    case 'waiting': return `Preemption: waiting for ${who} to leave (at the end of ${n === 1 ? 'its' : 'their'} grace, or sooner if released).`;
+    case 'will': return rule === 'rate'
+      ? `Preemption: will preempt ${plural(n, 'holder')} of lower priority when the rate lets it in at once.`
+      : `Preemption: will preempt ${plural(n, 'holder')} of lower priority once its other locks are free.`;
     case 'not_head': return 'Preemption: would preempt, but a claim ahead of it comes first.';
     case 'too_few': return 'Preemption: would preempt, but holders of lower priority hold too few slots.';
     default: return `Preemption: ${p.status}.`;
@@ -145,7 +162,9 @@ export function shareWords(s, key) {
 
 export function rateLine(r) {
   if (!r.admit_at) return null;
-  return h('p', { class: 'rate-admit', 'data-admit-at': r.admit_at }, 'Rate: admitted when the rate\'s next token comes, at ', countdown(r.admit_at), '.');
+  // admit_at is this waiter's own token: those the rate holds back ahead of
+  // it take the ones before.
+  return h('p', { class: 'rate-admit', 'data-admit-at': r.admit_at }, 'Rate: admitted when its turn for a token of the rate comes, at ', countdown(r.admit_at), '.');
 }
 
 // A holder revoked while it holds: preempted (by a waiter of higher

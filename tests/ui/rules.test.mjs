@@ -127,10 +127,22 @@ test('claim pages: the preemption status in words, "preempted by" on the preempt
   const page = await openPage(srv, `/claims/${ids.urgent.id}`);
   await until(() => page.$('.blocker p.preempt'), 'the preemption status');
   const w = await why(ids.urgent);
-  assert.deepEqual(w.preempt, { status: 'waiting', holders: 1 });
+  assert.deepEqual(w.preempt, { status: 'waiting', holders: 1, preempted: 1 });
   assert.equal(await text(page, '.blocker p.why'), w.message);
   assert.equal(await text(page, '.blocker p.preempt'),
     'Preemption: waiting for 1 preempted holder to leave (at the end of its grace, or sooner if released).');
+  // Holders revoked by their group's newer claim are not called preempted
+  // (the why's preempted count), and a head held back by the rate says so.
+  const words = await page.evaluate(async () => {
+    const { preemptWords } = await import('/ui/rules.js');
+    return [preemptWords({ status: 'waiting', holders: 1, preempted: 0 }),
+      preemptWords({ status: 'waiting', holders: 2, preempted: 1 }),
+      preemptWords({ status: 'will', holders: 1 }, 'rate')];
+  });
+  assert.deepEqual(words, [
+    'Preemption: waiting for 1 holder revoked by a newer claim of its group to leave (at the end of its grace, or sooner if released).',
+    'Preemption: waiting for 2 revoking holders (1 preempted, 1 revoked by a newer claim of their group) to leave (at the end of their grace, or sooner if released).',
+    'Preemption: will preempt 1 holder of lower priority when the rate lets it in at once.']);
   // The lock's holders, the preempted one marked.
   assert.match(await text(page, `.blocking-holders li[data-claim="${ids.train2.id}"] .revoked`), new RegExp(`^preempted by ${short(ids.urgent.id)}, grace ends`));
   await shots(page, 'claim-preempting');
@@ -171,19 +183,20 @@ test('lock page: a rebalanced semaphore\'s shares, each key\'s quota as the serv
     return Object.fromEntries(['weight', 'quota', 'held', 'waiting'].map((c) => [c, tr.querySelector(`td.${c}`).textContent]));
   }, k);
   // floor(7 × 3 / 4) = 5 and floor(7 × 1 / 4) = 1 leave 1 slot: it goes to
-  // acme, whose oldest waiter is oldest. The server's why says the same.
+  // globex, whose remainder (7 × 1 mod 4 = 3) is larger than acme's (1): the
+  // exact shares are 5.25 and 1.75. The server's why says the same.
   const [wa, wg] = [await why(ids.acme), await why(ids.globex)];
-  assert.equal(wa.share.quota, 6);
-  assert.equal(wg.share.quota, 1);
-  assert.deepEqual(await row('acme'), { weight: '3', quota: `${wa.share.quota} (+1)`, held: '0 (below)', waiting: '1' });
-  assert.deepEqual(await row('globex'), { weight: '1', quota: String(wg.share.quota), held: String(wg.share.held), waiting: '1' });
+  assert.equal(wa.share.quota, 5);
+  assert.equal(wg.share.quota, 2);
+  assert.deepEqual(await row('acme'), { weight: '3', quota: String(wa.share.quota), held: '0 (below)', waiting: '1' });
+  assert.deepEqual(await row('globex'), { weight: '1', quota: `${wg.share.quota} (+1)`, held: String(wg.share.held), waiting: '1' });
   assert.match(await text(page, '.shares-note'), /^2 keys present, weights summed 4: a key's quota is floor\(7 × weight \/ 4\), and the 1 slot these floors leave goes one each/);
   await shots(page, 'lock-shares');
   // The waiter's page says its key's share.
   await page.goto(`${srv.base}/claims/${ids.globex.id}`);
   await until(() => page.$('.blocker p.share'), 'the share');
   assert.equal(await text(page, '.blocker p.share'),
-    `Share: its key “globex” has a quota of 1 slot (weight 1 of 4) and holds ${wg.share.held}: at or above its quota.`);
+    `Share: its key “globex” has a quota of 2 slots (weight 1 of 4) and holds ${wg.share.held}: at or above its quota.`);
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -197,7 +210,7 @@ test('rate and inline: the rate with its burst, a waiter\'s admit time; groups a
   await page.goto(`${srv.base}/claims/${ids.v2.id}`);
   await until(() => page.$('.blocker p.rate-admit'), 'the admit time');
   assert.deepEqual(await attrs(page, '.blocker p.rate-admit [data-countdown]', 'data-countdown'), [w.admit_at]);
-  assert.match(await text(page, '.blocker p.rate-admit'), /^Rate: admitted when the rate's next token comes, at \S+ \(in \d+m \d+s\)\.$/);
+  assert.match(await text(page, '.blocker p.rate-admit'), /^Rate: admitted when its turn for a token of the rate comes, at \S+ \(in \d+m \d+s\)\.$/);
   await shots(page, 'claim-rate');
   // Two groups and an inline limit.
   await page.goto(`${srv.base}/claims/${ids.ci.id}`);
