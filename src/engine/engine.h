@@ -444,6 +444,40 @@ size_t sl_pending_position(sl_engine *eng, const sl_claim *c);
 int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now);
 /* Operator cancel of a live claim: it ends `canceled`. SL_ECONFLICT if ended. */
 int sl_claim_cancel(sl_engine *eng, sl_claim *c, int64_t now);
+
+/* How sl_claims_end ends the members of its set. */
+typedef enum {
+    /* A run's cleanup, as its client's release of each: pending members are
+     * withdrawn (reason withdrawn), held ones released (released), revoking
+     * ones end canceled with the reason they were revoked for (preempted,
+     * or revoked and freed). */
+    SL_BULK_RELEASE,
+    /* An operator clearing queues: pending members end canceled (reason
+     * operator); members no longer pending are left as they are. */
+    SL_BULK_CLEAR,
+} sl_bulk;
+
+/* What sl_claims_end did: members withdrawn, released, canceled (revoking
+ * ones with SL_BULK_RELEASE, pending ones with SL_BULK_CLEAR), and left as
+ * they were (ended already, listed twice, or not pending for a clear). */
+typedef struct sl_bulk_counts {
+    size_t withdrawn, released, canceled, left;
+} sl_bulk_counts;
+
+/* Ends a set of claims in one step (docs/engine.md, "Bulk operations").
+ * After firing the timers due at `now`, every member leaves before anyone
+ * is let in: the pending members first, then the held and revoking ones,
+ * each in the order of `set`, one event each, in that order. Then admission
+ * and preemption run once, for the claims outside the set only: no member
+ * is granted on the way out, and no member, having left, can revoke a
+ * holder (revocations a member caused earlier stand). The grants and
+ * revocations that follow are those of the claims the set leaves behind,
+ * as if the whole set had ended at once; their events come after the
+ * members'. Costs O(n) plus admission on the locks the members held or
+ * waited for. *out may be NULL. SL_EINVAL for an unknown `how` (nothing
+ * changes). */
+int sl_claims_end(sl_engine *eng, sl_claim *const *set, size_t n, sl_bulk how, int64_t now,
+                  sl_bulk_counts *out);
 /* Extends the lease (a sign of life) and emits claim.renewed; SL_ECONFLICT
  * when revoking or ended: the client must stop. */
 int sl_claim_renew(sl_engine *eng, sl_claim *c, int64_t now);
