@@ -10,8 +10,10 @@
  * mutexes m0..m2 and inline semaphores i0..i1 with random slots, priority,
  * created, rebalance key, lease, timeout and up to three groups g0..g2, each
  * with its cancel none/pending/in-progress; releases, renewals, watches,
- * operator cancels, clock jumps, limit, strategy and rule changes; requests
- * the engine must refuse) run against both. After every step the test
+ * operator cancels, clock jumps, limit, strategy and rule changes; bulk
+ * operations: a run's cleanup and an operator's queue clear, over claims
+ * whose holders belong to runs r1/ and r2/; requests the engine must
+ * refuse) run against both. After every step the test
  * compares every claim's view, every token, every lock's used/token/limit,
  * every queue position, the global pending order and every pending claim's
  * why (preemption status and count, the rate and other_lock rules), and
@@ -148,7 +150,22 @@ static bool chance(rng *r, int percent)
 
 /* ---- operations, as data so that a failure can be replayed and shrunk -- */
 
-typedef enum { OP_CREATE, OP_RELEASE, OP_RENEW, OP_WATCH, OP_CANCEL, OP_CLOCK, OP_LIMIT } op_kind;
+typedef enum {
+    OP_CREATE,
+    OP_RELEASE,
+    OP_RENEW,
+    OP_WATCH,
+    OP_CANCEL,
+    OP_CLOCK,
+    OP_LIMIT,
+    OP_BULK
+} op_kind;
+
+/* An op that names one claim (by the op that created it). */
+static bool op_targets_claim(op_kind k)
+{
+    return k == OP_RELEASE || k == OP_RENEW || k == OP_WATCH || k == OP_CANCEL;
+}
 
 /* A configuration's scheduling rules, as the model generates them: the
  * weights of the keys "J" and "K" (0: not listed; "" cannot be listed). */
@@ -183,6 +200,11 @@ typedef struct mop {
     sl_cancel gcancel[GROUPS_MAX];
     int64_t grace, lease, timeout;
     int dup_of; /* reuse the id of the claim op dup_of created (SL_ECONFLICT), or -1 */
+    int run;    /* create: the claim's run, holder "rN/ID" (0: none, holder ID);
+                 * bulk: the run whose claims it ends (0: any, a clear by lock) */
+    /* bulk: a run's cleanup or a queue clear, and the clear's lock (-1: any) */
+    sl_bulk how;
+    int blk;
     /* release, renew, watch, cancel: the claim created by op `target` */
     int target;
     int delta;
@@ -227,6 +249,7 @@ typedef struct rclaim {
     int64_t created, arrived;
     uint64_t arrival, grant_seq;
     int key;
+    int run; /* 0: none, else its holder starts "rN/" */
     int ng;
     int grp[GROUPS_MAX];
     sl_cancel gcancel[GROUPS_MAX];
@@ -308,6 +331,8 @@ typedef struct coverage {
     uint64_t why_rate, rate_wakes, rate_wake_grants, rate_refused;
     /* backdate */
     uint64_t backdated, backdated_any;
+    /* bulk operations: ops, members ended, grants to others right after */
+    uint64_t bulk_ops, bulk_ended, bulk_grants;
     uint64_t whys;
 } coverage;
 
@@ -1185,6 +1210,7 @@ static int r_create(const mop *op, int opi, int64_t now)
     c.created = op->has_created ? op->created : now;
     c.arrival = M.next_arrival++;
     c.key = op->key;
+    c.run = op->run;
     c.grace = op->grace >= 0 ? op->grace : GRACE_DEFAULT_MS;
     c.lease = op->lease >= 0 ? op->lease : cfg_lease; /* engine default lease: none */
     c.timeout = op->timeout;
@@ -1259,6 +1285,62 @@ static int r_cancel(int ci, int64_t now)
     r_end(ci, SL_CANCELED, SL_REASON_OPERATOR, -1, now);
     r_settle(now);
     return 0;
+}
+
+/* The members of a bulk op, chosen as the server chooses them once the due
+ * timers have fired: a run's cleanup takes the run's live claims in arrival
+ * order, a queue clear the pending claims on its lock and/or of its run in
+ * the total order. */
+static size_t bulk_set(const mop *op, int *out)
+{
+    size_t n = 0;
+    for (int i = 0; i < M.nc; i++) {
+        const rclaim *c = &M.c[i];
+        if (op->run && c->run != op->run)
+            continue;
+        if (op->how == SL_BULK_RELEASE) {
+            if (!sl_state_ended(c->state))
+                out[n++] = i;
+        } else if (c->state == SL_PENDING && (op->blk < 0 || slot_of(c, op->blk) >= 0)) {
+            n = insert_total(out, n, i);
+        }
+    }
+    return n;
+}
+
+/* docs/engine.md, "Bulk operations": the whole set leaves first (waiters,
+ * then holders, each in the order of the set), ending as its client's
+ * release (cleanup) or an operator's cancel of a waiter (clear); then
+ * admission runs once, as after any change, for the claims left. So no
+ * member is granted on the way out, and nothing outside the set moves but
+ * by that admission. cnt: withdrawn, released, canceled. */
+static void r_bulk(sl_bulk how, const int *set, size_t n, int64_t now, size_t cnt[3])
+{
+    cnt[0] = cnt[1] = cnt[2] = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t k = 0; k < n; k++) {
+            int ci = set[k];
+            const rclaim *c = &M.c[ci];
+            if ((c->state == SL_PENDING) != (pass == 0) || sl_state_ended(c->state) ||
+                (how == SL_BULK_CLEAR && c->state != SL_PENDING))
+                continue;
+            sl_state st = SL_CANCELED;
+            sl_reason why = SL_REASON_OPERATOR;
+            if (c->state == SL_PENDING && how == SL_BULK_RELEASE)
+                st = SL_WITHDRAWN, why = SL_REASON_WITHDRAWN;
+            else if (c->state == SL_HELD)
+                st = SL_RELEASED, why = SL_REASON_RELEASED;
+            else if (c->state == SL_REVOKING)
+                why = c->reason == SL_REASON_PREEMPTED ? SL_REASON_PREEMPTED
+                                                       : SL_REASON_REVOKED_FREED;
+            cnt[st == SL_WITHDRAWN ? 0 : st == SL_RELEASED ? 1 : 2]++;
+            r_end(ci, st, why, -1, now);
+        }
+    COV.bulk_ops++;
+    COV.bulk_ended += cnt[0] + cnt[1] + cnt[2];
+    uint64_t grants = M.next_grant;
+    r_settle(now);
+    COV.bulk_grants += M.next_grant - grants;
 }
 
 static int r_renew(int ci, int64_t now)
@@ -1448,6 +1530,13 @@ static void op_describe(const mop *op, size_t i, char *buf, size_t cap)
         break;
     case OP_CLOCK:
         snprintf(buf, cap, "advance");
+        break;
+    case OP_BULK:
+        if (op->how == SL_BULK_RELEASE)
+            snprintf(buf, cap, "cleanup holder_prefix=r%d/", op->run);
+        else
+            snprintf(buf, cap, "clear lock=%s holder_prefix=%s%d/",
+                     op->blk >= 0 ? lock_names[op->blk] : "-", op->run ? "r" : "-", op->run);
         break;
     case OP_LIMIT: {
         int w = snprintf(buf, cap, "sem %s limit=%u %s lease=%" PRId64 " overtake=%" PRId64,
@@ -2080,6 +2169,45 @@ static void trace_engine(void)
     R.traced = ch.nevents;
 }
 
+/* A bulk op on both, with the set the server would list once the due
+ * timers have fired; then the rule itself, on the engine: every member
+ * that was pending (every member, for a cleanup) has ended, none of them
+ * was granted on the way out (its tokens are still 0). The rest (nothing
+ * outside the set moved but by admission) is the reference's to check. */
+static void apply_bulk(const mop *op, int64_t now)
+{
+    static int set[CLAIMS_MAX];
+    static sl_claim *eset[CLAIMS_MAX];
+    static bool was_pending[CLAIMS_MAX];
+    sl_engine_advance(R.eng, now);
+    r_advance(now);
+    size_t n = bulk_set(op, set);
+    for (size_t k = 0; k < n; k++) {
+        eset[k] = M.c[set[k]].eng;
+        was_pending[k] = M.c[set[k]].state == SL_PENDING;
+    }
+    sl_bulk_counts got;
+    int rc = sl_claims_end(R.eng, eset, n, op->how, now, &got);
+    size_t want[3];
+    r_bulk(op->how, set, n, now, want);
+    CHECK(rc == 0, "bulk: rc %d", rc);
+    CHECK(got.withdrawn == want[0] && got.released == want[1] && got.canceled == want[2] &&
+              got.left == n - want[0] - want[1] - want[2],
+          "bulk: withdrawn %zu released %zu canceled %zu left %zu, reference %zu %zu %zu of %zu",
+          got.withdrawn, got.released, got.canceled, got.left, want[0], want[1], want[2], n);
+    for (size_t k = 0; k < n; k++) {
+        sl_claim_view v;
+        sl_claim_get(eset[k], &v);
+        CHECK(sl_state_ended(v.state), "bulk: member %s is %s after it", v.id,
+              sl_state_name(v.state));
+        for (size_t j = 0; was_pending[k] && j < v.nlocks; j++) {
+            sl_claim_lock_view lv;
+            sl_claim_lock_peek(eset[k], j, &lv);
+            CHECK(lv.token == 0, "bulk: member %s was granted %s on its way out", v.id, lv.key);
+        }
+    }
+}
+
 /* Applies op i to the engine and the reference, then checks everything. */
 static void apply(const mop *op, size_t i)
 {
@@ -2093,11 +2221,11 @@ static void apply(const mop *op, size_t i)
     int64_t now = R.now;
     memset(R.limit_touched, 0, sizeof(R.limit_touched));
     int ci = -1;
-    if (op->kind != OP_CREATE && op->kind != OP_CLOCK && op->kind != OP_LIMIT)
+    if (op_targets_claim(op->kind))
         ci = op->target >= 0 && (size_t)op->target < i ? M.by_op[op->target] : -1;
     bool skip = (op->kind == OP_CREATE && op->dup_of >= 0 && M.by_op[op->dup_of] < 0) ||
                 (op->kind == OP_LIMIT && op->sem == NSEM && !M.grp_sem) ||
-                (op->kind != OP_CREATE && op->kind != OP_CLOCK && op->kind != OP_LIMIT && ci < 0);
+                (op_targets_claim(op->kind) && ci < 0);
     if (skip) {
         /* In a shrunk replay the claim this op names may not exist. */
         sl_engine_advance(R.eng, now);
@@ -2105,8 +2233,9 @@ static void apply(const mop *op, size_t i)
     } else {
         switch (op->kind) {
         case OP_CREATE: {
-            char id[24], ids[24];
+            char id[24], ids[24], holder[32];
             snprintf(id, sizeof(id), "c%zu", i);
+            snprintf(holder, sizeof(holder), "r%d/%s", op->run, id);
             if (op->dup_of >= 0)
                 snprintf(ids, sizeof(ids), "c%d", op->dup_of);
             sl_lock_req locks[XLOCKS_MAX];
@@ -2121,7 +2250,7 @@ static void apply(const mop *op, size_t i)
                 groups[g - g0] = (sl_group_req){group_names[op->grp[g]], op->gcancel[g]};
             sl_claim_req req = {
                 .id = op->dup_of >= 0 ? ids : id,
-                .holder = id,
+                .holder = op->run ? holder : id,
                 .locks = locks,
                 .nlocks = (size_t)op->nl,
                 .group = op->shorthand ? group_names[op->grp[0]] : NULL,
@@ -2171,6 +2300,9 @@ static void apply(const mop *op, size_t i)
         case OP_CLOCK:
             sl_engine_advance(R.eng, now);
             r_advance(now);
+            break;
+        case OP_BULK:
+            apply_bulk(op, now);
             break;
         case OP_LIMIT: {
             const char *name = op->sem < NSEM ? lock_names[op->sem] : "group/*";
@@ -2417,6 +2549,7 @@ static void gen_create(rng *r, mop *op, size_t i)
     op->created = ((R.now + (chance(r, 85) ? rr(r, -40, 10) : rr(r, -150, -35))) / 5) * 5;
     op->backdate_any = op->has_created && chance(r, 10);
     op->key = (int)rr(r, 0, NKEYS - 1);
+    op->run = (int)rr(r, 0, 2);
     op->grace = chance(r, 5) ? -1 : rr(r, 0, 20);
     int keep = R.p->busy ? 75 : 30; /* busy: waiters stay longer */
     op->lease = chance(r, keep) ? 0 : chance(r, 40) ? -1 : rr(r, 5, 50);
@@ -2479,6 +2612,15 @@ static void gen_op(rng *r, mop *op, size_t i)
     } else if (w < 70) {
         op->kind = OP_CANCEL;
         ci = pick_claim(r, chance(r, 85));
+    } else if (w < 73) {
+        /* A run's cleanup, or an operator's clear by lock, run or both. */
+        op->kind = OP_BULK;
+        op->how = chance(r, 50) ? SL_BULK_RELEASE : SL_BULK_CLEAR;
+        op->run = (int)rr(r, op->how == SL_BULK_RELEASE ? 1 : 0, 2);
+        op->blk = op->how == SL_BULK_CLEAR && (op->run == 0 || chance(r, 40))
+                      ? (int)rr(r, 0, NLK - 1)
+                      : -1;
+        return;
     } else if (w < (R.p->busy ? 82 : 88)) {
         op->kind = OP_CLOCK;
         op->dt = rr(r, 0, 30);
@@ -2757,6 +2899,9 @@ static void random_sequences(void **state)
                       " cancels that hit\n",
                       k->inline_made, k->inline_forgotten, k->inline_unjoined, k->refused[9],
                       k->multi_group, k->multi_group_cancels);
+        print_message("  bulk: %" PRIu64 " cleanups and clears ended %" PRIu64
+                      " claims, then granted %" PRIu64 " others\n",
+                      k->bulk_ops, k->bulk_ended, k->bulk_grants);
         print_message("  rate: %" PRIu64 " refusals in admission, %" PRIu64 " wakes, %" PRIu64
                       " grants at a wake; backdate: %" PRIu64 " refused, %" PRIu64
                       " allowed by the locks, %" PRIu64 " by backdate_any\n",
