@@ -138,7 +138,7 @@ export async function setLimit(name, limit) {
 export function clearLines(key, l) {
   const n = l.pending_count;
   return [
-    `${plural(n, 'claim')} waiting for ${key} ${n === 1 ? 'ends' : 'end'} canceled ("canceled by an operator"), taken from the back of the line so that none is granted on the way out.`,
+    `${plural(n, 'claim')} waiting for ${key} ${n === 1 ? 'ends' : 'end'} canceled ("canceled by an operator"), all in one step, so that none is granted on the way out.`,
     `The ${plural(l.holders_count, 'holder')} keep${l.holders_count === 1 ? 's' : ''} ${l.holders_count === 1 ? 'its' : 'their'} slots. A claim that also waits for other locks leaves their queues too; its client learns that an operator stopped it the next time it asks.`,
     'This needs an admin token.',
   ];

@@ -237,19 +237,22 @@ int sl_client_claim_cancel(sl_client *c, const char *id, sl_client_claim **out,
 
 /* What a release by holder prefix ended (DELETE /v1/claims?holder_prefix=). */
 typedef struct sl_client_release_counts {
-    uint64_t released;  /* held and revoking claims released */
+    uint64_t released;  /* held claims released */
     uint64_t withdrawn; /* pending claims withdrawn */
     uint64_t skipped;   /* live claims of the prefix the token may not end, left as they are */
     char *json;         /* the answer's JSON as the server sent it */
+    uint64_t canceled;  /* revoking claims ended canceled (0 from a server that predates it,
+                         * which counted them under released) */
 } sl_client_release_counts;
 
 /* Frees what sl_client_claims_release put in *counts (not counts itself). */
 void sl_client_release_counts_free(sl_client_release_counts *counts);
 /* DELETE /v1/claims?holder_prefix=P: ends every live claim whose holder
  * starts with holder_prefix (a plain prefix: end it with '/' for a run's
- * RUN/STEP holders), the pending ones withdrawn first so that none is
- * granted on the way out, then the held and revoking ones released. No such
- * claim is not an error: all counts are 0. An empty or NULL prefix is
+ * RUN/STEP holders), all in one step before anyone else is let in, so that
+ * none is granted on the way out: pending ones withdrawn, held ones
+ * released, revoking ones canceled. No such claim is not an error: all
+ * counts are 0. An empty or NULL prefix is
  * EINVAL; the server refuses one over 253 characters (400). */
 int sl_client_claims_release(sl_client *c, const char *holder_prefix, sl_client_release_counts *out,
                              sl_client_error *err);

@@ -349,8 +349,9 @@ static int claims_release(cli *c, sl_client *cl, const filters *fl)
     if (c->json)
         printf("%s\n", n.json);
     else
-        printf("released %llu, withdrawn %llu, skipped %llu\n", (unsigned long long)n.released,
-               (unsigned long long)n.withdrawn, (unsigned long long)n.skipped);
+        printf("released %llu, withdrawn %llu, canceled %llu, skipped %llu\n",
+               (unsigned long long)n.released, (unsigned long long)n.withdrawn,
+               (unsigned long long)n.canceled, (unsigned long long)n.skipped);
     sl_client_release_counts_free(&n);
     return 0;
 }

@@ -885,10 +885,13 @@ int sl__parse_release_counts(const json_t *o, sl_client_release_counts *out, sl_
     pctx p = {err, SL_CLIENT_OK, "release answer"};
     if (!need_object(&p, o))
         return p.rc;
-    /* All three are required: a count left out would read as nothing done. */
+    /* These three are required: a count left out would read as nothing
+     * done. canceled came later: a server before it counted revoking
+     * claims under released. */
     out->released = uint_field(&p, o, "released", true, 0, NULL);
     out->withdrawn = uint_field(&p, o, "withdrawn", true, 0, NULL);
     out->skipped = uint_field(&p, o, "skipped", true, 0, NULL);
+    out->canceled = uint_field(&p, o, "canceled", false, 0, NULL);
     out->json = dump(&p, o);
     if (p.rc)
         sl_client_release_counts_free(out);

@@ -133,12 +133,14 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
 
 /* DELETE /v1/claims?holder_prefix=P: a run's cleanup in one call (its
  * holders named RUN/STEP: holder_prefix=RUN/). Every live claim whose holder
- * starts with P is released (held, revoking) or withdrawn (pending), one
- * event each, as DELETE of each would; a limited token's claims outside its
- * prefixes are left alone and counted as skipped. The claims are gathered
- * first (ending them grants others, which must not upset the walk), and
- * the pending ones withdrawn before the holders let go, so that none of
- * them is granted on the way out. */
+ * starts with P ends as its client's DELETE would end it: pending ones
+ * withdrawn, held ones released, revoking ones canceled (the reason of
+ * their revocation kept), one event each, counted under withdrawn,
+ * released and canceled. A limited token's claims outside its prefixes are
+ * left alone and counted as skipped. The claims are gathered first, then
+ * ended in one engine step (sl_claims_end): the whole set leaves before
+ * anyone is let in, so none of them is granted on the way out and none,
+ * leaving, preempts a holder outside it. */
 static void claims_delete_prefix(sl_ctx *c)
 {
     static const char *const known[] = {"holder_prefix", NULL};
@@ -155,7 +157,7 @@ static void claims_delete_prefix(sl_ctx *c)
     }
     if (sl_refuse_if_store_failed(c))
         return;
-    size_t n = 0, cap = 0, skipped = 0, released = 0, withdrawn = 0;
+    size_t n = 0, cap = 0, skipped = 0;
     sl_claim **mine = NULL;
     size_t plen = strlen(prefix);
     for (const sl_claim *cl = sl_claim_next(c->srv->eng, NULL); cl;
@@ -177,22 +179,15 @@ static void claims_delete_prefix(sl_ctx *c)
         }
         mine[n++] = (sl_claim *)cl;
     }
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < n; i++) {
-            sl_claim_view v;
-            sl_claim_get(mine[i], &v);
-            if (sl_state_ended(v.state) || (v.state == SL_PENDING) != (pass == 0))
-                continue;
-            *(pass == 0 ? &withdrawn : &released) += 1;
-            sl_claim_release(c->srv->eng, mine[i], SL_REASON_RELEASED, c->now);
-        }
-    }
+    sl_bulk_counts done = {0, 0, 0, 0};
+    sl_claims_end(c->srv->eng, mine, n, SL_BULK_RELEASE, c->now, &done);
     free(mine);
-    if (released + withdrawn)
+    if (done.released + done.withdrawn + done.canceled)
         sl_server_touch(c->srv);
-    sl_reply_json(c, 200, json_pack("{s:I,s:I,s:I}", "released", (json_int_t)released,
-                                    "withdrawn", (json_int_t)withdrawn, "skipped",
-                                    (json_int_t)skipped));
+    sl_reply_json(c, 200,
+                  json_pack("{s:I,s:I,s:I,s:I}", "released", (json_int_t)done.released,
+                            "withdrawn", (json_int_t)done.withdrawn, "canceled",
+                            (json_int_t)done.canceled, "skipped", (json_int_t)skipped));
 }
 
 /* POST /v1/claims/{id}/cancel: an operator's cancel. A live claim

@@ -368,8 +368,8 @@ static bool clears(const sl_claim *cl, const char *key, const char *prefix)
 
 /* DELETE /v1/queue?lock=KEY&holder_prefix=P: an operator empties a queue,
  * every pending claim on the lock (and/or of the prefix) canceled "by an
- * operator", one event each. Admin only: it ends other people's work. The
- * claims are gathered first, in the total order. */
+ * operator", one event each (in the total order), then admission once for
+ * the claims left. Admin only: it ends other people's work. */
 static void queue_clear(sl_ctx *c)
 {
     static const char *const known[] = {"lock", "holder_prefix", NULL};
@@ -408,15 +408,11 @@ static void queue_clear(sl_ctx *c)
         }
         all[n++] = (sl_claim *)cl;
     }
-    /* From the back of the line: a waiter leaving lets in only those behind
-     * it, so none of the claims being cleared is granted on the way. */
-    size_t canceled = 0;
-    for (size_t i = n; i-- > 0;) {
-        sl_claim_view v;
-        sl_claim_get(all[i], &v);
-        if (v.state == SL_PENDING && sl_claim_cancel(eng, all[i], c->now) == 0)
-            canceled++;
-    }
+    /* One engine step: every one of them leaves before anyone is let in, so
+     * none is granted on the way out, whatever order a lock grants in. */
+    sl_bulk_counts done = {0, 0, 0, 0};
+    sl_claims_end(eng, all, n, SL_BULK_CLEAR, c->now, &done);
+    size_t canceled = done.canceled;
     free(all);
     if (canceled)
         sl_server_touch(c->srv);

@@ -248,7 +248,7 @@ class CommandsTest(ServerTestCase):
         self.assertEqual((a["state"], b["state"], x["state"]), ("held", "pending", "held"))
         since = self.srv.events()["next"]
         self.assertEqual(self.ok("claims", "release", "--holder-prefix", "run-42/").out,
-                         "released 1, withdrawn 1, skipped 0\n")
+                         "released 1, withdrawn 1, canceled 0, skipped 0\n")
         self.assertEqual(self.srv.claim_get(a["id"])["state"], "released")
         self.assertEqual(self.srv.claim_get(b["id"])["state"], "withdrawn")
         self.assertEqual(self.srv.claim_get(x["id"])["state"], "held")
@@ -257,13 +257,13 @@ class CommandsTest(ServerTestCase):
         self.assertNotIn(("claim.acquired", b["id"]), evs)
         # Nothing of the prefix is left: all three 0, in the server's own JSON.
         self.assertEqual(self.ok("--json", "claims", "release", "--holder-prefix=run-42/").json(),
-                         {"released": 0, "withdrawn": 0, "skipped": 0})
+                         {"released": 0, "withdrawn": 0, "canceled": 0, "skipped": 0})
         # A prefix with what a query must escape ('&' would start another
         # parameter, '#' end the URL, '+' read as a blank, '%' an escape).
         odd = "run-44/a b&c=d:e+f%g#h?"
         o = self.srv.claim(odd + "i", [("m", "crp-odd")])
         got = self.ok("claims", "release", "--holder-prefix", odd, "--json").json()
-        self.assertEqual(got, {"released": 1, "withdrawn": 0, "skipped": 0})
+        self.assertEqual(got, {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 0})
         self.assertEqual(self.srv.claim_get(o["id"])["state"], "released")
         # Usage errors end nothing; a prefix the server refuses is its 400 (1).
         for args in (["claims", "release"], ["claims", "release", "--holder-prefix", ""],
@@ -526,13 +526,13 @@ tokens:
         other = self.srv.claim("run-9/b", [("m", "team-b/rp")])
         r = sluice(self.srv, "--token", "a-secret", "claims", "release", "--holder-prefix",
                    "run-9/")
-        self.assertEqual((r.rc, r.out), (0, "released 1, withdrawn 0, skipped 1\n"), r)
+        self.assertEqual((r.rc, r.out), (0, "released 1, withdrawn 0, canceled 0, skipped 1\n"), r)
         got = sluice(self.srv, "claims", "info", other["id"], "--json", env=adm).json()
         self.assertEqual(got["state"], "held")
         got = sluice(self.srv, "claims", "info", mine["id"], "--json", env=adm).json()
         self.assertEqual(got["state"], "released")
         r = sluice(self.srv, "claims", "release", "--holder-prefix", "run-9/", "--json", env=adm)
-        self.assertEqual(r.json(), {"released": 1, "withdrawn": 0, "skipped": 0})
+        self.assertEqual(r.json(), {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 0})
 
     def test_token_flag_and_environment(self):
         r = sluice(self.srv, "sem", "list")

@@ -1183,6 +1183,7 @@ static void test_claims_release(void **state)
     assert_int_equal(sl_client_claims_release(c, "rp-run-42/", &n, &err), SL_CLIENT_OK);
     assert_int_equal(n.released, 1);
     assert_int_equal(n.withdrawn, 1);
+    assert_int_equal(n.canceled, 0);
     assert_int_equal(n.skipped, 0);
     assert_non_null(strstr(n.json, "\"released\":1"));
     sl_client_release_counts_free(&n);

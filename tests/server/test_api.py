@@ -788,7 +788,7 @@ class TestWaits(ApiCase):
         since = self.srv.get("/v1/events?since=%d&limit=10000" % since).json["next"]
         r = self.srv.delete("/v1/claims?holder_prefix=" + q(run + "/"))
         self.assertEqual(r.status, 200, r)
-        self.assertEqual(r.json, {"released": 2, "withdrawn": 1, "skipped": 0})
+        self.assertEqual(r.json, {"released": 2, "withdrawn": 1, "canceled": 0, "skipped": 0})
         states = {c["id"]: self.srv.claim_get(c["id"])["state"]
                   for c in (held, waiting, sem, outsider)}
         self.assertEqual(states, {held["id"]: "released", waiting["id"]: "withdrawn",
@@ -801,7 +801,7 @@ class TestWaits(ApiCase):
                                         (sem["id"], "claim.released")]))
         # Nothing left of the run: all zero, not an error.
         again = self.srv.delete("/v1/claims?holder_prefix=" + q(run + "/"))
-        self.assertEqual(again.json, {"released": 0, "withdrawn": 0, "skipped": 0})
+        self.assertEqual(again.json, {"released": 0, "withdrawn": 0, "canceled": 0, "skipped": 0})
         for bad in ("", "?holder_prefix=", "?holder_prefix=" + "x" * 254, "?holder=x",
                     "?holder_prefix=a&holder_prefix=b"):
             self.assertError(self.srv.delete("/v1/claims" + bad), 400, "bad_request")

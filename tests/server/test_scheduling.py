@@ -3,7 +3,9 @@
 tell them: an urgent deploy preempting a batch job, a capped queue, 3:1
 weighted tenants, a per-run limit of 4 across 20 steps, the TEP-0120 two
 groups, 30 calls a minute through a rate-limited semaphore, a run's claims
-released in one call, and `created` that cannot jump the queue.
+released in one call, bulk operations (a run's cleanup, a queue clear) that
+grant and preempt nothing on the way out, and `created` that cannot jump the
+queue.
 
 Every wait is on state the server reports (long polls, wait_until), never
 on time; the rate test reads the grant times the server reports."""
@@ -360,10 +362,115 @@ class SchedulingTest(ServerTestCase):
         b = self.srv.claim("run-7/b", [("m", m)])
         other = self.srv.claim("run-70/x", [("m", self.name("n"))])
         r = self.srv.delete("/v1/claims?holder_prefix=run-7/")
-        self.assertEqual(r.json, {"released": 1, "withdrawn": 1, "skipped": 0})
+        self.assertEqual(r.json, {"released": 1, "withdrawn": 1, "canceled": 0, "skipped": 0})
         self.assertEqual((self.state(a["id"]), self.state(b["id"])), ("released", "withdrawn"))
         self.assertEqual(self.state(other["id"]), "held")
         self.srv.release(other["id"])
+
+    # ---- bulk operations are one step (S2, S3) ----------------------------
+    # docs/engine.md, "Bulk operations": the whole set leaves before anyone
+    # is let in. Ended one at a time, each of these granted a claim being
+    # ended or revoked a holder outside the set.
+
+    def ids_acquired_since(self, since, claims):
+        ids = {c["id"] for c in claims}
+        return [e["claim"] for e in self.srv.all_events(since)
+                if e["type"] == "claim.acquired" and e["claim"] in ids]
+
+    def test_run_cleanup_grants_none_of_its_claims(self):
+        builders, run = self.name("builders"), self.name("run-77") + "/"
+        self.srv.sem_put(builders, 2)
+        other = self.srv.claim(self.name("other/build"), [("s", builders)])
+        big = self.srv.claim(run + "big", [("s", builders, 2)])
+        small = self.srv.claim(run + "small", [("s", builders)])
+        self.assertEqual((big["state"], small["state"]), ("pending", "pending"))
+        since = self.srv.events()["next"]
+        r = self.srv.delete("/v1/claims?holder_prefix=" + q(run))
+        self.assertEqual(r.json, {"released": 0, "withdrawn": 2, "canceled": 0, "skipped": 0})
+        self.assertEqual((self.state(big["id"]), self.state(small["id"])),
+                         ("withdrawn", "withdrawn"))
+        self.assertEqual(self.ids_acquired_since(since, (big, small)), [])
+        self.assertEqual([l.get("token") for l in self.srv.claim_get(small["id"])["locks"]],
+                         [None])
+        self.srv.release(other["id"])
+
+    def test_run_cleanup_preempts_nobody(self):
+        gpu, db = self.name("gpu"), self.name("db")
+        run = self.name("nightly-42") + "/"
+        self.srv.sem_put(gpu, 1, preempt=True, preempt_grace="0")
+        train = self.srv.claim(self.name("nightly-41/train"), [("s", gpu)])
+        mig = self.srv.claim(self.name("other/db-migration"), [("m", db)])
+        self.srv.claim(run + "a", [("s", gpu), ("m", db)], priority=10)
+        self.srv.claim(run + "b", [("s", gpu)], priority=5)
+        self.assertEqual(self.state(train["id"]), "held")
+        r = self.srv.delete("/v1/claims?holder_prefix=" + q(run))
+        self.assertEqual(r.json, {"released": 0, "withdrawn": 2, "canceled": 0, "skipped": 0})
+        self.assertEqual(self.state(train["id"]), "held")
+        self.assertEqual(self.srv.get("/v1/queue?lock=sem/" + q(gpu)).json["queue"], [])
+        for c in (train, mig):
+            self.srv.release(c["id"])
+
+    def test_cleanup_cancels_a_revoking_claim_and_counts_it(self):
+        r_, run = self.name("r"), self.name("run") + "/"
+        self.srv.sem_put(r_, 1, preempt=True, preempt_grace="1h")
+        low = self.srv.claim(run + "low", [("s", r_)])
+        urgent = self.srv.claim(self.name("urgent"), [("s", r_)], priority=5)
+        self.assertEqual(self.state(low["id"]), "revoking")
+        r = self.srv.delete("/v1/claims?holder_prefix=" + q(run))
+        self.assertEqual(r.json, {"released": 0, "withdrawn": 0, "canceled": 1, "skipped": 0})
+        ended = self.srv.claim_get(low["id"])
+        self.assertEqual(ended["state"], "canceled")
+        self.assertIn("preempted", ended["reason"])
+        self.assertEqual(self.state(urgent["id"]), "held")
+        self.srv.release(urgent["id"])
+
+    def s3_setup(self):
+        """docs' S3: workers rebalanced, limit 2, one slot free; the run's
+        late (key a, blocked on a held mutex) is first in the order of choice,
+        its early (key b) waits behind it."""
+        workers, store = self.name("workers"), self.name("artifact-store")
+        run = self.name("nightly-9") + "/"
+        self.srv.sem_put(workers, 2, strategy="rebalanced")
+        lock = self.srv.claim(self.name("other/lock"), [("m", store)])
+        w1 = self.srv.claim(self.name("other/w1"), [("s", workers)], rebalance_key="b")
+        w2 = self.srv.claim(self.name("other/w2"), [("s", workers)], rebalance_key="b")
+        early = self.srv.claim(run + "early", [("s", workers)], rebalance_key="b")
+        late = self.srv.claim(run + "late", [("s", workers), ("m", store)], rebalance_key="a")
+        self.srv.release(w2["id"])
+        self.assertEqual((self.state(early["id"]), self.state(late["id"])),
+                         ("pending", "pending"))
+        return workers, run, (early, late), (lock, w1)
+
+    def test_queue_clear_of_a_rebalanced_queue_grants_none(self):
+        for query in ("holder_prefix=%s", "lock=sem/%s"):
+            workers, run, mine, others = self.s3_setup()
+            since = self.srv.events()["next"]
+            arg = run if query.startswith("holder") else workers
+            r = self.srv.delete("/v1/queue?" + query % q(arg))
+            self.assertEqual(r.json, {"canceled": 2}, query)
+            self.assertEqual([self.state(c["id"]) for c in mine], ["canceled", "canceled"])
+            self.assertEqual(self.ids_acquired_since(since, mine), [])
+            for c in others:
+                self.srv.release(c["id"])
+
+    def test_queue_clear_preempts_nobody_on_another_lock(self):
+        gpu, pool, mx = self.name("gpu"), self.name("pool"), self.name("mx")
+        run = self.name("run5") + "/"
+        self.srv.sem_put(gpu, 1, preempt=True, preempt_grace="0")
+        self.srv.sem_put(pool, 2, strategy="rebalanced")
+        training = self.srv.claim(self.name("team-x/training"), [("s", gpu)])
+        p1 = self.srv.claim(self.name("other/p1"), [("s", pool)], rebalance_key="b")
+        held = self.srv.claim(self.name("other/mx"), [("m", mx)])
+        self.srv.claim(run + "l", [("s", pool), ("m", mx)], rebalance_key="a")
+        h = self.srv.claim(run + "h", [("s", gpu), ("s", pool)], rebalance_key="b",
+                           priority=10)
+        self.assertEqual((self.state(training["id"]), h["state"]), ("held", "pending"))
+        r = self.srv.delete("/v1/queue?holder_prefix=" + q(run))
+        self.assertEqual(r.json, {"canceled": 2})
+        self.assertEqual(self.state(training["id"]), "held")
+        self.assertEqual(self.state(h["id"]), "canceled")
+        for c in (training, p1, held):
+            self.srv.release(c["id"])
 
     # ---- created cannot jump the queue -----------------------------------
 

@@ -238,7 +238,7 @@ test('lock page: a bounded queue at its bound, cleared by an operator after a co
   await page.click('[data-action="clear-queue"]');
   const d = await dialogText(page);
   assert.equal(d.title, 'Clear the queue of sem/builds: cancel 2 waiting claims?');
-  assert.match(d.body, /^2 claims waiting for sem\/builds end canceled \("canceled by an operator"\), taken from the back of the line so that none is granted on the way out\. The 1 holder keeps its slots\./);
+  assert.match(d.body, /^2 claims waiting for sem\/builds end canceled \("canceled by an operator"\), all in one step, so that none is granted on the way out\. The 1 holder keeps its slots\./);
   await shots(page, 'confirm-clear-queue', false);
   await page.getByRole('button', { name: 'Keep as is' }).click();
   await until(async () => !(await page.$('dialog.confirm')), 'the dialog to close');

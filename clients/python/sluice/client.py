@@ -760,10 +760,12 @@ class Client:
         """End every live claim whose holder starts with ``holder_prefix``
         (``DELETE /v1/claims?holder_prefix=...``): a run's cleanup in one call.
 
-        Pending claims are withdrawn first, so that none is granted on the way out, then held
-        and revoking ones are released. Returns the API's counts, ``{"released": R,
-        "withdrawn": W, "skipped": S}`` (``skipped``: live claims of the prefix that a limited
-        token may not end, left as they are); no such claim is not an error, all three are 0.
+        The server ends them all in one step, before anyone else is let in, so none is granted
+        on the way out: pending claims withdrawn, held ones released, revoking ones canceled.
+        Returns the API's counts, ``{"released": R, "withdrawn": W, "canceled": C,
+        "skipped": S}`` (``skipped``: live claims of the prefix that a limited token may not
+        end, left as they are; ``canceled`` is 0 from a server that predates it, which counted
+        revoking claims under ``released``); no such claim is not an error, all are 0.
         The prefix is plain (``"run-4"`` also matches ``"run-42/a"``): for ``RUN/STEP``
         holders pass ``"RUN/"``. Raises :class:`ValueError` on an empty prefix and
         :class:`BadRequest` on one over 253 characters. Sent again after a broken connection
@@ -772,7 +774,9 @@ class Client:
         if not holder_prefix:
             raise ValueError("holder_prefix must not be empty: it would match every claim")
         body = self._request("DELETE", "/v1/claims", query={"holder_prefix": holder_prefix}).body
-        return {k: int(body[k]) for k in ("released", "withdrawn", "skipped")}
+        counts = {k: int(body[k]) for k in ("released", "withdrawn", "skipped")}
+        counts["canceled"] = int(body.get("canceled", 0))
+        return counts
 
     def queue_clear(self, lock: Optional[str] = None,
                     holder_prefix: Optional[str] = None) -> int:

@@ -165,17 +165,17 @@ class ClientTest(unittest.TestCase):
         x = self.client.acquire(mutex="py-rp-x", holder="py-run-70/x")
         self.assertEqual((a.state, b.state, x.state), ("held", "pending", "held"))
         self.assertEqual(self.client.release_prefix("py-run-7/"),
-                         {"released": 1, "withdrawn": 1, "skipped": 0})
+                         {"released": 1, "withdrawn": 1, "canceled": 0, "skipped": 0})
         self.assertEqual(self.client.get(a).state, "released")
         self.assertEqual(self.client.get(b).state, "withdrawn")
         self.assertEqual(self.client.get(x).state, "held")
         self.assertEqual(self.client.release_prefix("py-run-7/"),
-                         {"released": 0, "withdrawn": 0, "skipped": 0})
+                         {"released": 0, "withdrawn": 0, "canceled": 0, "skipped": 0})
         # What a query must escape: '&', '=', '+', '%', '#', '?', a blank.
         odd = "py-run-8/a b&c=d+e%f#g?"
         o = self.client.acquire(mutex="py-rp-odd", holder=odd + "h")
         self.assertEqual(self.client.release_prefix(odd),
-                         {"released": 1, "withdrawn": 0, "skipped": 0})
+                         {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 0})
         self.assertEqual(self.client.get(o).state, "released")
         with self.assertRaises(ValueError):
             self.client.release_prefix("")
