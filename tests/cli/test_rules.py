@@ -183,7 +183,8 @@ class RulesTest(ServerTestCase):
         self.assertIn("sem/rules-p2: preempt: 1 holder revoking; their slots will let it in",
                       out)
         why = self.ok("queue", "why", high["id"], "--json").json()
-        self.assertEqual(why["reasons"][0]["preempt"], {"status": "waiting", "holders": 1})
+        self.assertEqual(why["reasons"][0]["preempt"], {"status": "waiting", "holders": 1,
+                                                       "preempted": 1})
         self.srv.release(low["id"])
         self.assertEqual(self.srv.claim_get(high["id"])["state"], "held")
         self.srv.release(high["id"])

@@ -376,7 +376,8 @@ class ClientTest(unittest.TestCase):
         high = self.client.acquire(semaphores=["py-rules-p"], priority=10)
         self.assertEqual(high.state, "pending")
         why = self.client.why(high)
-        self.assertEqual(why["reasons"][0]["preempt"], {"status": "waiting", "holders": 1})
+        self.assertEqual(why["reasons"][0]["preempt"], {"status": "waiting", "holders": 1,
+                                                       "preempted": 1})
         self.assertIsNone(why["reasons"][0]["share"])
         self.client.release(low)
         self.client.wait_held(high, timeout=5)
