@@ -67,7 +67,7 @@ export function limitLines(l, limit) {
   if (limit > l.limit) {
     return [`${held}. Raising the limit grants at once the waiting claims that then fit (${waiting} waiting, first in queue order).`];
   }
-  return [`The limit stays ${limit}; the semaphore's configuration is written again (a semaphore.updated event).`];
+  return [`The limit stays ${limit}: nothing changes, and no event is recorded.`];
 }
 
 // A semaphore's configuration but its limit, as its GET shows it, for a PUT

@@ -248,6 +248,78 @@ int sl_sem_set(sl_engine *eng, const char *name, uint32_t limit, sl_strategy str
     return sl_sem_configure(eng, name, &o, now, err);
 }
 
+static bool weights_same(const sl_sem_rules *a, const sl_sem_rules *b)
+{
+    if (a->nweights != b->nweights || a->default_weight != b->default_weight)
+        return false;
+    for (size_t i = 0; i < b->nweights; i++) {
+        size_t j = 0;
+        while (j < a->nweights && strcmp(a->weights[j].key, b->weights[i].key) != 0)
+            j++;
+        if (j == a->nweights || a->weights[j].weight != b->weights[i].weight)
+            return false;
+    }
+    return true;
+}
+
+static bool rules_same(const sl_sem_rules *a, const sl_sem_rules *b)
+{
+    return a->preempt == b->preempt && a->preempt_grace_ms == b->preempt_grace_ms &&
+           a->max_pending == b->max_pending && a->on_full == b->on_full &&
+           a->rate_count == b->rate_count && a->rate_period_ms == b->rate_period_ms &&
+           a->rate_burst == b->rate_burst && a->backdate_ms == b->backdate_ms &&
+           weights_same(a, b);
+}
+
+static bool config_same(const sl_config *cfg, const sl_sem_opts *o)
+{
+    return cfg->limit == o->limit && cfg->strategy == o->strategy &&
+           cfg->lease_ms == o->lease_ms && cfg->overtake_ms == o->overtake_ms &&
+           rules_same(&cfg->rules, &o->rules);
+}
+
+static void opts_of(const sl_config *cfg, sl_sem_opts *out)
+{
+    *out = (sl_sem_opts){cfg->limit, cfg->strategy, cfg->lease_ms, cfg->overtake_ms,
+                         cfg->rules};
+    out->rules.weights = NULL;
+    out->rules.nweights = 0;
+}
+
+/* What the event says changed, taken before the change. */
+static sl_sem_change *change_new(sl_engine *eng, const sl_config *cfg, const sl_sem_opts *o)
+{
+    sl_sem_change *chg = sl__batch_alloc(eng, sizeof(*chg));
+    chg->created = cfg == NULL;
+    chg->weights = cfg ? !weights_same(&cfg->rules, &o->rules) : o->rules.nweights > 0;
+    if (cfg)
+        opts_of(cfg, &chg->before);
+    chg->after = *o;
+    chg->after.rules.weights = NULL;
+    chg->after.rules.nweights = 0;
+    return chg;
+}
+
+/* Writes down the rate buckets a change may touch, under the rules they
+ * have now: the change keeps their level (rate.c), and a semaphore that had
+ * a bucket from a pattern keeps it under a new exact configuration. A pattern's semaphores
+ * with a rate are all on the active list (lock.c keeps them there). */
+static void settle_buckets(sl_engine *eng, const char *name, size_t len, int64_t now)
+{
+    if (name[len - 1] == '*') {
+        for (sl_lock *l = eng->active_head; l; l = l->next)
+            if (l->kind == SL_KIND_SEMAPHORE && (!l->cfg || l->cfg->pattern))
+                sl__rate_settle(eng, l, now);
+        return;
+    }
+    char key[SL_LOCK_KEY_MAX + 1];
+    size_t klen;
+    sl__lock_key(SL_KIND_SEMAPHORE, name, len, key, &klen);
+    sl_lock *l = sl__lock_find(eng, key, klen);
+    if (l)
+        sl__rate_settle(eng, l, now);
+}
+
 int sl_sem_configure(sl_engine *eng, const char *name, const sl_sem_opts *o, int64_t now,
                      sl_error *err)
 {
@@ -264,11 +336,17 @@ int sl_sem_configure(sl_engine *eng, const char *name, const sl_sem_opts *o, int
                           (int64_t)eng->opts.configs_max);
             return SL_ELIMIT;
         }
-        cfg = config_new(eng, name, len);
+    } else if (config_same(cfg, o)) {
+        return 0; /* set again as it is: nothing changes, not even a bucket */
     }
-    cfg->restored = false;
+    sl_sem_change *chg = change_new(eng, cfg, o);
+    settle_buckets(eng, name, len, now);
+    if (!cfg) {
+        cfg = config_new(eng, name, len);
+        cfg->at_start = eng->starting;
+    }
     config_apply(eng, cfg, o);
-    sl__event_sem(eng, SL_EV_SEMAPHORE_UPDATED, cfg, cfg->name, now);
+    sl__event_sem(eng, SL_EV_SEMAPHORE_UPDATED, cfg, cfg->name, now)->change = chg;
     sl__changes_config(eng, cfg->name);
     sl__settle(eng, now);
     return 0;
@@ -368,7 +446,7 @@ int sl_engine_restore_config(sl_engine *eng, const char *name, const sl_sem_opts
         return SL_ECONFLICT;
     sl__restore_finish(eng); /* claims came first, against the order asked */
     sl_config *cfg = config_new(eng, name, len);
-    cfg->restored = true;
+    cfg->at_start = true;
     config_apply(eng, cfg, o);
     return 0;
 }

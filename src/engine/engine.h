@@ -272,7 +272,10 @@ typedef struct sl_sem_opts {
 void sl_sem_opts_default(sl_sem_opts *o, uint32_t limit);
 /* Creates or changes the configuration of semaphore `name` (or of every
  * semaphore matching a pattern ending in '*'). Raising a limit grants at once;
- * lowering revokes nobody; 0 pauses. Emits semaphore.updated. */
+ * lowering revokes nobody; 0 pauses. Emits semaphore.updated, with what
+ * changed; setting the values it already has changes nothing and emits
+ * nothing. A change keeps each rate bucket's level (in whole tokens when the
+ * period changes), capped at the new burst. */
 int sl_sem_configure(sl_engine *eng, const char *name, const sl_sem_opts *o, int64_t now,
                      sl_error *err);
 /* The same with the default overtake limit. */
@@ -585,7 +588,16 @@ typedef struct sl_event {
     uint32_t limit;        /* semaphore.updated: the new values */
     sl_strategy strategy;
     int64_t lease_ms;
+    const struct sl_sem_change *change; /* semaphore.updated: before and after */
 } sl_event;
+
+/* What a semaphore.updated changed. The opts carry no weights (NULL, 0):
+ * `weights` says whether they changed. Valid until sl_engine_changes_clear. */
+typedef struct sl_sem_change {
+    bool created; /* no configuration before: `before` is zeroed */
+    bool weights;
+    sl_sem_opts before, after;
+} sl_sem_change;
 
 /* Everything that changed since the last sl_engine_changes_clear, for the
  * store to write in one transaction. Valid until that clear. A store applies
@@ -650,5 +662,10 @@ int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *e
 /* Gives every live claim at least one full lease from now, then fires due
  * timers and grants what can be granted (both recorded in the batch). */
 void sl_engine_restore_done(sl_engine *eng, int64_t now);
+/* Ends the start that restore_done began. Until then every configuration
+ * set (a server's file at start) is present at the start: the rate buckets
+ * of its semaphores start empty, as restored ones do. From then on, a
+ * configuration made anew starts its buckets full. */
+void sl_engine_start_done(sl_engine *eng);
 
 #endif

@@ -45,7 +45,7 @@ struct sl_config {
     int64_t lease_ms;
     int64_t overtake_ms;
     sl_sem_rules rules; /* rules.weights is owned: one block with the keys */
-    bool restored; /* as saved, not set since: its rate's buckets start empty (rate.c) */
+    bool at_start; /* present at the start: its unused buckets fill from empty (rate.c) */
     bool pattern; /* name ends in '*'; the prefix is name[0..len-1) */
     uint16_t len;
     char name[];
@@ -75,6 +75,7 @@ struct sl_lock {
     uint32_t inline_limit;    /* made by its claims' inline limit (no configuration) */
     bool rate_init;           /* rate: the bucket has been used (else full, or see origin) */
     uint64_t rate_level;      /* rate: the bucket at rate_at, in units (rate.c) */
+    int64_t rate_unit;        /* rate: the period rate_level was counted with */
     int64_t rate_at;
     sl_timer rate_timer;      /* rate: when the next token is whole */
     bool idle;      /* on the idle list */
@@ -168,6 +169,7 @@ struct sl_engine {
     uint64_t lock_seq;   /* tie-break of rate timers: creation order */
     bool rate_origin_set; /* restored: unused buckets filled from empty since rate_origin */
     int64_t rate_origin;
+    bool starting;        /* between restore_done and start_done */
     uint64_t next_seq, next_arrival, next_grant, token_floor;
     uint64_t grants, preemptions;
     int64_t now; /* the time of the admission pass under way, or of the last one */
@@ -278,6 +280,8 @@ int64_t sl__rate_next(const sl_engine *eng, const sl_lock *l); /* when one is */
 int64_t sl__rate_kth(const sl_engine *eng, const sl_lock *l, uint64_t k);
 void sl__rate_arm(sl_engine *eng, sl_lock *l);  /* its timer at that time */
 void sl__rate_take(sl_engine *eng, sl_lock *l); /* a grant */
+/* The bucket's level at `now` written down, before its rules change. */
+void sl__rate_settle(sl_engine *eng, sl_lock *l, int64_t now);
 void sl__rate_fire(sl_engine *eng, sl_timer *t);
 
 /* group.c */
@@ -293,8 +297,10 @@ void sl__purge_early(sl_engine *eng, sl_claim *c);
 
 /* events.c */
 sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, int64_t now);
-void sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg, const char *name,
-                   int64_t now);
+sl_event *sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg,
+                        const char *name, int64_t now);
+/* Zeroed memory that lives until sl_engine_changes_clear. */
+void *sl__batch_alloc(sl_engine *eng, size_t size);
 void sl__changes_lock(sl_engine *eng, sl_lock *l);
 void sl__changes_config(sl_engine *eng, const char *name);
 char *sl__batch_strdup(sl_engine *eng, const char *s, size_t len);

@@ -25,8 +25,8 @@ sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, i
     return ev;
 }
 
-void sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg, const char *name,
-                   int64_t now)
+sl_event *sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg,
+                        const char *name, int64_t now)
 {
     sl_event *ev = sl__event_add(eng, type, NULL, now);
     ev->name = sl__batch_strdup(eng, name, strlen(name));
@@ -35,6 +35,14 @@ void sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg, con
         ev->strategy = cfg->strategy;
         ev->lease_ms = cfg->lease_ms;
     }
+    return ev;
+}
+
+void *sl__batch_alloc(sl_engine *eng, size_t size)
+{
+    void *p = sl__calloc(&eng->mem, 1, size);
+    sl__pvec_push(&eng->mem, &eng->strings, p);
+    return p;
 }
 
 char *sl__batch_strdup(sl_engine *eng, const char *s, size_t len)

@@ -232,6 +232,7 @@ void sl_engine_restore_done(sl_engine *eng, int64_t now)
     /* Rate buckets were not saved: empty from now, never fuller than real. */
     eng->rate_origin_set = true;
     eng->rate_origin = now;
+    eng->starting = true;
     for (sl_claim *c = eng->chead; c; c = c->next) {
         c->watchers = 0;
         if (!sl_state_ended((sl_state)c->state) && c->life < now)
@@ -240,4 +241,9 @@ void sl_engine_restore_done(sl_engine *eng, int64_t now)
     }
     sl__timers_fire(eng, now);
     sl__settle(eng, now);
+}
+
+void sl_engine_start_done(sl_engine *eng)
+{
+    eng->starting = false;
 }

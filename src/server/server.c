@@ -294,6 +294,9 @@ int sl_server_rebuild(sl_server *srv)
                         "%zu semaphore configurations",
            srv->store_label, ms, st.claims, st.held, st.pending, st.configs);
     sl_server_apply_file_semaphores(srv, now);
+    /* The file's semaphores are present at the start: their rate buckets
+     * start empty, as restored ones do (docs/engine.md, "Rate limits"). */
+    sl_engine_start_done(srv->eng);
     /* What restoring and the file changed is committed before anyone asks. */
     sl_changes ch;
     sl_engine_changes(srv->eng, &ch);

@@ -382,15 +382,6 @@ int sl_store_prune_events(sl_store *st, int64_t before_ms, uint64_t *deleted)
 
 /* ---- reasons ------------------------------------------------------------- */
 
-/* A duration as docs/api.md writes it in words: "30s" when whole seconds. */
-static void duration(char *buf, size_t cap, int64_t ms)
-{
-    if (ms % 1000 == 0)
-        snprintf(buf, cap, "%" PRId64 "s", ms / 1000);
-    else
-        snprintf(buf, cap, "%" PRId64 "ms", ms);
-}
-
 /* How a claim ended or why it is revoking, naming the claim that superseded
  * or revoked it. */
 static void ended_reason(const sl_event *ev, char *buf, size_t cap)
@@ -453,17 +444,9 @@ void sl_store_event_reason(sl_engine *eng, const sl_event *ev, char *buf, size_t
     case SL_EV_CLAIM_CANCELED:
         ended_reason(ev, buf, cap);
         break;
-    case SL_EV_SEMAPHORE_UPDATED: {
-        char lease[32] = "no lease";
-        if (ev->lease_ms > 0) {
-            char d[24];
-            duration(d, sizeof(d), ev->lease_ms);
-            snprintf(lease, sizeof(lease), "lease %s", d);
-        }
-        snprintf(buf, cap, "limit %" PRIu32 ", strategy %s, %s", ev->limit,
-                 sl_strategy_name(ev->strategy), lease);
+    case SL_EV_SEMAPHORE_UPDATED:
+        sl__sem_reason(ev, buf, cap);
         break;
-    }
     case SL_EV_SEMAPHORE_DELETED:
         snprintf(buf, cap, "configuration removed");
         break;

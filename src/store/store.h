@@ -266,8 +266,9 @@ void sl_store_sever(sl_store *st);
 
 /* Words for an event's reason, as stored and as the API shows them: how a
  * claim ended ("superseded by a newer claim of its group (ID)"), why it
- * waits ("at_limit on sem/db"), "granted", "lease renewed", a semaphore's
- * new values ("limit 3, strategy strict, lease 30s" or "no lease"),
+ * waits ("at_limit on sem/db"), "granted", "lease renewed", a new
+ * semaphore's values ("limit 3, strategy strict, lease 30s" or "no lease",
+ * then its rules) or what a change changed ("limit 3 → 4; preempt on"),
  * "configuration removed"; "" for claim.queued. Call it while the event's
  * claim is valid (before sl_engine_changes_clear). Writes at most cap bytes,
  * always terminated. */

@@ -117,4 +117,8 @@ int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char
 /* The schema version this build's SQLite backend writes. */
 extern const int sl__sqlite_nmigrations;
 
+/* A semaphore.updated event's reason: the new configuration's values, or
+ * what a change changed (sem_reason.c). */
+void sl__sem_reason(const sl_event *ev, char *buf, size_t cap);
+
 #endif

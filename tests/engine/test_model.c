@@ -274,6 +274,7 @@ typedef struct rlock {
     bool bucket_used; /* the rate's bucket: full until the first grant */
     uint64_t bucket;  /* units at bucket_at */
     int64_t bucket_at;
+    int64_t bucket_unit; /* the period `bucket` was counted with */
     uint64_t used, token;
 } rlock;
 
@@ -413,6 +414,10 @@ static uint64_t bucket_at(int L, int64_t t)
     if (!l->bucket_used)
         return cap;
     uint64_t v = l->bucket;
+    if (l->bucket_unit != r->rperiod) { /* a changed period: whole tokens, at most a burst */
+        uint64_t tokens = v / (uint64_t)l->bucket_unit, most = cap / (uint64_t)r->rperiod;
+        v = (tokens < most ? tokens : most) * (uint64_t)r->rperiod;
+    }
     for (int64_t ms = l->bucket_at; ms < t && v < cap; ms++)
         v += r->rcount; /* one ms at a time: plain, and the spans are short */
     return v < cap ? v : cap;
@@ -439,6 +444,20 @@ static void bucket_take(int L, int64_t now)
     uint64_t v = bucket_at(L, now), token = (uint64_t)rules_of(L)->rperiod;
     l->bucket = v >= token ? v - token : 0;
     l->bucket_at = now;
+    l->bucket_unit = (int64_t)token;
+    l->bucket_used = true;
+}
+
+/* engine.h: a change of configuration keeps the bucket's level, as it
+ * stands under the rules before it. */
+static void bucket_settle(int L, int64_t now)
+{
+    if (!rated(L))
+        return;
+    rlock *l = &M.lk[L];
+    l->bucket = bucket_at(L, now);
+    l->bucket_at = now;
+    l->bucket_unit = rules_of(L)->rperiod;
     l->bucket_used = true;
 }
 
@@ -1367,11 +1386,26 @@ static void r_watch(int ci, int delta, int64_t now)
         c->life = now;
 }
 
+static bool rules_same(const mrules *a, const mrules *b)
+{
+    for (int k = 0; k < NKEYS; k++)
+        if (a->w[k] != b->w[k])
+            return false;
+    return a->preempt == b->preempt && a->pgrace == b->pgrace &&
+           a->max_pending == b->max_pending && a->on_full == b->on_full &&
+           a->wdefault == b->wdefault && a->rcount == b->rcount && a->rburst == b->rburst &&
+           a->rperiod == b->rperiod && a->backdate == b->backdate;
+}
+
 static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease,
                       int64_t overtake, const mrules *rules, int64_t now)
 {
     r_advance(now);
     const char *name = sem < NSEM ? lock_names[sem] : "group/*";
+    const rlock *cur = &M.lk[sem < NSEM ? sem : LK_GROUP];
+    if (cur->configured && cur->limit == limit && cur->strat == strat && cur->lease == lease &&
+        cur->overtake == overtake && rules_same(&cur->rules, rules))
+        return; /* engine.h: set again as it is, nothing changes and no event */
     if (M.nev < EV_MAX)
         EV[M.nev] = (revent){SL_EV_SEMAPHORE_UPDATED, -1, now, SL_REASON_NONE, name, limit, strat};
     M.nev++;
@@ -1380,6 +1414,7 @@ static void r_sem_set(int sem, uint32_t limit, sl_strategy strat, int64_t lease,
         rlock *l = &M.lk[L];
         if (sem < NSEM ? L != sem : L < LK_GROUP)
             continue;
+        bucket_settle(L, now);
         l->configured = true;
         l->inl = 0; /* configured now: the configuration rules it */
         l->limit = limit;

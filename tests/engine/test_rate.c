@@ -131,11 +131,99 @@ static void restored_bucket_starts_empty(void **state)
     assert_int_equal(t_state(eng, "a"), SL_PENDING);
     sl_engine_advance(eng, 5500);
     assert_int_equal(t_state(eng, "a"), SL_HELD);
-    /* A semaphore configured after the restore starts full as ever. */
+    /* A semaphore made on the running server (after the start) starts full. */
+    sl_engine_start_done(eng);
     rated(eng, 6000, "fresh", 100, 2, 1000, 0);
     t_claim(eng, 6000, "id=f1 s:fresh");
     t_claim(eng, 6000, "id=f2 s:fresh");
     assert_string_equal(t_with_state(eng, SL_PENDING), "");
+    t_free(eng);
+}
+
+static void restore_rated(sl_engine *eng, const char *name, uint32_t count, int64_t period,
+                          uint32_t burst)
+{
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, 10);
+    o.rules.rate_count = count;
+    o.rules.rate_period_ms = period;
+    o.rules.rate_burst = burst;
+    assert_int_equal(sl_engine_restore_config(eng, name, &o), 0);
+}
+
+/* S1: the server's file sets its semaphores at every start. Set as saved,
+ * the semaphore is not configured again (no event, its bucket stays
+ * empty); one the file adds at the start starts empty too. Only a
+ * semaphore made once the start is done starts full. */
+static void file_at_start_keeps_the_bucket_empty(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    restore_rated(eng, "github-api", 6, 60000, 2);
+    sl_engine_restore_done(eng, 5000);
+    t_events(eng);
+    rated(eng, 5000, "github-api", 10, 6, 60000, 2); /* the file, as saved */
+    rated(eng, 5000, "new-api", 10, 6, 60000, 2);    /* the file, not saved yet */
+    assert_string_equal(t_events(eng), "semaphore.updated:new-api");
+    sl_engine_start_done(eng);
+    for (int i = 0; i < 3; i++) {
+        char spec[64];
+        snprintf(spec, sizeof(spec), "id=g%d s:github-api", i);
+        t_claim(eng, 5000, spec);
+        snprintf(spec, sizeof(spec), "id=n%d s:new-api", i);
+        t_claim(eng, 5000, spec);
+    }
+    assert_string_equal(t_with_state(eng, SL_HELD), "");
+    /* One token is 10 s at 6 a minute. */
+    sl_engine_advance(eng, 14999);
+    assert_string_equal(t_with_state(eng, SL_HELD), "");
+    sl_engine_advance(eng, 15000);
+    assert_string_equal(t_with_state(eng, SL_HELD), "g0 n0");
+    sl_engine_advance(eng, 25000);
+    assert_string_equal(t_with_state(eng, SL_HELD), "g0 n0 g1 n1");
+    t_free(eng);
+}
+
+/* A change keeps the bucket's level, capped at the new burst; a new
+ * period counts the whole tokens. Set again as it is, nothing moves. */
+static void a_change_keeps_the_level(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    rated(eng, 0, "api", 100, 2, 1000, 4); /* starts full: made on a running engine */
+    for (int i = 0; i < 6; i++) {
+        char spec[32];
+        snprintf(spec, sizeof(spec), "id=c%d s:api", i);
+        t_claim(eng, 0, spec);
+    }
+    assert_string_equal(t_with_state(eng, SL_HELD), "c0 c1 c2 c3");
+    t_events(eng);
+    rated(eng, 100, "api", 100, 2, 1000, 4);
+    assert_string_equal(t_events(eng), "");
+    /* 100 ms after: 200 of the 1000 units of a token. A bigger burst does
+     * not fill the bucket: c4 comes at 500 ms as before. */
+    rated(eng, 100, "api", 100, 2, 1000, 8);
+    assert_string_equal(t_events(eng), "semaphore.updated:api");
+    sl_engine_advance(eng, 499);
+    assert_int_equal(t_state(eng, "c4"), SL_PENDING);
+    sl_engine_advance(eng, 500);
+    assert_int_equal(t_state(eng, "c4"), SL_HELD);
+    /* c5 took the token of 1000 ms; at 5500 the bucket holds its new burst
+     * of 8 (9 came); a burst of 1 keeps one of them. */
+    sl_engine_advance(eng, 5500);
+    assert_int_equal(t_state(eng, "c5"), SL_HELD);
+    rated(eng, 5500, "api", 100, 2, 1000, 1);
+    t_claim(eng, 5500, "id=c6 s:api");
+    t_claim(eng, 5500, "id=c7 s:api");
+    assert_string_equal(t_with_state(eng, SL_PENDING), "c7");
+    /* A new period, 1 a minute: the half token come since is not a whole
+     * one of the new period, and the next is a minute away. */
+    sl_engine_advance(eng, 5750);
+    rated(eng, 5750, "api", 100, 1, 60000, 0);
+    sl_engine_advance(eng, 65749);
+    assert_int_equal(t_state(eng, "c7"), SL_PENDING);
+    sl_engine_advance(eng, 65750);
+    assert_int_equal(t_state(eng, "c7"), SL_HELD);
     t_free(eng);
 }
 
@@ -193,6 +281,8 @@ int main(void)
         cmocka_unit_test(thirty_a_minute),
         cmocka_unit_test(limit_and_rate_together),
         cmocka_unit_test(restored_bucket_starts_empty),
+        cmocka_unit_test(file_at_start_keeps_the_bucket_empty),
+        cmocka_unit_test(a_change_keeps_the_level),
         cmocka_unit_test(bad_rates_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -238,5 +238,60 @@ class TestRulesFromTheFile(ServerTestCase):
         self.assertFirstRules()
 
 
+RATED = """
+semaphores:
+  - name: github-api
+    limit: 10
+    rate: 6/1h
+    burst: 2
+"""
+
+
+class TestFileSemaphoresAtStart(ServerTestCase):
+    """S1, S14: the file's semaphores are applied at every start and on
+    SIGHUP; one set as it is changes nothing. Its rate bucket is present at
+    the start, so it starts empty: kill -9 and a restart never let more than
+    the rate through (a token every 10 minutes here, far beyond the test;
+    before the fix each start let the 2 of a full burst in)."""
+    CONFIG = RATED
+
+    def updated(self):
+        return [e for e in self.srv.all_events() if e["type"] == "semaphore.updated"]
+
+    def held(self, ids):
+        return [i for i in ids if self.srv.claim_get(i)["state"] == "held"]
+
+    def hup_and_wait(self):
+        srv = self.srv
+        before = srv.stderr().count(" read again: ")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: srv.stderr().count(" read again: ") > before, 10, what="the reload")
+
+    def test_a_reload_records_only_real_changes(self):
+        srv = self.srv
+        before = self.updated()
+        self.hup_and_wait()
+        self.assertEqual(self.updated(), before)
+        with open(srv.config_path, "w") as f:
+            f.write(RATED.replace("limit: 10", "limit: 12\n    preempt: true"))
+        self.hup_and_wait()
+        new = self.updated()[len(before):]
+        self.assertEqual([e["reason"] for e in new], ["limit 10 → 12; preempt on"])
+
+    def test_restarts_never_refill_the_rate(self):
+        srv = self.srv
+        # Present at the start, the bucket started empty: nobody gets in
+        # before the first token, restart or not.
+        ids = [srv.claim("api/%d" % i, [("s", "github-api", 1)])["id"] for i in range(8)]
+        self.assertEqual(self.held(ids), [])
+        events = len(self.updated())
+        for _ in range(3):
+            srv.restart(hard=True)
+            self.assertEqual(self.held(ids), [])
+        self.assertEqual(len(self.updated()), events)
+        for i in ids:
+            srv.release(i)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

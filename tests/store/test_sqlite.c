@@ -586,6 +586,44 @@ static void events_over_many_records(void **state)
     ts_rmdir(dir);
 }
 
+/* S14: a semaphore.updated names what changed; set again as it is, the
+ * semaphore records no event at all. */
+static void semaphore_change_reasons(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    sl_error err;
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, 10);
+    o.rules.rate_count = 6;
+    o.rules.rate_period_ms = 60000;
+    o.rules.rate_burst = 2;
+    assert_int_equal(sl_sem_configure(eng, "api", &o, 1, &err), 0);
+    assert_string_equal(reasons(eng), "semaphore.updated: limit 10, strategy strict, no lease; "
+                                      "rate 6/1m added, burst 2");
+    assert_int_equal(sl_sem_configure(eng, "api", &o, 2, &err), 0);
+    assert_string_equal(reasons(eng), "");
+    o.limit = 12;
+    o.rules.rate_count = 10;
+    o.rules.rate_burst = 0;
+    o.rules.preempt = true;
+    o.rules.preempt_grace_ms = 30000;
+    o.rules.max_pending = 5;
+    o.lease_ms = 90000;
+    assert_int_equal(sl_sem_configure(eng, "api", &o, 3, &err), 0);
+    assert_string_equal(reasons(eng),
+                        "semaphore.updated: limit 10 → 12; lease 1m30s added; preempt on; "
+                        "max_pending 5 added, on_full reject; rate 6/1m → 10/1m; "
+                        "burst 2 → 10");
+    o.rules.rate_count = 0;
+    o.rules.max_pending = 0;
+    o.lease_ms = 0;
+    assert_int_equal(sl_sem_configure(eng, "api", &o, 4, &err), 0);
+    assert_string_equal(reasons(eng), "semaphore.updated: lease removed; max_pending removed; "
+                                      "rate removed");
+    t_free(eng);
+}
+
 static void event_reasons(void **state)
 {
     (void)state;
@@ -920,6 +958,7 @@ int main(void)
         cmocka_unit_test(events_record_slots_and_held),
         cmocka_unit_test(version_2_events_migrate),
         cmocka_unit_test(event_reasons),
+        cmocka_unit_test(semaphore_change_reasons),
         cmocka_unit_test(prune_keeps_newest),
         cmocka_unit_test(failed_batch_rolls_back),
         cmocka_unit_test(locked_store_fails_cleanly),
