@@ -61,6 +61,11 @@ int cli_fail(const cli *c, const char *what, const sl_client_error *err)
     case SL_CLIENT_EHTTP:
         if (err->status == 401)
             fputs("Give a token with --token or SLUICE_TOKEN.\n", stderr);
+        else if (err->status == 403 && strstr(msg, "needs an admin token"))
+            /* no token's prefixes can cover this: say so, not a prefix hint */
+            fputs("Give an admin token (admin: true in the server's tokens) with --token or "
+                  "SLUICE_TOKEN.\n",
+                  stderr);
         else if (err->status == 403)
             fputs("This token may not do that: use a token whose prefixes cover the name, or "
                   "an admin token.\n",

@@ -157,9 +157,14 @@ static int xadd(const sl_engine *eng, xclaim *x, const sl_lock_req *lr, size_t l
                     field, name, slots);
     }
     if (limit > 0 && slots > limit) {
+        /* The mend differs: a configured limit can be raised; a live inline
+         * one cannot change while claims use it. */
         fail(err, SL_EINVAL,
-             "the claim asks for more slots than the semaphore's limit, so it could never be "
-             "granted",
+             xl->inline_limit > 0
+                 ? "give a larger inline limit when no claim holds or waits on the semaphore "
+                   "(while claims use it, its inline limit cannot change: configure it with "
+                   "PUT /v1/semaphores/{name} to raise it)"
+                 : "raise the semaphore's limit first",
              field, name, limit);
         if (err)
             err->asked = slots;
@@ -390,11 +395,15 @@ static int check_full(const sl_engine *eng, const xclaim *x, sl_error *err)
 {
     size_t i = 0;
     for (const sl_lock *l; (l = full_lock(eng, x, i, &i)) != NULL; i++)
-        if (sl__lock_rules(l)->on_full == SL_ON_FULL_REJECT)
-            return fail(err, SL_EFULL,
-                        "the lock's queue is full: as many claims wait as its max_pending "
-                        "allows; retry later, or raise max_pending",
-                        "locks", l->key, (int64_t)sl__lock_rules(l)->max_pending);
+        if (sl__lock_rules(l)->on_full == SL_ON_FULL_REJECT) {
+            fail(err, SL_EFULL,
+                 "the lock's queue is full: as many claims wait as its max_pending allows, or "
+                 "more (max_pending was lowered); retry later, or raise max_pending",
+                 "locks", l->key, (int64_t)sl__lock_rules(l)->max_pending);
+            if (err)
+                err->asked = (int64_t)l->npending;
+            return SL_EFULL;
+        }
     return 0;
 }
 

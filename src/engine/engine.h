@@ -200,7 +200,8 @@ void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out);
  * sentence ("the same lock appears twice in one claim"); `field` names the
  * offending field ("locks[2]"), `name` the lock or semaphore involved (a
  * copy, empty when none), `value` a number if any (a limit, a count);
- * `asked` the slots a claim asked for where more than a limit (else 0). */
+ * `asked` the slots a claim asked for where more than a limit (then `what`
+ * is the mend), the claims waiting for SL_EFULL (else 0). */
 typedef struct sl_error {
     int code;
     const char *what;
@@ -556,7 +557,8 @@ typedef struct sl_why {
     uint64_t quota;   /* rebalanced: its key's share */
     uint64_t key_used; /* rebalanced: slots its key holds */
     bool kept;        /* skip, behind: the slots are kept for the first waiter (ahead[0]),
-                       * which has waited the overtake limit */
+                       * which has waited the overtake limit, or preempted holders: */
+    bool kept_preempting; /* ... the slots it revoked holders for are its own */
     uint32_t weight;  /* rebalanced: its key's weight */
     uint64_t weights; /* rebalanced: the weights of every key present, summed */
     int64_t admit_ms;    /* rate: when the rate lets it in (its own token, in queue order) */

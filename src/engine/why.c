@@ -100,8 +100,10 @@ static sl_rule rule_on(sl_engine *eng, const sl_centry *e, sl_why *w)
     if (l->strategy == SL_SKIP) {
         const sl_centry *b = sl__skip_barrier(eng, l);
         if (fits_alone && b && b != e && b->slots + e->slots > free) {
-            if (w)
+            if (w) {
                 w->kept = true;
+                w->kept_preempting = b->claim->preempting;
+            }
             return SL_RULE_BEHIND; /* the first waiter's slots are kept for it */
         }
         if (fits_alone)

@@ -146,8 +146,10 @@ static int parse_groups(json_t *groups, sl_claim_body *b, char *err, size_t cap)
     if (!json_is_array(groups))
         return not_a(err, cap, "groups", "an array of groups: " GROUP_SHAPE, groups);
     if (json_array_size(groups) > room)
-        return bad(err, cap, "groups has %zu groups; a claim has at most %d, group included",
-                   json_array_size(groups), SL_GROUPS_MAX);
+        return bad(err, cap,
+                   b->req.group ? "group and groups name %zu groups in all; a claim has at most %d"
+                                : "groups has %zu groups; a claim has at most %d",
+                   json_array_size(groups) + (b->req.group ? 1 : 0), SL_GROUPS_MAX);
     size_t i;
     json_t *item;
     json_array_foreach(groups, i, item)
@@ -212,10 +214,30 @@ static int text_field(json_t *v, const char *name, size_t max, const char *what,
     return 0;
 }
 
+/* A well-formed RFC 3339 time whose year is before 1970: a time the
+ * server does not keep (milliseconds since 1970), not a typo in the form. */
+static bool before_1970(const char *s)
+{
+    char copy[64];
+    size_t n = strlen(s);
+    if (n >= sizeof(copy) || n < 5 || strspn(s, "0123456789") != 4 || s[4] != '-' ||
+        memcmp(s, "1970", 4) >= 0)
+        return false;
+    memcpy(copy, s, n + 1);
+    memcpy(copy, "1970", 4);
+    int64_t ms;
+    return sl_time_parse(copy, &ms) == 0;
+}
+
 static int parse_created(json_t *created, sl_claim_req *r, char *err, size_t cap)
 {
     if (!created)
         return 0;
+    if (json_is_string(created) && before_1970(json_string_value(created)))
+        return bad(err, cap,
+                   "created \"%.40s\" is before 1970-01-01T00:00:00Z, the earliest time a claim "
+                   "may give; give a later time, or leave created out",
+                   json_string_value(created));
     if (!json_is_string(created) || sl_time_parse(json_string_value(created), &r->created_ms) != 0)
         return not_a(err, cap, "created",
                      "an RFC 3339 time such as \"2026-11-22T10:00:00.000Z\"", created);
@@ -278,7 +300,8 @@ int sl_claim_body_parse(json_t *body, sl_claim_body *b, char *err, size_t cap)
         return -1;
     if (b->req.nlocks == 0 && b->req.ntags == 0 && !b->req.group && b->req.ngroups == 0)
         return bad(err, cap, "%s",
-                   "a claim needs at least one of locks, tags or group: say what it claims, as "
-                   "in {\"holder\": \"run-1\", \"locks\": [{\"mutex\": \"deploy\"}]}");
+                   "a claim needs at least one lock, tag or group (in locks, tags, group or "
+                   "groups; an empty list names none): say what it claims, as in "
+                   "{\"holder\": \"run-1\", \"locks\": [{\"mutex\": \"deploy\"}]}");
     return 0;
 }

@@ -34,6 +34,7 @@
 
 #include "conf_int.h"
 #include "duration.h"
+#include "sem_rules.h"
 
 /* ---- the file: raw strings by schema ---------------------------------------- */
 
@@ -694,6 +695,12 @@ static int conv_weight(loader *ld, weights_doc *wd, const yaml_node_pair_t *pair
     if (k->data.scalar.length == 0 || k->data.scalar.length > SL_NAME_MAX ||
         strlen(key) != k->data.scalar.length)
         return fail(ld, path, MSG_WEIGHT_KEY_FMT, key);
+    size_t at = strcspn(key, SL_CONTROL_BYTES);
+    if (key[at])
+        return fail(ld, path,
+                    "a rebalance key has a control character (byte 0x%02x) at position %zu; use "
+                    "printable characters only, as a claim's rebalance_key does",
+                    (unsigned char)key[at], at + 1);
     snprintf(path, sizeof(path), "semaphores[%zu].weights.%.*s", i, KEY_IN_PATH, key);
     for (size_t e = 0; e < j; e++)
         if (strcmp(w[e].key, key) == 0)

@@ -453,33 +453,45 @@ void sl_time_format(int64_t ms, char *buf, size_t cap)
     put(buf, cap, tmp, n > 0 ? (size_t)n : 0);
 }
 
-/* The period of a rate, "1m" or "m" (one of the unit); 0 or -1. */
-static int rate_period(const char *p, int64_t *ms)
+/* The period of a rate, "1m" or "m" (one of the unit): NULL with *ms set,
+ * or what is wrong with it, in the duration parser's words. */
+static const char *rate_period(const char *p, int64_t *ms)
 {
     char one[40];
     if (*p >= 'a' && *p <= 'z') {
         int n = snprintf(one, sizeof(one), "1%s", p);
         if (n < 0 || (size_t)n >= sizeof(one))
-            return -1;
+            return "is not a duration";
         p = one;
     }
-    return sl_duration_parse(p, ms) == 0 && *ms > 0 ? 0 : -1;
+    const char *problem = parse(p, ms);
+    if (problem)
+        return problem;
+    return *ms > 0 ? NULL : "is 0: a period is a positive duration, such as 1s or 1m";
 }
 
 const char *sl_rate_problem(const char *s)
 {
+    /* Names the period in its own words: the text is built per call. */
+    static _Thread_local char text[200];
     const char *slash = strchr(s, '/');
     if (!slash)
         return "has no '/'";
     if (slash == s || strspn(s, "0123456789") != (size_t)(slash - s) || slash - s > 10)
         return "does not start with a whole number of grants";
     unsigned long long n = strtoull(s, NULL, 10);
-    if (n == 0 || n > 1000000000ull)
-        return "allows 0 or more than 1000000000 grants: a rate allows 1 to 1000000000";
+    if (n == 0)
+        return "allows no grant at all: a rate allows 1 to 1000000000 grants per period (a "
+               "limit of 0 is the way to pause a semaphore)";
+    if (n > 1000000000ull)
+        return "allows more than 1000000000 grants per period, the most a rate allows: use a "
+               "longer period";
     int64_t ms;
-    if (rate_period(slash + 1, &ms) != 0)
-        return "has no positive duration after the '/'";
-    return NULL;
+    const char *problem = rate_period(slash + 1, &ms);
+    if (!problem)
+        return NULL;
+    snprintf(text, sizeof(text), "has a period after the '/' that %s", problem);
+    return text;
 }
 
 int sl_rate_parse(const char *s, uint32_t *count, int64_t *period_ms)
@@ -487,7 +499,7 @@ int sl_rate_parse(const char *s, uint32_t *count, int64_t *period_ms)
     if (sl_rate_problem(s))
         return -1;
     *count = (uint32_t)strtoul(s, NULL, 10);
-    return rate_period(strchr(s, '/') + 1, period_ms);
+    return rate_period(strchr(s, '/') + 1, period_ms) ? -1 : 0;
 }
 
 void sl_rate_format(uint32_t count, int64_t period_ms, char *buf, size_t cap)

@@ -39,8 +39,9 @@ int sl_time_parse(const char *s, int64_t *ms);
 void sl_time_format(int64_t ms, char *buf, size_t cap);
 
 /* Rates, "N/PERIOD": 1 to 10^9 grants per a positive duration ("100/1m",
- * "5/1s"; a bare unit means one of it: "100/m"). Why s is not one (static
- * words following the text), or NULL; its parts; and the text again
+ * "5/1s"; a bare unit means one of it: "100/m"). Why s is not one (words
+ * following the text, naming what is wrong with the period too; valid until
+ * the next call on the thread), or NULL; its parts; and the text again
  * ("100/1m"). */
 const char *sl_rate_problem(const char *s);
 int sl_rate_parse(const char *s, uint32_t *count, int64_t *period_ms);

@@ -43,7 +43,12 @@ void sl_rule_words(const sl_why *w, char *buf, size_t cap)
                      (unsigned long long)w->used, w->limit);
         break;
     case SL_RULE_BEHIND:
-        if (w->kept)
+        if (w->kept && w->kept_preempting)
+            snprintf(buf, cap,
+                     "behind: on %s, the free slots are kept for the first claim in the queue, "
+                     "which preempted holders to get them",
+                     w->key);
+        else if (w->kept)
             snprintf(buf, cap,
                      "behind: on %s, the free slots are kept for the first claim in the queue, "
                      "which has waited longer than the overtake limit",

@@ -248,10 +248,13 @@ static bool reply_rule_refusal(sl_ctx *c, const sl_error *err)
 {
     if (err->code == SL_EFULL) {
         c->srv->metrics.queue_full_rejected++;
+        char waiting[64] = "as many claims wait";
+        if (err->asked > err->value) /* max_pending lowered below the waiters */
+            snprintf(waiting, sizeof(waiting), "%lld claims wait", (long long)err->asked);
         sl_reply_error(c, 409, "queue_full",
-                       "%s: its queue is full: max_pending is %lld and as many claims wait; "
-                       "retry later, or raise max_pending",
-                       err->name, (long long)err->value);
+                       "%s: its queue is full: max_pending is %lld and %s; retry later, or "
+                       "raise max_pending",
+                       err->name, (long long)err->value, waiting);
         return true;
     }
     if (err->code == SL_EINLINE) {
@@ -294,9 +297,9 @@ void sl_reply_engine_error(sl_ctx *c, const sl_error *err)
     if (err->asked > 0)
         sl_reply_error(c, status, code,
                        "%s (%s): asks for %lld slots but the semaphore's limit is %lld, so it "
-                       "could never be granted; ask for at most %lld, or raise the limit first",
+                       "could never be granted; ask for at most %lld, or %s",
                        field ? field : "locks", name ? name : "?", (long long)err->asked,
-                       (long long)err->value, (long long)err->value);
+                       (long long)err->value, (long long)err->value, err->what);
     else if (err->code == SL_EUNKNOWN && err->value > 0 && field && name)
         sl_reply_error(c, status, code,
                        "%s (%s): %s; give \"limit\": %lld as the other claims on it do, or "

@@ -90,6 +90,20 @@ static bool lock_key(const char *lock, sl_kind *kind)
     return sl_name_valid(lock + 4, strlen(lock + 4), false);
 }
 
+/* The 400 for a ?lock= that is not a lock key, saying what it is. */
+static void bad_lock_key(sl_ctx *c, const char *lock)
+{
+    size_t n = strlen(lock);
+    if (n > 0 && lock[n - 1] == '*')
+        sl_reply_error(c, 400, "bad_request",
+                       "lock=\"%.64s\" is a pattern, and a pattern has no queue of its own: give "
+                       "the key of one semaphore made from it, sem/NAME",
+                       lock);
+    else
+        sl_reply_error(c, 400, "bad_request",
+                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
+}
+
 /* What both listings take besides their filters: ?lock= (*by_lock, and the
  * lock, NULL when it has no state), limit and after, and for a ?lock=
  * listing the offset its cursor gives. false when a 400 was sent. */
@@ -101,8 +115,7 @@ static bool listing_args(sl_ctx *c, page *p, bool *by_lock, const sl_lock **l, s
     *l = NULL;
     *off = 0;
     if (lock && !lock_key(lock, &kind)) {
-        sl_reply_error(c, 400, "bad_request",
-                       "lock=\"%.64s\" is not a lock key: use mtx/NAME or sem/NAME", lock);
+        bad_lock_key(c, lock);
         return false;
     }
     if (!page_args(c, p))
@@ -377,7 +390,11 @@ static void queue_clear(sl_ctx *c)
         return;
     const char *lock = sl_query_get(c, "lock"), *prefix = sl_query_get(c, "holder_prefix");
     sl_kind kind;
-    if ((!lock && !prefix) || (lock && !lock_key(lock, &kind)) ||
+    if (lock && !lock_key(lock, &kind)) {
+        bad_lock_key(c, lock);
+        return;
+    }
+    if ((!lock && !prefix) ||
         (prefix && (!*prefix || strlen(prefix) > SL_HOLDER_MAX))) {
         sl_reply_error(c, 400, "bad_request",
                        "DELETE /v1/queue needs lock=KEY (mtx/NAME or sem/NAME), "

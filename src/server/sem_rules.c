@@ -99,6 +99,14 @@ static int weight_rules(json_t *body, sl_strategy strategy, sl_sem_rules *r,
             snprintf(err, cap, "weights: a rebalance key is 1 to %d characters", SL_NAME_MAX);
             return -1;
         }
+        size_t at = strcspn(key, SL_CONTROL_BYTES);
+        if (key[at]) { /* no claim could give it: rebalance_key refuses them too */
+            snprintf(err, cap,
+                     "weights: a rebalance key has a control character (byte 0x%02x) at "
+                     "position %zu; use printable characters only, as rebalance_key does",
+                     (unsigned char)key[at], at + 1);
+            return -1;
+        }
         sl_weight *out = &space[r->nweights++];
         out->key = key;
         if (whole(v, field, 1, SL_WEIGHT_MAX, &out->weight, err, cap) != 0)

@@ -534,6 +534,14 @@ tokens:
         r = sluice(self.srv, "claims", "release", "--holder-prefix", "run-9/", "--json", env=adm)
         self.assertEqual(r.json(), {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 0})
 
+    def test_queue_clear_needs_an_admin_token_and_says_so(self):
+        # S11: no token's prefixes cover clearing a queue; the hint says admin.
+        r = sluice(self.srv, "--token", "a-secret", "queue", "clear", "sem/team-a/db")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("it needs an admin token", r.err)
+        self.assertIn("Give an admin token", r.err)
+        self.assertNotIn("prefixes cover", r.err)
+
     def test_token_flag_and_environment(self):
         r = sluice(self.srv, "sem", "list")
         self.assertEqual(r.rc, 1, r)

@@ -726,6 +726,10 @@ static const bad_file bad_files[] = {
      "config.yaml:6:7: semaphores[0].weights: \"\" is not a rebalance key; use 1 to 253 "
      "characters, like paying",
      true},
+    {SEM REB "    weights:\n      \"a\\x01\": 2\n", /* S12 */
+     "config.yaml:6:7: semaphores[0].weights: a rebalance key has a control character (byte "
+     "0x01) at position 2; use printable characters only, as a claim's rebalance_key does",
+     true},
     {SEM REB "    weights:\n      [a]: 1\n",
      "config.yaml:6:7: semaphores[0].weights: a rebalance key must be a single value, like "
      "paying, not a list",
@@ -742,15 +746,24 @@ static const bad_file bad_files[] = {
      "grants per a duration, like 100/1m or 5/1s",
      true},
     {SEM "    rate: 0/1m\n",
-     "config.yaml:4:11: semaphores[0].rate: \"0/1m\" allows 0 or more than 1000000000 grants: a "
-     "rate allows 1 to 1000000000; write N/PERIOD",
+     "config.yaml:4:11: semaphores[0].rate: \"0/1m\" allows no grant at all: a rate allows 1 to "
+     "1000000000 grants per period (a limit of 0 is the way to pause a semaphore); write N/PERIOD",
+     false},
+    {SEM "    rate: 5/1d\n",
+     "config.yaml:4:11: semaphores[0].rate: \"5/1d\" has a period after the '/' that has a day "
+     "unit 'd', which durations do not have: write hours instead (24h for 1d);",
+     false},
+    {SEM "    rate: 5/1000000h\n",
+     "config.yaml:4:11: semaphores[0].rate: \"5/1000000h\" has a period after the '/' that is "
+     "longer than 100 years, the longest duration;",
      false},
     {SEM "    rate: x/1m\n",
      "config.yaml:4:11: semaphores[0].rate: \"x/1m\" does not start with a whole number of "
      "grants;",
      false},
     {SEM "    rate: 10/0s\n",
-     "config.yaml:4:11: semaphores[0].rate: \"10/0s\" has no positive duration after the '/';",
+     "config.yaml:4:11: semaphores[0].rate: \"10/0s\" has a period after the '/' that is 0: a "
+     "period is a positive duration, such as 1s or 1m;",
      false},
     {SEM "    burst: 5\n",
      "config.yaml:4:12: semaphores[0].burst: applies only with a rate; set rate, like 100/1m, or "

@@ -145,6 +145,74 @@ class TestQueryParameters(ErrorCase):
         self.assertEqual(page["events"][0]["claim"], c["id"])
 
 
+class TestRuleMessages(ErrorCase):
+    """S11, S12: refusals of the scheduling rules that said too little, or
+    the wrong thing; each now names the field, the value and the mend."""
+
+    def test_a_queue_over_a_lowered_max_pending_counts_its_waiters(self):
+        s = "e/full"
+        self.srv.sem_put(s, 1, max_pending=3)
+        ids = [self.srv.claim("x", [("s", s, 1)])["id"] for _ in range(3)]
+        self.srv.sem_put(s, 1, max_pending=1)
+        r = self.srv.post("/v1/claims", {"holder": "x", "locks": [{"semaphore": s}]})
+        self.assertError(r, 409, "queue_full",
+                         contains="max_pending is 1 and 2 claims wait; retry later, or raise "
+                                  "max_pending")
+        for cid in ids:
+            self.srv.release(cid)
+
+    def test_a_time_before_1970_says_so(self):
+        self.refused({"holder": "x", "locks": [{"mutex": "e/m"}],
+                      "created": "0001-01-01T00:00:00Z"},
+                     'created "0001-01-01T00:00:00Z" is before 1970-01-01T00:00:00Z')
+        self.refused({"holder": "x", "locks": [{"mutex": "e/m"}], "created": "0001-13-01"},
+                     "an RFC 3339 time")
+
+    def test_queue_clear_names_a_bad_lock_key(self):
+        self.refused(None, 'lock="builds" is not a lock key: use mtx/NAME or sem/NAME',
+                     path="/v1/queue?lock=builds", method="DELETE")
+        self.refused(None, 'lock="sem/group/pr-*" is a pattern',
+                     path="/v1/queue?lock=" + q("sem/group/pr-*"), method="DELETE")
+        self.refused(None, "is a pattern", path="/v1/queue?lock=" + q("sem/group/pr-*"),
+                     method="GET")
+
+    def test_groups_are_counted_and_named(self):
+        self.refused({"holder": "x", "groups": []}, "in locks, tags, group or groups")
+        eight = [{"name": "g%d" % i} for i in range(8)]
+        self.refused({"holder": "x", "group": "g", "groups": eight},
+                     "group and groups name 9 groups in all; a claim has at most 8")
+        self.refused({"holder": "x", "groups": eight + [{"name": "g8"}]},
+                     "groups has 9 groups; a claim has at most 8")
+
+    def test_slots_above_a_limit_give_the_mend_that_works(self):
+        self.refused({"holder": "x", "locks": [{"semaphore": "e/inl", "limit": 2, "slots": 3}]},
+                     "ask for at most 2, or give a larger inline limit",
+                     "configure it with PUT /v1/semaphores/{name} to raise it")
+        self.srv.sem_put("e/two", 2)
+        msg = self.refused({"holder": "x", "locks": [{"semaphore": "e/two", "slots": 3}]},
+                           "ask for at most 2, or raise the semaphore's limit first")
+        self.assertNotIn("inline", msg)
+
+    def test_weights_refuse_control_characters(self):
+        self.refused({"limit": 4, "strategy": "rebalanced", "weights": {"a\u0001": 2}},
+                     "weights: a rebalance key has a control character (byte 0x01) at "
+                     "position 2", path="/v1/semaphores/e%2Fw", method="PUT")
+        self.assertEqual(self.srv.get("/v1/semaphores/e%2Fw").status, 404)
+
+    def test_a_preemption_reservation_says_so(self):
+        s = "e/skip-pre"
+        self.srv.sem_put(s, 3, strategy="skip", overtake_limit="0", preempt=True)
+        low = self.srv.claim("low", [("s", s, 2)], priority=-1)
+        urgent = self.srv.claim("urgent", [("s", s, 3)], priority=10)
+        self.assertEqual(self.srv.claim_get(low["id"])["state"], "revoking")
+        small = self.srv.claim("small", [("s", s, 1)])
+        self.assertIn("kept for the first claim in the queue, which preempted holders to get "
+                      "them", small["reason"])
+        self.assertNotIn("overtake limit", small["reason"])
+        for c in (small, urgent, low):
+            self.srv.release(c["id"])
+
+
 class TestNames(ErrorCase):
     def test_dot_segments_are_refused(self):
         for name in ("team-a/../team-b/deploy", "a/./b", "..", "x/.."):

@@ -344,7 +344,12 @@ class SchedulingTest(ServerTestCase):
 
     def test_bad_rules_are_refused_with_the_fix(self):
         s = self.name("s")
-        for body, words in (({"rate": "30"}, "N/PERIOD"), ({"rate": "0/1m"}, "grants"),
+        for body, words in (({"rate": "30"}, "N/PERIOD"),
+                            ({"rate": "0/1m"}, "allows no grant at all: a rate allows 1 to"),
+                            ({"rate": "5/1d"}, "write hours instead (24h for 1d)"),
+                            ({"rate": "5/200y"}, "has a period after the '/' that has a unit "
+                                                 "durations do not have"),
+                            ({"rate": "5/1000000h"}, "longer than 100 years"),
                             ({"burst": 3}, "burst applies only with a rate"),
                             ({"on_full": "drop_oldest"}, "max_pending"),
                             ({"weights": {"a": 2}}, "rebalanced"),
