@@ -4,7 +4,8 @@
  * On a lock whose rules say preempt (strict or skip), the waiter at the head
  * of the line (the first in the total order) that cannot fit revokes holders
  * of strictly lower priority: the lowest priority first, and among equals
- * the most recently granted, then any of those not needed after all (so
+ * those that also hold a lock keeping it out elsewhere, then the most
+ * recently granted, then any of those not needed after all (so
  * the set is minimal), until the free slots, the slots of holders already
  * revoking and the revoked ones cover what it asks for. Revoked holders
  * keep their slots for the lock's preempt_grace and end `canceled`, reason
@@ -102,6 +103,44 @@ static int victim_cmp(const void *a, const void *b)
     return x->grant_seq > y->grant_seq ? -1 : x->grant_seq < y->grant_seq;
 }
 
+/* Whether holder h's claim holds one of the locks that keep e's claim out
+ * by themselves (blocked[k]: its lock k does not admit it now). */
+static bool frees_blocked(const sl_centry *h, const sl_centry *e, const bool *blocked)
+{
+    const sl_claim *v = h->claim, *c = e->claim;
+    for (size_t j = 0; j < v->nlocks; j++)
+        for (size_t k = 0; k < c->nlocks; k++)
+            if (blocked[k] && v->e[j].lock == c->e[k].lock)
+                return true;
+    return false;
+}
+
+/* Among victims of equal priority, those whose revocation also frees a lock
+ * that keeps the head out elsewhere go first (S5: in a run queue the run
+ * holding the urgent run's tenant slot, not merely the latest granted), in
+ * their order otherwise. eng->victims past n is scratch. */
+static void prefer_freeing(sl_engine *eng, const sl_centry *e, size_t base)
+{
+    const sl_claim *c = e->claim;
+    bool blocked[SL_CLAIM_LOCKS_MAX] = {false}, any = false;
+    for (size_t k = 0; k < c->nlocks; k++)
+        if (&c->e[k] != e && !sl__queue_admissible(eng, &c->e[k]))
+            any = blocked[k] = true;
+    sl_pvec *v = &eng->victims;
+    size_t n = v->n;
+    for (size_t a = base, b; any && a < n; a = b) {
+        int64_t prio = ((sl_centry *)v->v[a])->claim->priority;
+        for (b = a; b < n && ((sl_centry *)v->v[b])->claim->priority == prio; b++)
+            ;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = a; i < b; i++)
+                if (frees_blocked(v->v[i], e, blocked) == (pass == 0))
+                    sl__pvec_push(&eng->mem, v, v->v[i]);
+        memcpy(&v->v[a], &v->v[n], (b - a) * sizeof(void *));
+        v->n = n;
+    }
+}
+
 /* What preemption means for entry e on its lock, and with a plan (WILL)
  * the holders to revoke in eng->victims (appended after base). */
 static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *count)
@@ -145,8 +184,10 @@ static sl_preempt plan(sl_engine *eng, const sl_centry *e, size_t base, size_t *
         *count = 0;
         return SL_PREEMPT_NONE;
     }
-    if (v->n - base > 1)
+    if (v->n - base > 1) {
         qsort(v->v + base, v->n - base, sizeof(void *), victim_cmp);
+        prefer_freeing(eng, e, base);
+    }
     uint64_t got = revoking;
     size_t n = base;
     while (n < v->n && got < need)

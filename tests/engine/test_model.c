@@ -718,13 +718,25 @@ static bool admissible_everywhere(int ci)
 
 static void r_end(int ci, sl_state state, sl_reason reason, int by, int64_t now);
 
+/* Whether claim h holds one of ci's locks other than its lock s on which
+ * ci is not admissible now. */
+static bool frees_blocked(int h, int ci, int s)
+{
+    const rclaim *c = &M.c[ci];
+    for (int t = 0; t < c->nl; t++)
+        if (t != s && slot_of(&M.c[h], c->lk[t]) >= 0 && !admissible_on(ci, t))
+            return true;
+    return false;
+}
+
 /* Preemption as docs/engine.md states it, for claim ci on its lock s: none
  * when the lock does not preempt or the claim fits, or when no holder
  * (revoking or not) is below it in priority, unless it is the first of the
  * lock's queue and holders are revoking; not_head unless it is the first
  * of the lock's queue; waiting when the free slots and those of the holders
  * revoking cover it (*count: those holders); else the holders
- * of strictly lower priority, lowest first and then the latest granted,
+ * of strictly lower priority, lowest first, then those holding a lock of
+ * the claim that does not admit it now, then the latest granted,
  * taken until they cover it (too_few if they cannot), then from the last
  * taken back to the first each one not needed dropped: will, with the
  * victims in vict[0..*count). */
@@ -743,6 +755,7 @@ static sl_preempt r_plan(int ci, int s, int *vict, size_t *count)
     uint64_t revoking = 0;
     size_t nrev = 0, n = 0;
     bool below = false;
+    static bool frees[CLAIMS_MAX]; /* holder i also holds a lock keeping ci out */
     for (int i = 0; i < M.nc; i++) {
         const rclaim *h = &M.c[i];
         if (!holding(h) || slot_of(h, L) < 0)
@@ -753,8 +766,12 @@ static sl_preempt r_plan(int ci, int s, int *vict, size_t *count)
             nrev++;
         } else if (h->prio < c->prio) {
             size_t j = n++;
+            frees[i] = frees_blocked(i, ci, s);
             while (j > 0 && (M.c[vict[j - 1]].prio > h->prio ||
                              (M.c[vict[j - 1]].prio == h->prio &&
+                              frees[vict[j - 1]] < frees[i]) ||
+                             (M.c[vict[j - 1]].prio == h->prio &&
+                              frees[vict[j - 1]] == frees[i] &&
                               M.c[vict[j - 1]].grant_seq < h->grant_seq))) {
                 vict[j] = vict[j - 1];
                 j--;

@@ -294,6 +294,24 @@ static void victim_frees_all_its_locks(void **state)
     t_free(eng);
 }
 
+/* S5 with more than one run at a time: of two runs of equal priority, the
+ * one holding the urgent run's tenant slot goes, though the other was
+ * granted later; one revocation, and the set is still minimal. */
+static void victim_that_frees_the_other_lock_first(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    preempt_sem(eng, "runs", 2, SL_STRICT, 0);
+    t_sem(eng, 0, "tag/tenant=*", 1, SL_STRICT);
+    t_claim(eng, 10, "id=acme s:runs tag=tenant=acme");
+    t_claim(eng, 20, "id=globex s:runs tag=tenant=globex");
+    t_claim(eng, 30, "id=hotfix s:runs tag=tenant=acme prio=10");
+    assert_int_equal(t_state(eng, "acme"), SL_CANCELED);
+    assert_int_equal(t_state(eng, "globex"), SL_HELD);
+    assert_int_equal(t_state(eng, "hotfix"), SL_HELD);
+    t_free(eng);
+}
+
 /* The victim of S5 granted after the urgent claim came: its grant is what
  * makes the preemption possible. */
 static void victim_granted_later_is_seen(void **state)
@@ -367,6 +385,7 @@ int main(void)
         cmocka_unit_test(preempts_only_with_a_token),
         cmocka_unit_test(victim_frees_all_its_locks),
         cmocka_unit_test(victim_granted_later_is_seen),
+        cmocka_unit_test(victim_that_frees_the_other_lock_first),
         cmocka_unit_test(no_words_without_a_holder_below),
         cmocka_unit_test(group_revoked_holders_are_not_preempted),
     };
