@@ -184,6 +184,26 @@ static void file_at_start_keeps_the_bucket_empty(void **state)
     t_free(eng);
 }
 
+/* S1: a PUT after a restart changes a saved semaphore on a running server:
+ * its bucket, present at the start, stays as empty as it is. */
+static void a_change_after_a_restart_keeps_the_bucket_empty(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    restore_rated(eng, "api", 6, 60000, 2);
+    sl_engine_restore_done(eng, 1000);
+    sl_engine_start_done(eng);
+    rated(eng, 2000, "api", 20, 6, 60000, 4); /* a bigger limit and burst */
+    t_claim(eng, 2000, "id=a s:api");
+    t_claim(eng, 2000, "id=b s:api");
+    assert_string_equal(t_with_state(eng, SL_HELD), "");
+    sl_engine_advance(eng, 10999);
+    assert_string_equal(t_with_state(eng, SL_HELD), "");
+    sl_engine_advance(eng, 11000); /* one token 10 s after the start */
+    assert_string_equal(t_with_state(eng, SL_HELD), "a");
+    t_free(eng);
+}
+
 /* A change keeps the bucket's level, capped at the new burst; a new
  * period counts the whole tokens. Set again as it is, nothing moves. */
 static void a_change_keeps_the_level(void **state)
@@ -282,6 +302,7 @@ int main(void)
         cmocka_unit_test(limit_and_rate_together),
         cmocka_unit_test(restored_bucket_starts_empty),
         cmocka_unit_test(file_at_start_keeps_the_bucket_empty),
+        cmocka_unit_test(a_change_after_a_restart_keeps_the_bucket_empty),
         cmocka_unit_test(a_change_keeps_the_level),
         cmocka_unit_test(bad_rates_are_refused),
     };
