@@ -596,7 +596,7 @@ static size_t choice_of(int L, int *out)
              * remainders, the earlier ranked first among equal ones. */
             uint64_t ahead = 0, mine = left[ranked[r]];
             for (size_t q = 0; q < nk; q++)
-                ahead += left[ranked[q]] > mine || (left[ranked[q]] == mine && q < r);
+                ahead += left[ranked[q]] > mine || (q < r && left[ranked[q]] == mine);
             if (held[ranked[r]] < share[ranked[r]] + (ahead < extra ? 1 : 0)) {
                 pick = ranked[r];
                 break;
