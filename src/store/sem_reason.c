@@ -14,17 +14,23 @@ typedef struct text {
     size_t cap, len;
 } text;
 
-static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(text *t, const char *fmt, ...)
+static void vadd(text *t, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static void vadd(text *t, const char *fmt, va_list ap)
 {
     if (t->len + 1 >= t->cap)
         return;
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
     if (n > 0)
         t->len = t->len + (size_t)n < t->cap ? t->len + (size_t)n : t->cap - 1;
+}
+
+static void add(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vadd(t, fmt, ap);
+    va_end(ap);
 }
 
 /* A change after the first is set off by "; ". */
@@ -33,14 +39,10 @@ static void item(text *t, const char *fmt, ...)
 {
     if (t->len > 0)
         add(t, "; ");
-    if (t->len + 1 >= t->cap)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    vadd(t, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        t->len = t->len + (size_t)n < t->cap ? t->len + (size_t)n : t->cap - 1;
 }
 
 /* A duration as the API writes one: "1h30m", "30s", "1500ms". */

@@ -167,6 +167,20 @@ void t_sem(sl_engine *eng, int64_t now, const char *name, uint32_t limit, sl_str
         fail_msg("sem %s: rc %d: %s", name, rc, err.what);
 }
 
+void t_preempt_sem(sl_engine *eng, const char *name, uint32_t limit, sl_strategy s,
+                   int64_t grace)
+{
+    sl_sem_opts o;
+    sl_sem_opts_default(&o, limit);
+    o.strategy = s;
+    o.rules.preempt = true;
+    o.rules.preempt_grace_ms = grace;
+    sl_error err;
+    int rc = sl_sem_configure(eng, name, &o, 0, &err);
+    if (rc != 0)
+        fail_msg("preempting sem %s: rc %d: %s", name, rc, err.what);
+}
+
 sl_claim *t_find(sl_engine *eng, const char *id)
 {
     sl_claim *c = sl_claim_find(eng, id);

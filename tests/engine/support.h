@@ -26,6 +26,9 @@ sl_claim *t_claim(sl_engine *eng, int64_t now, const char *spec);
  * err may be NULL. */
 int t_claim_rc(sl_engine *eng, int64_t now, const char *spec, sl_error *err);
 void t_sem(sl_engine *eng, int64_t now, const char *name, uint32_t limit, sl_strategy s);
+/* A semaphore that preempts, with that grace, configured at time 0. */
+void t_preempt_sem(sl_engine *eng, const char *name, uint32_t limit, sl_strategy s,
+                   int64_t grace);
 
 sl_claim *t_find(sl_engine *eng, const char *id);
 sl_claim_view t_view(sl_engine *eng, const char *id);

@@ -42,18 +42,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static void preempt_sem(sl_engine *eng, const char *name, uint32_t limit, sl_strategy s,
-                        int64_t grace)
-{
-    sl_sem_opts o;
-    sl_sem_opts_default(&o, limit);
-    o.strategy = s;
-    o.rules.preempt = true;
-    o.rules.preempt_grace_ms = grace;
-    sl_error err;
-    assert_int_equal(sl_sem_configure(eng, name, &o, 0, &err), 0);
-}
-
 /* Ends the claims named in ids (space-separated), listed in that order, or
  * reversed; returns the counts. */
 static sl_bulk_counts bulk(sl_engine *eng, int64_t now, sl_bulk how, const char *ids,
@@ -119,7 +107,7 @@ static void s2b_cleanup_preempts_nobody(void **state)
     for (int grace = 0; grace < 2; grace++)
         for (int rev = 0; rev < 2; rev++) {
             sl_engine *eng = engine();
-            preempt_sem(eng, "gpu", 1, SL_STRICT, grace ? 5000 : 0);
+            t_preempt_sem(eng, "gpu", 1, SL_STRICT, grace ? 5000 : 0);
             t_claim(eng, 10, "id=train holder=nightly-41/train s:gpu");
             t_claim(eng, 20, "id=mig holder=other/db-migration m:db");
             t_claim(eng, 30, "id=a holder=nightly-42/a prio=10 s:gpu m:db");
@@ -146,7 +134,7 @@ static void cleanup_ends_each_state_as_a_release(void **state)
 {
     (void)state;
     sl_engine *eng = engine();
-    preempt_sem(eng, "r", 2, SL_STRICT, 1000);
+    t_preempt_sem(eng, "r", 2, SL_STRICT, 1000);
     t_claim(eng, 10, "id=low holder=run/low s:r");
     t_claim(eng, 20, "id=low2 holder=run/low2 s:r");
     t_claim(eng, 30, "id=urgent holder=other/urgent prio=5 s:r");
@@ -213,7 +201,7 @@ static void s3_clear_preempts_nobody_on_another_lock(void **state)
     (void)state;
     for (int rev = 0; rev < 2; rev++) {
         sl_engine *eng = engine();
-        preempt_sem(eng, "gpu", 1, SL_STRICT, 0);
+        t_preempt_sem(eng, "gpu", 1, SL_STRICT, 0);
         t_sem(eng, 0, "pool", 2, SL_REBALANCED);
         t_claim(eng, 10, "id=training holder=team-x/training s:gpu");
         t_claim(eng, 20, "id=p1 holder=other/p1 key=b s:pool");

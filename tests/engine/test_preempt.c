@@ -13,18 +13,6 @@
 
 #include "support.h"
 
-static void preempt_sem(sl_engine *eng, const char *name, uint32_t limit, sl_strategy s,
-                        int64_t grace)
-{
-    sl_sem_opts o;
-    sl_sem_opts_default(&o, limit);
-    o.strategy = s;
-    o.rules.preempt = true;
-    o.rules.preempt_grace_ms = grace;
-    sl_error err;
-    assert_int_equal(sl_sem_configure(eng, name, &o, 0, &err), 0);
-}
-
 static const sl_why *why_on(sl_engine *eng, const char *id, size_t lock)
 {
     static sl_why w[8];
@@ -36,7 +24,7 @@ static void urgent_deploy_preempts_batch_job(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "runners", 2, SL_STRICT, 1000);
+    t_preempt_sem(eng, "runners", 2, SL_STRICT, 1000);
     t_claim(eng, 10, "id=batch1 s:runners prio=0");
     t_claim(eng, 20, "id=batch2 s:runners prio=0");
     t_events(eng);
@@ -71,7 +59,7 @@ static void released_in_grace_frees_at_once(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 1, SL_STRICT, 5000);
+    t_preempt_sem(eng, "r", 1, SL_STRICT, 5000);
     t_claim(eng, 10, "id=low s:r prio=-1");
     t_claim(eng, 20, "id=high s:r prio=1");
     assert_int_equal(t_state(eng, "low"), SL_REVOKING);
@@ -87,7 +75,7 @@ static void zero_grace_grants_in_the_same_call(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 1, SL_STRICT, 0);
+    t_preempt_sem(eng, "r", 1, SL_STRICT, 0);
     t_claim(eng, 10, "id=low s:r");
     t_events(eng);
     t_claim(eng, 20, "id=high s:r prio=5");
@@ -102,7 +90,7 @@ static void only_strictly_lower_priority(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 2, SL_STRICT, 1000);
+    t_preempt_sem(eng, "r", 2, SL_STRICT, 1000);
     t_claim(eng, 10, "id=a s:r prio=5");
     t_claim(eng, 20, "id=b s:r prio=3");
     t_claim(eng, 30, "id=c s:r*2 prio=5");
@@ -120,7 +108,7 @@ static void fewest_lowest_most_recent(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 6, SL_STRICT, 1000);
+    t_preempt_sem(eng, "r", 6, SL_STRICT, 1000);
     t_claim(eng, 10, "id=old1 s:r prio=1");
     t_claim(eng, 20, "id=big s:r*3 prio=2");
     t_claim(eng, 30, "id=new1 s:r prio=1");
@@ -138,7 +126,7 @@ static void minimal_set_drops_unneeded(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 4, SL_STRICT, 1000);
+    t_preempt_sem(eng, "r", 4, SL_STRICT, 1000);
     t_claim(eng, 10, "id=wide s:r*3 prio=1");
     t_claim(eng, 20, "id=thin s:r prio=0");
     t_claim(eng, 30, "id=u s:r*3 prio=5");
@@ -153,7 +141,7 @@ static void only_the_head_preempts(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 1, SL_STRICT, 1000);
+    t_preempt_sem(eng, "r", 1, SL_STRICT, 1000);
     t_claim(eng, 10, "id=low s:r prio=0");
     t_claim(eng, 20, "id=mid s:r prio=5");
     t_claim(eng, 30, "id=also s:r prio=5");
@@ -173,7 +161,7 @@ static void no_waste_when_another_lock_blocks(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 1, SL_STRICT, 1000);
+    t_preempt_sem(eng, "r", 1, SL_STRICT, 1000);
     t_claim(eng, 10, "id=low s:r");
     t_claim(eng, 20, "id=m m:x");
     t_claim(eng, 30, "id=u s:r m:x prio=9");
@@ -192,7 +180,7 @@ static void skip_keeps_the_freed_slots_for_the_preemptor(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "r", 2, SL_SKIP, 1000);
+    t_preempt_sem(eng, "r", 2, SL_SKIP, 1000);
     t_claim(eng, 10, "id=a s:r");
     t_claim(eng, 20, "id=b s:r");
     t_claim(eng, 30, "id=u s:r*2 prio=9");
@@ -273,7 +261,7 @@ static void victim_frees_all_its_locks(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "runs", 1, SL_STRICT, 1000);
+    t_preempt_sem(eng, "runs", 1, SL_STRICT, 1000);
     t_sem(eng, 0, "tag/tenant=*", 1, SL_STRICT);
     t_claim(eng, 10, "id=nightly s:runs tag=tenant=acme");
     t_claim(eng, 20, "id=hotfix s:runs tag=tenant=acme prio=10");
@@ -301,7 +289,7 @@ static void victim_that_frees_the_other_lock_first(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "runs", 2, SL_STRICT, 0);
+    t_preempt_sem(eng, "runs", 2, SL_STRICT, 0);
     t_sem(eng, 0, "tag/tenant=*", 1, SL_STRICT);
     t_claim(eng, 10, "id=acme s:runs tag=tenant=acme");
     t_claim(eng, 20, "id=globex s:runs tag=tenant=globex");
@@ -318,7 +306,7 @@ static void victim_granted_later_is_seen(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "runs", 1, SL_STRICT, 0);
+    t_preempt_sem(eng, "runs", 1, SL_STRICT, 0);
     t_sem(eng, 0, "tag/tenant=*", 1, SL_STRICT);
     t_claim(eng, 10, "id=first s:runs tag=tenant=globex");
     t_claim(eng, 20, "id=mid tag=tenant=acme");
@@ -336,7 +324,7 @@ static void no_words_without_a_holder_below(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "rc", 2, SL_STRICT, 60000);
+    t_preempt_sem(eng, "rc", 2, SL_STRICT, 60000);
     t_claim(eng, 10, "id=a s:rc");
     t_claim(eng, 20, "id=b s:rc");
     t_claim(eng, 30, "id=c s:rc");
@@ -354,7 +342,7 @@ static void group_revoked_holders_are_not_preempted(void **state)
 {
     (void)state;
     sl_engine *eng = t_engine();
-    preempt_sem(eng, "gpuc", 2, SL_STRICT, 60000);
+    t_preempt_sem(eng, "gpuc", 2, SL_STRICT, 60000);
     t_claim(eng, 10, "id=C s:gpuc group=g-c1");
     t_claim(eng, 20, "id=D s:gpuc");
     t_claim(eng, 30, "id=B s:gpuc prio=10 group=g-c1 cancel=in-progress grace=5000");
