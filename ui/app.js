@@ -12,7 +12,7 @@
 //
 // sluiced answers index.html for each of these paths (src/server/ui.c).
 import {
-  h, state, TOKEN_KEY, AuthError, ApiError, showError, hideAuthPrompt, countdownText, LEASE_WARN_MS, words,
+  h, headers, state, TOKEN_KEY, AuthError, ApiError, showError, hideAuthPrompt, countdownText, LEASE_WARN_MS, words,
 } from './lib.js';
 import { viewOverview } from './overview.js';
 import { viewLock, lockRoute } from './lock.js';
@@ -181,8 +181,10 @@ function tick() {
 async function showLeader() {
   const el = document.getElementById('leader');
   try {
-    const hz = await (await fetch('/healthz')).json();
-    if (hz.epoch === undefined) { el.hidden = true; return; }
+    // Who leads is told to admins only (with tokens configured): the badge
+    // shows for them and for a server without tokens.
+    const hz = await (await fetch('/healthz', { headers: headers() })).json();
+    if (hz.epoch === undefined || hz.leader === undefined) { el.hidden = true; return; }
     const self = hz.self === hz.leader;
     el.textContent = hz.leader
       ? `${self ? 'this server leads' : `led by ${hz.leader}`} (epoch ${hz.epoch})`

@@ -51,6 +51,26 @@ int sl_auth_check(sl_ctx *c)
     return -1;
 }
 
+bool sl_auth_identify(sl_ctx *c)
+{
+    const sl_conf *conf = c->srv->conf;
+    if (conf->ntokens == 0) {
+        c->auth.admin = true;
+        return true;
+    }
+    const char *h = sl_http_req_header(c->req, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0)
+        return false;
+    for (size_t i = 0; i < conf->ntokens; i++) {
+        if (same_secret(h + 7, conf->tokens[i].token)) {
+            c->auth.token = &conf->tokens[i];
+            c->auth.admin = conf->tokens[i].admin;
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool under(char *const *prefixes, size_t n, const char *name)
 {
     for (size_t i = 0; name && i < n; i++)

@@ -18,45 +18,69 @@ static bool get_only(sl_ctx *c, const char *const *known)
     return false;
 }
 
-static json_t *health_body(sl_server *srv);
+/* How much of the health answer a caller sees (F14 in docs/security.md):
+ * anyone reaching the port learns only that the server serves and its
+ * role; a valid token also the version, the epoch and the counts; the
+ * store (a path, or a database host and user) and the servers' URLs are
+ * for admins. A server without tokens admits everyone as admin: its whole
+ * API is open anyway. */
+typedef enum { HEALTH_ANYONE, HEALTH_TOKEN, HEALTH_ADMIN } health_level;
+
+static health_level health_level_of(sl_ctx *c)
+{
+    if (!sl_auth_identify(c))
+        return HEALTH_ANYONE;
+    return c->auth.admin ? HEALTH_ADMIN : HEALTH_TOKEN;
+}
+
+static json_t *health_body(sl_server *srv, health_level level);
 
 void sl_route_health(sl_ctx *c)
 {
     if (!get_only(c, NULL))
         return;
+    health_level level = health_level_of(c);
     if (c->srv->store_failed) {
+        /* The reason may name the database's host: admins only. */
         sl_reply_error(c, 503, "unavailable",
                        "the store cannot commit (changes are refused and retried every "
-                       "second): %s",
-                       c->srv->store_error);
+                       "second)%s%s",
+                       level == HEALTH_ADMIN ? ": " : "",
+                       level == HEALTH_ADMIN ? c->srv->store_error : "");
         return;
     }
-    sl_reply_json(c, 200, health_body(c->srv));
+    sl_reply_json(c, 200, health_body(c->srv, level));
 }
 
 /* GET /v1/status: the leader's /healthz, wherever it is asked (a follower
  * relays it): the claim counts and next_seq, which a follower's own
- * /healthz does not have. */
+ * /healthz does not have. Every caller here has a valid token. */
 void sl_route_status(sl_ctx *c)
 {
     c->route = SL_ROUTE_STATUS;
     if (!get_only(c, NULL))
         return;
-    sl_reply_json(c, 200, health_body(c->srv));
+    sl_reply_json(c, 200, health_body(c->srv, c->auth.admin ? HEALTH_ADMIN : HEALTH_TOKEN));
 }
 
-static json_t *health_body(sl_server *srv)
+static json_t *health_body(sl_server *srv, health_level level)
 {
-    json_t *body = json_pack("{s:s,s:s,s:s,s:s}", "status", "ok", "version", SL_VERSION, "store",
-                             srv->store_label, "role",
-                             sl_role_name(srv->role == SL_ROLE_SINGLE ? SL_ROLE_LEADER
-                                                                      : srv->role));
+    sl_role role = srv->role == SL_ROLE_SINGLE ? SL_ROLE_LEADER : srv->role;
+    json_t *body = json_pack("{s:s,s:s}", "status", "ok", "role", sl_role_name(role));
+    if (level == HEALTH_ANYONE)
+        return body;
+    json_object_set_new(body, "version", json_string(SL_VERSION));
+    if (level == HEALTH_ADMIN)
+        json_object_set_new(body, "store", json_string(srv->store_label));
     if (srv->role != SL_ROLE_SINGLE) {
         /* Shared mode: who leads, as this server knows it. */
         json_object_set_new(body, "epoch", json_integer((json_int_t)srv->view.epoch));
-        json_object_set_new(body, "leader",
-                            srv->view.leader[0] ? json_string(srv->view.leader) : json_null());
-        json_object_set_new(body, "self", json_string(srv->advertise));
+        if (level == HEALTH_ADMIN) {
+            json_object_set_new(body, "leader", srv->view.leader[0]
+                                                    ? json_string(srv->view.leader)
+                                                    : json_null());
+            json_object_set_new(body, "self", json_string(srv->advertise));
+        }
     }
     if (sl_role_serves(srv)) { /* the counts are the leader's to give */
         sl_engine_stats st;

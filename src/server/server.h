@@ -314,6 +314,10 @@ bool sl_refuse_if_store_failed(sl_ctx *c);
 /* ---- auth.c -------------------------------------------------------------- */
 /* Checks the Authorization header. On failure answers 401 and returns -1. */
 int sl_auth_check(sl_ctx *c);
+/* Who the request is, for routes open to everyone (/healthz): sets c->auth
+ * from a valid token and answers nothing. Returns true when the caller is
+ * known (a valid token, or a server without tokens, admitted as admin). */
+bool sl_auth_identify(sl_ctx *c);
 /* Whether the request may touch a lock name (limited tokens: prefixes). */
 bool sl_auth_allows(const sl_ctx *c, const char *name);
 /* Every lock of the claim (explicit, tag and group locks); a claim that

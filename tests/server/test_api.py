@@ -1345,6 +1345,7 @@ tokens:
     def test_healthz_needs_none(self):
         r = self.srv.get("/healthz", token="")
         self.assertEqual(r.status, 200, r)
+        self.assertEqual(set(r.json), {"status", "role"})  # F14: the details need a token
         self.assertEqual(self.srv.get("/healthz", token="wrong").status, 200)
 
     def test_limited_token(self):

@@ -332,6 +332,31 @@ class TestAuthMatrix(ServerTestCase):
                 with self.subTest(route=route, caller=caller):
                     self.check(GLOBAL_ROUTES, route, caller, self.call(route, caller))
 
+    def test_healthz_details_need_a_token(self):
+        """F14: without a valid token /healthz says only that the server serves
+        and its role; a limited token adds the version and the counts; the
+        store (a path, or a database host and user) is an admin's."""
+        anyone = {"status", "role"}
+        limited = anyone | {"version", "claims", "next_seq"}
+        want = {"none": anyone, "wrong": anyone, "admin": limited | {"store"},
+                "inside": limited, "outside": limited}
+        for caller in CALLERS:
+            with self.subTest(caller=caller):
+                r = self.srv.get("/healthz", token=TOKENS[caller])
+                self.assertEqual(r.status, 200, r)
+                got = set(r.json)
+                if r.json["role"] != "leader":  # shared mode: the leader has the counts
+                    got |= {"claims", "next_seq"} & want[caller]
+                if caller != "none" and caller != "wrong":  # shared mode's epoch
+                    got.discard("epoch")
+                if caller == "admin":  # shared mode: the servers' URLs
+                    got -= {"leader", "self"}
+                self.assertEqual(got, want[caller], r.json)
+                self.assertEqual(r.json["status"], "ok")
+        # /v1/status gives a limited token the same, never the store
+        self.assertNotIn("store", self.srv.get("/v1/status", token=TEAM_A).json)
+        self.assertIn("store", self.srv.get("/v1/status", token=ADMIN).json)
+
 
 if __name__ == "__main__":
     fx.main()
