@@ -30,8 +30,10 @@ TRAIN = """import os, sys, time
 model = sys.argv[sys.argv.index("--model") + 1]
 token = sys.argv[sys.argv.index("--fencing-token") + 1]
 work = os.environ["WORK"]
-with open(os.path.join(work, "trained." + model), "w") as f:
+# written whole, then renamed: the test waits for the name and reads the token
+with open(os.path.join(work, "trained." + model + ".tmp"), "w") as f:
     f.write(token)
+os.replace(os.path.join(work, "trained." + model + ".tmp"), os.path.join(work, "trained." + model))
 for _ in range(600):
     if os.path.exists(os.path.join(work, "go." + model)):
         sys.exit(0)
