@@ -98,8 +98,15 @@ static bool allows_key_or_holder(const sl_ctx *c, const char *key, const char *h
 
 bool sl_auth_allows_claim(sl_ctx *c, const sl_claim *claim)
 {
-    if (c->auth.admin)
+    return c->auth.admin || sl_auth_token_allows_claim(c->auth.token, claim);
+}
+
+bool sl_auth_token_allows_claim(const sl_conf_token *t, const sl_claim *claim)
+{
+    if (!t || t->admin)
         return true;
+    sl_ctx tc = {.auth = {.token = t, .admin = false}};
+    sl_ctx *c = &tc;
     sl_claim_view v;
     sl_claim_get(claim, &v);
     if (v.nlocks == 0)
@@ -139,9 +146,13 @@ struct sl_event_scope {
 
 sl_event_scope *sl_auth_event_scope(const sl_ctx *c)
 {
-    if (c->auth.admin)
+    return c->auth.admin ? NULL : sl_auth_token_scope(c->auth.token);
+}
+
+sl_event_scope *sl_auth_token_scope(const sl_conf_token *t)
+{
+    if (t && t->admin)
         return NULL;
-    const sl_conf_token *t = c->auth.token;
     size_t n = t ? t->nprefixes : 0, bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += strlen(t->prefixes[i]) + 1;
@@ -178,4 +189,44 @@ bool sl_event_scope_allows(const sl_event_scope *s, const sl_store_event *ev)
 void sl_event_scope_free(sl_event_scope *s)
 {
     free(s);
+}
+
+/* F12: a limited token's claims carry holders under its own prefixes, so
+ * that another tenant's run, listing and cleanup (which go by holder) never
+ * count them. The message lists what it may use. */
+bool sl_auth_allows_holder(sl_ctx *c, const char *holder)
+{
+    if (sl_auth_allows(c, holder))
+        return true;
+    const sl_conf_token *t = c->auth.token;
+    sl_buf *list = sl_reply_scratch();
+    for (size_t i = 0; t && i < t->nprefixes; i++)
+        sl_buf_addf(list, "%s\"%s\"", i ? ", " : "", t->prefixes[i]);
+    sl_buf_add(list, "", 1);
+    sl_reply_error(c, 403, "forbidden",
+                   "holder \"%s\" is outside this token's prefixes: a claim's holder must start "
+                   "with one of %s (such as \"%sRUN/STEP\")",
+                   holder, sl_buf_data(list), t && t->nprefixes ? t->prefixes[0] : "");
+    return false;
+}
+
+/* F9: a reload replaced the tokens. What a parked request or an open
+ * stream was admitted with is found again by name and secret (a rotated
+ * secret is a token gone: its old secret no longer gets in). */
+int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_token **t)
+{
+    if (now->ntokens == 0) {
+        *t = NULL; /* every request is admitted as admin now */
+        return 0;
+    }
+    if (old->ntokens == 0 || !*t)
+        return -1; /* admitted without a token, which it now needs */
+    for (size_t i = 0; i < now->ntokens; i++) {
+        const sl_conf_token *n = &now->tokens[i];
+        if (strcmp(n->name, (*t)->name) == 0 && strcmp(n->token, (*t)->token) == 0) {
+            *t = n;
+            return 0;
+        }
+    }
+    return -1;
 }

@@ -4,7 +4,9 @@
  * The new file is loaded and checked whole before anything changes: a file
  * that does not load (its error has the line and column) or does not check
  * keeps the running configuration. Then, live: tokens (the next request is
- * checked against the new ones), the HTTP limits (for what arrives from
+ * checked against the new ones, and so are the open event streams and
+ * parked long polls: those of a token gone end, the others are filtered by
+ * its new prefixes), the HTTP limits (for what arrives from
  * now on), the long-poll cap, retentions of the event log, the stream cap,
  * the default timeout, the log level, and the semaphores of the file with
  * their scheduling rules (the same rule as at start: the file manages those
@@ -96,6 +98,10 @@ void sl_reload(sl_server *srv)
      * keeps a pointer into the configuration across turns. */
     sl_conf old = *srv->conf;
     *srv->conf = next;
+    /* Before the old tokens go: what is parked or streaming holds the
+     * token it was admitted with, and is checked against the new list. */
+    sl_waits_reauth(srv, &old);
+    sl_streams_reauth(srv, &old);
     sl_conf_free(&old);
     sl_log_set_level(srv->conf->log_level);
     sl_http_opts limits = {.max_headers = srv->conf->max_headers,

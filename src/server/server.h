@@ -340,6 +340,20 @@ typedef struct sl_event_scope sl_event_scope;
 sl_event_scope *sl_auth_event_scope(const sl_ctx *c);
 bool sl_event_scope_allows(const sl_event_scope *s, const sl_store_event *ev);
 void sl_event_scope_free(sl_event_scope *s);
+/* The same for a token (NULL: no tokens, everything). */
+sl_event_scope *sl_auth_token_scope(const sl_conf_token *t);
+bool sl_auth_token_allows_claim(const sl_conf_token *t, const sl_claim *claim);
+/* Whether a limited token may name this holder (under its prefixes); if
+ * not, answers 403 with the prefixes it may use. */
+bool sl_auth_allows_holder(sl_ctx *c, const char *holder);
+/* After a reload (old not freed yet): *t becomes the token of the new
+ * configuration a request admitted with *t holds now (NULL: no tokens);
+ * -1 when it has none (the token was removed or its secret changed). */
+int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_token **t);
+/* A reload reaches what is parked and open: the streams and waits of a
+ * token gone end, the others see what the token's new prefixes allow. */
+void sl_streams_reauth(sl_server *srv, const sl_conf *old);
+void sl_waits_reauth(sl_server *srv, const sl_conf *old);
 
 /* ---- idempotency.c: Idempotency-Key ------------------------------------- */
 typedef struct sl_idem_req {

@@ -18,10 +18,12 @@ struct sl_stream {
     sl_http_req *req;
     uint64_t last; /* the last seq sent, or passed over as not for this reader */
     sl_event_scope *scope;
+    const sl_conf_token *token; /* admitted with (NULL: no tokens); a reload moves it */
     struct event *heartbeat;
     sl_stream *prev, *next;
     bool started, gone, catching_up;
     bool pumping; /* inside pump: a gone client is cut there */
+    bool revoked; /* its token was removed before it started: 401 then */
 };
 
 typedef struct fill_ctx {
@@ -153,6 +155,15 @@ static void gone_cb(void *arg)
 static void start(void *arg, bool committed)
 {
     sl_stream *s = arg;
+    if (s->revoked && !s->gone) {
+        sl_http_req *req = s->req;
+        finish(s);
+        static const char body[] = "{\"error\":{\"code\":\"unauthorized\",\"message\":\"the "
+                                   "token is not one this server knows\"}}\n";
+        sl_http_add_header(req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
+        sl_http_reply(req, 401, "application/json", body, sizeof(body) - 1);
+        return;
+    }
     if (s->gone || !committed) {
         cut(s); /* a 503, dropped when the client has gone */
         return;
@@ -185,6 +196,7 @@ void sl_stream_open(sl_ctx *c, uint64_t since)
     s->req = c->req;
     s->last = since;
     s->scope = sl_auth_event_scope(c);
+    s->token = c->auth.token;
     s->heartbeat = event_new(srv->base, -1, EV_PERSIST, heartbeat_cb, s);
     s->next = srv->streams;
     if (srv->streams)
@@ -211,5 +223,27 @@ void sl_streams_free_all(sl_server *srv)
     while (srv->streams) {
         sl_stream *s = srv->streams;
         cut(s);
+    }
+}
+
+/* F9: a stream of a token that a reload removed ends (one not started yet
+ * is answered 401 when it would start); the others are filtered from now
+ * on by their token's new prefixes, so a narrowed token's stream stops
+ * showing what it may no longer see. */
+void sl_streams_reauth(sl_server *srv, const sl_conf *old)
+{
+    sl_stream *s = srv->streams;
+    while (s) {
+        sl_stream *next = s->next;
+        if (sl_auth_token_again(old, srv->conf, &s->token) != 0) {
+            s->token = NULL;
+            s->revoked = true;
+            if (s->started)
+                cut(s);
+        } else {
+            sl_event_scope_free(s->scope);
+            s->scope = sl_auth_token_scope(s->token);
+        }
+        s = next;
     }
 }

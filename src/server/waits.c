@@ -30,6 +30,8 @@ struct sl_wait {
     char claim_id[SL_ID_MAX + 1];
     size_t limit;
     sl_event_scope *scope; /* what of the log the reader may see */
+    const sl_conf_token *token; /* admitted with (NULL: no tokens); a reload moves it */
+    int refused; /* a reload took its right away before it started: 401 or 404 then */
     struct event *timer;
     struct timeval wait_tv;
     sl_wait *prev, *next;
@@ -232,6 +234,21 @@ static void gone_cb(void *arg)
         drop_answer(w);
 }
 
+/* The answer of a request whose token a reload removed (401) or narrowed
+ * away from its claim (404, as for a claim it never could see). */
+static void answer_refused(sl_wait *w)
+{
+    bool gone = w->refused == 401;
+    if (gone)
+        sl_http_add_header(w->req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
+    answer_with(w, w->refused,
+                json_pack("{s:{s:s,s:s}}", "error", "code", gone ? "unauthorized" : "not_found",
+                          "message",
+                          gone ? "the token is not one this server knows"
+                               : "no claim with this id: it never existed, or it ended more "
+                                 "than the retention ago"));
+}
+
 /* Once the change that made the wait is committed: answer at once when the
  * state already moved (or 503 if the commit failed), else send the headers
  * and start the clock. */
@@ -240,6 +257,10 @@ static void start(void *arg, bool committed)
     sl_wait *w = arg;
     if (w->gone) {
         drop_answer(w);
+        return;
+    }
+    if (w->refused) {
+        answer_refused(w);
         return;
     }
     if (!committed) {
@@ -269,6 +290,7 @@ static sl_wait *wait_new(sl_ctx *c, sl_wait_kind kind, int status, int64_t wait_
     w->kind = kind;
     w->route = c->route;
     w->status = status;
+    w->token = c->auth.token;
     w->timer = evtimer_new(c->srv->base, timeout_cb, w);
     w->wait_tv.tv_sec = (time_t)(wait_ms / 1000);
     w->wait_tv.tv_usec = (suseconds_t)((wait_ms % 1000) * 1000);
@@ -406,4 +428,47 @@ void sl_waits_free_all(sl_server *srv)
         while (sl_claim_udata(c))
             answer_at_shutdown(sl_claim_udata(c), &body);
     sl_buf_free(&body);
+}
+
+/* F9: what a reload does to a parked request. Its token gone (or, for a
+ * claim wait, its claim now outside the token's prefixes), it ends: one
+ * that has not started is answered 401 (404) when it would start; one that
+ * has started has sent its status line already, so its connection is
+ * closed before the body, and the client's next request learns why. An
+ * event wait whose token was narrowed reads with the new prefixes. */
+static void reauth(sl_wait *w, const sl_conf *old)
+{
+    int refused = 0;
+    if (sl_auth_token_again(old, w->srv->conf, &w->token) != 0)
+        refused = 401;
+    else if (w->kind == SL_WAIT_EVENTS) {
+        sl_event_scope_free(w->scope);
+        w->scope = sl_auth_token_scope(w->token);
+    } else if (w->claim && !sl_auth_token_allows_claim(w->token, w->claim))
+        refused = 404;
+    if (!refused)
+        return;
+    if (refused == 401)
+        w->token = NULL;
+    if (!w->armed) {
+        w->refused = refused;
+        return;
+    }
+    sl_http_req *req = w->req;
+    finish(w);
+    sl_http_stream_abort(req);
+}
+
+void sl_waits_reauth(sl_server *srv, const sl_conf *old)
+{
+    for (sl_wait *w = srv->event_waits, *next; w; w = next) {
+        next = w->next;
+        reauth(w, old);
+    }
+    for (const sl_claim *c = srv->eng ? sl_claim_next(srv->eng, NULL) : NULL; c;
+         c = sl_claim_next(srv->eng, c))
+        for (sl_wait *w = sl_claim_udata(c), *next; w; w = next) {
+            next = w->next;
+            reauth(w, old);
+        }
 }

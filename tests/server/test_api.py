@@ -1352,7 +1352,7 @@ tokens:
         """A limited token claims, reads and configures under its prefixes
         only (403 elsewhere); an admin token does everything."""
         A = "a-secret"
-        inside = self.srv.post("/v1/claims", {"holder": "ta", "locks": [
+        inside = self.srv.post("/v1/claims", {"holder": "team-a/ta", "locks": [
             {"mutex": "team-a/deploy"}]}, token=A)
         self.assertEqual((inside.status, inside.json["state"]), (201, "held"))
         cid = inside.json["id"]
@@ -1360,11 +1360,11 @@ tokens:
         self.assertEqual(self.srv.get("/v1/mutexes/team-a/deploy", token=A).status, 200)
         self.assertEqual(self.srv.put("/v1/semaphores/team-a/db", {"limit": 2}, token=A).status,
                          200)
-        self.assertError(self.srv.post("/v1/claims", {"holder": "ta", "locks": [
+        self.assertError(self.srv.post("/v1/claims", {"holder": "team-a/ta", "locks": [
             {"mutex": "team-b/deploy"}]}, token=A), 403, "forbidden")
-        self.assertError(self.srv.post("/v1/claims", {"holder": "ta", "locks": [
+        self.assertError(self.srv.post("/v1/claims", {"holder": "team-a/ta", "locks": [
             {"mutex": "team-a/x"}, {"mutex": "team-ab/x"}]}, token=A), 403, "forbidden")
-        self.assertError(self.srv.post("/v1/claims", {"holder": "ta", "group": "team-b/g"},
+        self.assertError(self.srv.post("/v1/claims", {"holder": "team-a/ta", "group": "team-b/g"},
                                        token=A), 403, "forbidden")
         self.assertError(self.srv.put("/v1/semaphores/team-b/db", {"limit": 2}, token=A), 403,
                          "forbidden")
@@ -1379,7 +1379,8 @@ tokens:
                              ("DELETE", "/v1/claims/" + other["id"]),
                              ("POST", "/v1/claims/%s/renew" % other["id"]),
                              ("GET", "/v1/claims/%s/why" % other["id"])):
-            self.assertError(self.srv.request(method, path, token=A), 403, "forbidden")
+            # 404, as for an id that does not exist (F8).
+            self.assertError(self.srv.request(method, path, token=A), 404, "not_found")
         self.assertEqual(self.srv.claim_get(other["id"])["state"], "held")
         listed = [c["id"] for c in self.srv.get("/v1/claims", token=A).json["claims"]]
         self.assertIn(cid, listed)

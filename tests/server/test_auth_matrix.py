@@ -49,15 +49,17 @@ SUBJECTS = {
 }
 
 # Claim routes: status per caller, the same for every subject.
+# A claim outside the token's prefixes is 404, word for word the answer for
+# an id that does not exist (F8: a 403 told ids apart).
 CLAIM_ROUTES = {
     #                          none  wrong admin inside outside
     "POST /v1/claims":        (401, 401, 201, 201, 403),
-    "GET /v1/claims/ID":      (401, 401, 200, 200, 403),
-    "GET /v1/claims/ID?wait": (401, 401, 200, 200, 403),
-    "GET /v1/claims/ID/why":  (401, 401, 200, 200, 403),
-    "POST /v1/claims/ID/renew": (401, 401, 200, 200, 403),
-    "DELETE /v1/claims/ID":   (401, 401, 200, 200, 403),
-    "POST /v1/claims/ID/cancel": (401, 401, 200, 200, 403),  # ended by then: unchanged
+    "GET /v1/claims/ID":      (401, 401, 200, 200, 404),
+    "GET /v1/claims/ID?wait": (401, 401, 200, 200, 404),
+    "GET /v1/claims/ID/why":  (401, 401, 200, 200, 404),
+    "POST /v1/claims/ID/renew": (401, 401, 200, 200, 404),
+    "DELETE /v1/claims/ID":   (401, 401, 200, 200, 404),
+    "POST /v1/claims/ID/cancel": (401, 401, 200, 200, 404),  # ended by then: unchanged
 }
 
 # Listings answer 200 to any known token; what they show is checked apart.
@@ -132,8 +134,8 @@ class TestAuthMatrix(ServerTestCase):
     def check(self, table, label, caller, r):
         want = table[label][CALLERS.index(caller)]
         self.assertEqual(r.status, want, "%s as %s: %r" % (label, caller, r))
-        if want in (401, 403):
-            code = "unauthorized" if want == 401 else "forbidden"
+        if want in (401, 403, 404):
+            code = {401: "unauthorized", 403: "forbidden", 404: "not_found"}[want]
             self.assertEqual(r.error_code, code, "%s as %s: %r" % (label, caller, r))
 
     def new_claim(self, subject):
@@ -198,7 +200,7 @@ class TestAuthMatrix(ServerTestCase):
         self.assertEqual((r.status, r.json["locks"]), (201, []), r)
         cid = r.json["id"]
         self.assertEqual(self.srv.get("/v1/claims/" + cid, token=TEAM_A).status, 200)
-        self.assertEqual(self.srv.get("/v1/claims/" + cid, token=TEAM_B).status, 403)
+        self.assertEqual(self.srv.get("/v1/claims/" + cid, token=TEAM_B).status, 404)
         listed = self.srv.get("/v1/claims", token=TEAM_B).json["claims"]
         self.assertNotIn(cid, [c["id"] for c in listed])
         r = self.srv.post("/v1/claims", dict(body, holder="not-mine"), token=TEAM_A)
@@ -313,18 +315,56 @@ class TestAuthMatrix(ServerTestCase):
 
     def test_release_by_prefix_within_the_token(self):
         """A limited token's DELETE /v1/claims?holder_prefix= ends only the
-        claims it may release; the others are counted as skipped."""
-        mine = self.srv.post("/v1/claims", {"holder": "shared/run-9/a", "locks": [
+        claims it may release; the others are not counted (skipped is 0:
+        F8). An admin may give any holder, here one of team-a's on team-b's
+        lock."""
+        mine = self.srv.post("/v1/claims", {"holder": "team-a/run-9/a", "locks": [
             {"mutex": "team-a/r9"}]}, token=TEAM_A).json
-        theirs = self.srv.post("/v1/claims", {"holder": "shared/run-9/b", "locks": [
-            {"mutex": "team-b/r9"}]}, token=TEAM_B).json
-        r = self.srv.delete("/v1/claims?holder_prefix=shared/run-9/", token=TEAM_A)
-        self.assertEqual(r.json, {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 1}, r)
+        theirs = self.srv.post("/v1/claims", {"holder": "team-a/run-9/b", "locks": [
+            {"mutex": "team-b/r9"}]}, token=ADMIN).json
+        r = self.srv.delete("/v1/claims?holder_prefix=team-a/run-9/", token=TEAM_A)
+        self.assertEqual(r.json, {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 0}, r)
         self.assertEqual(self.srv.claim_get(mine["id"])["state"], "released")
         self.assertEqual(self.srv.claim_get(theirs["id"])["state"], "held")
         self.assertEqual(self.srv.delete("/v1/claims?holder_prefix=shared/", token="").status,
                          401)
         self.srv.release(theirs["id"])
+
+    def test_cleanup_tells_nothing_of_other_tenants(self):
+        """F8: DELETE /v1/claims?holder_prefix= as team-a over team-b's
+        holders answers the same whether a holder exists or not (it counted
+        them as skipped, which spelt out team-b's holder names a guess at a
+        time); a claim id of team-b's is 404, the same body as a made-up id."""
+        theirs = self.srv.post("/v1/claims", {"holder": "team-b/secret-run/build", "locks": [
+            {"mutex": "team-b/f8"}]}, token=TEAM_B).json
+        nothing = {"released": 0, "withdrawn": 0, "canceled": 0, "skipped": 0}
+        for prefix in ("team-b/", "team-b/secret-run/", "team-b/no-such-run/"):
+            r = self.srv.delete("/v1/claims?holder_prefix=" + q(prefix), token=TEAM_A)
+            self.assertEqual((r.status, r.json), (200, nothing), prefix)
+        self.assertEqual(self.srv.claim_get(theirs["id"])["state"], "held")
+        made_up = "Z" * len(theirs["id"])
+        for route in ("GET /v1/claims/ID", "POST /v1/claims/ID/renew", "GET /v1/claims/ID/why",
+                      "DELETE /v1/claims/ID", "POST /v1/claims/ID/cancel"):
+            real = self.call(route, "inside", cid=theirs["id"])
+            fake = self.call(route, "inside", cid=made_up)
+            self.assertEqual((real.status, real.body.replace(theirs["id"].encode(), b"ID")),
+                             (404, fake.body.replace(made_up.encode(), b"ID")), route)
+        self.assertEqual(self.srv.claim_get(theirs["id"])["state"], "held")
+        self.srv.release(theirs["id"])
+
+    def test_holders_stay_under_the_token_s_prefixes(self):
+        """F12: team-a may not name a holder of team-b's, even on its own
+        locks (the claim showed under team-b's run and cleanup); the 403
+        says which prefixes it may use. An admin token is unrestricted."""
+        body = {"holder": "team-b/evil", "locks": [{"mutex": "team-a/f12"}]}
+        r = self.srv.post("/v1/claims", body, token=TEAM_A)
+        self.assertEqual((r.status, r.error_code), (403, "forbidden"), r)
+        self.assertIn('"team-a/"', r.json["error"]["message"])
+        self.assertIn("team-b/evil", r.json["error"]["message"])
+        self.assertEqual(self.srv.get("/v1/claims?holder=team-b/evil").json["claims"], [])
+        r = self.srv.post("/v1/claims", body, token=ADMIN)
+        self.assertEqual(r.status, 201, r)
+        self.srv.release(r.json["id"])
 
     def test_global_routes(self):
         for route in GLOBAL_ROUTES:

@@ -3,6 +3,8 @@
 too), tokens and limits change live; a file that does not load keeps the running configuration and the
 log says where the error is; what needs a restart says so and is kept.
 Every wait is on a state the server reports, with a deadline."""
+import http.client
+import json
 import os
 import signal
 import sys
@@ -291,6 +293,127 @@ class TestFileSemaphoresAtStart(ServerTestCase):
         self.assertEqual(len(self.updated()), events)
         for i in ids:
             srv.release(i)
+
+
+TENANTS = """
+tokens:
+  - {name: admin, token: adm-secret, admin: true}
+  - {name: team-a, token: a-secret, prefixes: ["team-a/"]}
+  - {name: team-b, token: b-secret, prefixes: ["team-b/"]}
+"""
+TEAM_A_GONE = TENANTS.replace('  - {name: team-a, token: a-secret, prefixes: ["team-a/"]}\n', "")
+TEAM_A_NARROW = TENANTS.replace('["team-a/"]', '["team-a/other/"]')
+
+
+class TestRevocation(ServerTestCase):
+    """F9: a reload that removes or narrows a token reaches what it has
+    open: its event streams end or are filtered by the new prefixes, its
+    parked long polls end (their status line is out, so the connection is
+    closed before the body), and an Idempotency-Key replay is authorized
+    again. Before the fix all of them went on with the old token."""
+    CONFIG = TENANTS
+    TOKEN = "adm-secret"
+
+    def setUp(self):
+        super().setUp()
+        self.reload_to(TENANTS)
+
+    def reload_to(self, text):
+        srv = self.srv
+        with open(srv.config_path, "w") as f:
+            f.write(text)
+        before = srv.stderr().count(" read again: ")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: srv.stderr().count(" read again: ") > before, 10, what="the reload")
+
+    def last_seq(self):
+        events = self.srv.all_events()
+        return events[-1]["seq"] if events else 0
+
+    def stream(self):
+        conn, resp = self.srv.start_request("GET", "/v1/events/stream?since=%d" % self.last_seq(),
+                                            token="a-secret", timeout=10)
+        self.assertEqual(resp.status, 200)
+        return conn, resp
+
+    def holders_until_end(self, resp, stop):
+        """The holders of the stream's events until it ends or shows stop."""
+        seen = []
+        for line in iter(resp.readline, b""):
+            if line.startswith(b"data: "):
+                seen.append(json.loads(line[6:])["holder"])
+                if seen[-1] == stop:
+                    break
+        return seen
+
+    def test_a_removed_token_s_stream_ends(self):
+        conn, resp = self.stream()
+        try:
+            self.reload_to(TEAM_A_GONE)
+            cid = self.srv.claim("team-a/after-revoke", [("m", "team-a/x")])["id"]
+            self.srv.release(cid)
+            self.assertEqual(self.holders_until_end(resp, "team-a/after-revoke"), [])
+        finally:
+            conn.close()
+        self.assertEqual(self.srv.get("/v1/claims", token="a-secret").status, 401)
+
+    def test_a_narrowed_token_s_stream_is_filtered(self):
+        conn, resp = self.stream()
+        try:
+            self.reload_to(TEAM_A_NARROW)
+            for holder in ("team-a/x", "team-a/other/y"):
+                self.srv.release(self.srv.claim(holder, [("m", holder)])["id"])
+            seen = self.holders_until_end(resp, "team-a/other/y")
+            self.assertEqual(set(seen), {"team-a/other/y"}, seen)
+        finally:
+            conn.close()
+
+    def parked(self, path):
+        conn, resp = self.srv.start_request("GET", path, token="a-secret", timeout=10)
+        self.assertEqual(resp.status, 200)
+        return conn, resp
+
+    def assertCut(self, resp):
+        with self.assertRaises((http.client.IncompleteRead, ConnectionError)) as cm:
+            resp.read()
+        return cm
+
+    def test_parked_long_polls_end(self):
+        held = self.srv.claim("team-a/held", [("m", "team-a/held")])
+        next_seq = self.last_seq()
+        polls = [self.parked("/v1/events?since=%d&wait=20s" % next_seq),
+                 self.parked("/v1/claims/%s?wait=20s" % held["id"])]
+        try:
+            self.reload_to(TEAM_A_NARROW)
+            # The claim wait: its claim is outside the new prefixes.
+            self.assertCut(polls[1][1])
+            # The event wait reads with the new prefixes: team-a/x is not
+            # for it any more, team-a/other/y is.
+            self.srv.release(self.srv.claim("team-a/x", [("m", "team-a/x")])["id"])
+            self.srv.release(self.srv.claim("team-a/other/y", [("m", "team-a/other/y")])["id"])
+            page = json.loads(polls[0][1].read())
+            self.assertEqual({e["holder"] for e in page["events"]}, {"team-a/other/y"}, page)
+            # Removed: an event wait of the token is cut as well.
+            poll = self.parked("/v1/events?since=%d&wait=20s" % self.last_seq())
+            polls.append(poll)
+            self.reload_to(TEAM_A_GONE)
+            self.srv.release(self.srv.claim("team-a/other/z", [("m", "team-a/other/z")])["id"])
+            self.assertCut(poll[1])
+        finally:
+            for conn, _ in polls:
+                conn.close()
+        self.srv.release(held["id"])
+
+    def test_a_replay_is_authorized_again(self):
+        body = {"holder": "team-a/r", "locks": [{"mutex": "team-a/idem"}]}
+        headers = {"Idempotency-Key": "narrow-1"}
+        first = self.srv.post("/v1/claims", body, headers=headers, token="a-secret")
+        self.assertEqual(first.status, 201, first)
+        self.reload_to(TEAM_A_NARROW)
+        again = self.srv.post("/v1/claims", body, headers=headers, token="a-secret")
+        self.assertEqual((again.status, again.error_code), (403, "forbidden"), again)
+        self.assertNotIn(first.json["id"], again.body.decode())
+        self.srv.release(first.json["id"])
 
 
 if __name__ == "__main__":
