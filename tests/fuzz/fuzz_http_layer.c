@@ -1,5 +1,5 @@
 /* fuzz_http_layer.c - raw bytes into sluiced's HTTP/1.1 layer alone
- * (src/server/http*.c), without the API behind it.
+ * (src/http/http*.c), without the API behind it.
  *
  * Each input is what one client sends on one connection (a socketpair, so
  * that nothing of TCP slows the run): the layer parses it, a small handler

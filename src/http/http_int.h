@@ -1,8 +1,8 @@
 /* http_int.h - the HTTP layer's insides, shared by http_server.c (the
  * listener, the connection list, the Date) and http_conn.c (a connection:
  * reading, parsing, answering, writing, timing out). */
-#ifndef SL_SERVER_HTTP_INT_H
-#define SL_SERVER_HTTP_INT_H
+#ifndef SL_HTTP_HTTP_INT_H
+#define SL_HTTP_HTTP_INT_H
 
 #include <llhttp.h>
 

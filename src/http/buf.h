@@ -6,8 +6,8 @@
  * allocates nothing. Bounds are the caller's: every user checks its own
  * limit before it appends (every buffer the daemon keeps has a maximum). Out of
  * memory aborts, as everywhere in the daemon. */
-#ifndef SL_SERVER_BUF_H
-#define SL_SERVER_BUF_H
+#ifndef SL_HTTP_BUF_H
+#define SL_HTTP_BUF_H
 
 #include <stddef.h>
 

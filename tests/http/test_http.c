@@ -1,4 +1,4 @@
-/* test_http.c - sluiced's HTTP/1.1 layer (src/server/http*.c) alone.
+/* test_http.c - sluiced's HTTP/1.1 layer (src/http/http*.c) alone.
  *
  * A server with a small handler runs on an event_base in this thread; the
  * test is its client, on real loopback sockets, and turns the loop until

@@ -6,8 +6,8 @@
  * not two hex digits, or that decodes to NUL, is refused rather than passed
  * on half-decoded. A parameter without '=' has the empty value; empty
  * pieces ("a=1&&b=2") are skipped. */
-#ifndef SL_SERVER_QUERY_H
-#define SL_SERVER_QUERY_H
+#ifndef SL_HTTP_QUERY_H
+#define SL_HTTP_QUERY_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* test_query.c - request targets: the decoded path and query parameters
- * (src/server/query.c), and what is refused. */
+ * (src/http/query.c), and what is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

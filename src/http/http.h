@@ -27,8 +27,8 @@
  * sl_http_stream_end after sl_http_stream_start), whatever its client does
  * meanwhile; if the client has gone, the answer is dropped. Every request
  * must be answered exactly once. */
-#ifndef SL_SERVER_HTTP_H
-#define SL_SERVER_HTTP_H
+#ifndef SL_HTTP_HTTP_H
+#define SL_HTTP_HTTP_H
 
 #include <stdbool.h>
 #include <stddef.h>
