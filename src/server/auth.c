@@ -151,9 +151,9 @@ sl_event_scope *sl_auth_event_scope(const sl_ctx *c)
 
 sl_event_scope *sl_auth_token_scope(const sl_conf_token *t)
 {
-    if (t && t->admin)
-        return NULL;
-    size_t n = t ? t->nprefixes : 0, bytes = 0;
+    if (!t || t->admin)
+        return NULL; /* no tokens (every request an admin's), or an admin token */
+    size_t n = t->nprefixes, bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += strlen(t->prefixes[i]) + 1;
     sl_event_scope *s = malloc(sizeof(*s) + n * sizeof(char *) + bytes);

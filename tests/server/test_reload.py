@@ -368,6 +368,19 @@ class TestRevocation(ServerTestCase):
         finally:
             conn.close()
 
+    def test_a_stream_sees_everything_once_no_token_is_left(self):
+        """A file without tokens admits every request as an admin's: a
+        stream opened with a limited token then sees every event."""
+        conn, resp = self.stream()
+        try:
+            self.reload_to("limits:\n")
+            for holder in ("team-b/x", "team-a/y"):
+                self.srv.release(self.srv.claim(holder, [("m", holder)])["id"])
+            seen = self.holders_until_end(resp, "team-a/y")
+            self.assertEqual(set(seen), {"team-b/x", "team-a/y"}, seen)
+        finally:
+            conn.close()
+
     def parked(self, path):
         conn, resp = self.srv.start_request("GET", path, token="a-secret", timeout=10)
         self.assertEqual(resp.status, 200)
