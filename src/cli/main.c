@@ -66,6 +66,11 @@ int cli_fail(const cli *c, const char *what, const sl_client_error *err)
             fputs("Give an admin token (admin: true in the server's tokens) with --token or "
                   "SLUICE_TOKEN.\n",
                   stderr);
+        else if (err->status == 403 && strstr(msg, "is outside this token's prefixes"))
+            /* the holder (its default is USER@HOST:PID): the token is fine */
+            fputs("Give a holder under one of those prefixes with --holder or "
+                  "SLUICE_HOLDER.\n",
+                  stderr);
         else if (err->status == 403)
             fputs("This token may not do that: use a token whose prefixes cover the name, or "
                   "an admin token.\n",

@@ -543,6 +543,18 @@ tokens:
         self.assertIn("Give an admin token", r.err)
         self.assertNotIn("prefixes cover", r.err)
 
+    def test_a_limited_token_needs_a_holder_under_its_prefixes(self):
+        # F12: the default holder (USER@HOST:PID) is outside team-a/; the
+        # hint says how to give one, not to change the token.
+        r = sluice(self.srv, "run", "--token", "a-secret", "--mutex", "team-a/h", "--", "true")
+        self.assertEqual(r.rc, 121, r)
+        self.assertIn('must start with one of "team-a/"', r.err)
+        self.assertIn("--holder or SLUICE_HOLDER", r.err)
+        self.assertNotIn("prefixes cover", r.err)
+        r = sluice(self.srv, "run", "--token", "a-secret", "--holder", "team-a/run-1/h",
+                   "--mutex", "team-a/h", "--", "true")
+        self.assertEqual(r.rc, 0, r)
+
     def test_token_flag_and_environment(self):
         r = sluice(self.srv, "sem", "list")
         self.assertEqual(r.rc, 1, r)
