@@ -72,6 +72,7 @@ void sl_conf_defaults(sl_conf *c)
     c->max_connections = 4096;
     c->max_claims = 10000000;
     c->max_streams = 256;
+    c->max_event_scan = 2000;
     c->leader_timeout_ms = 5000;
 }
 
@@ -479,6 +480,7 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         {"max_connections", c->max_connections},
         {"max_claims", c->max_claims},
         {"max_streams", c->max_streams},
+        {"max_event_scan", c->max_event_scan},
     };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         AT("limits.%s", sizes[i].key);

@@ -55,6 +55,7 @@ typedef struct sl_conf {
     size_t max_connections;     /* open connections (4096) */
     size_t max_claims;          /* live and retained claims (10 000 000) */
     size_t max_streams;         /* event streams open at once (256) */
+    size_t max_event_scan;      /* events one read of the log examines (2000) */
     sl_conf_sem *semaphores;
     size_t nsemaphores;
     sl_conf_token *tokens;

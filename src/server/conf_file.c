@@ -39,7 +39,7 @@
 /* ---- the file: raw strings by schema ---------------------------------------- */
 
 typedef struct raw_limits {
-    char *max_body, *max_headers, *max_connections, *max_claims, *max_streams;
+    char *max_body, *max_headers, *max_connections, *max_claims, *max_streams, *max_event_scan;
     char *max_wait, *idle_timeout, *event_retention, *claim_retention;
 } raw_limits;
 
@@ -82,6 +82,7 @@ static const cyaml_schema_field_t limits_fields[] = {
     STR("max_connections", OPT, raw_limits, max_connections),
     STR("max_claims", OPT, raw_limits, max_claims),
     STR("max_streams", OPT, raw_limits, max_streams),
+    STR("max_event_scan", OPT, raw_limits, max_event_scan),
     STR("max_wait", OPT, raw_limits, max_wait),
     STR("idle_timeout", OPT, raw_limits, idle_timeout),
     STR("event_retention", OPT, raw_limits, event_retention),
@@ -977,6 +978,7 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
             {"limits.max_connections", l->max_connections, &n->max_connections},
             {"limits.max_claims", l->max_claims, &n->max_claims},
             {"limits.max_streams", l->max_streams, &n->max_streams},
+            {"limits.max_event_scan", l->max_event_scan, &n->max_event_scan},
         };
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             uint64_t v = 0;

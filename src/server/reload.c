@@ -104,6 +104,7 @@ void sl_reload(sl_server *srv)
     sl_streams_reauth(srv, &old);
     sl_conf_free(&old);
     sl_log_set_level(srv->conf->log_level);
+    sl_store_set_scan_budget(srv->store, srv->conf->max_event_scan);
     sl_http_opts limits = {.max_headers = srv->conf->max_headers,
                            .max_body = srv->conf->max_body,
                            .max_connections = srv->conf->max_connections,

@@ -22,6 +22,16 @@ static int add_event(void *ud, const sl_store_event *ev)
     return 0;
 }
 
+/* A page; "partial" when its read stopped at limits.max_event_scan: more
+ * may follow its next even though it has fewer than limit events. */
+static json_t *page_json(sl_server *srv, json_t *events, uint64_t next)
+{
+    json_t *page = json_pack("{s:o,s:I}", "events", events, "next", (json_int_t)next);
+    if (sl_store_read_partial(srv->store))
+        json_object_set_new(page, "partial", json_true());
+    return page;
+}
+
 json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, size_t limit,
                        const sl_event_scope *scope, size_t *count)
 {
@@ -46,7 +56,7 @@ json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, siz
         return NULL;
     }
     *count = p.count;
-    return json_pack("{s:o,s:I}", "events", p.events, "next", (json_int_t)next);
+    return page_json(srv, p.events, next);
 }
 
 /* The time a run's events lie in: from its first claim's arrival to its
@@ -94,7 +104,7 @@ static void run_events(sl_ctx *c, const char *run, uint64_t since, size_t limit)
         sl_reply_error(c, 503, "unavailable", "the event log cannot be read right now");
         return;
     }
-    sl_reply_json(c, 200, json_pack("{s:o,s:I}", "events", p.events, "next", (json_int_t)next));
+    sl_reply_json(c, 200, page_json(srv, p.events, next));
 }
 
 /* The last seq of the committed log: what a reader can see. */
@@ -151,7 +161,9 @@ static void events_get(sl_ctx *c)
     }
     if (wait > c->srv->conf->max_wait_ms)
         wait = c->srv->conf->max_wait_ms;
-    if (count == 0 && wait > 0) {
+    /* A partial page (the read stopped at limits.max_event_scan) answers
+     * at once, empty or not: its next says where to go on from. */
+    if (count == 0 && wait > 0 && !sl_store_read_partial(c->srv->store)) {
         json_decref(page);
         sl_wait_events(c, since, claim, (size_t)limit, wait);
         return;

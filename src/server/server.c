@@ -260,6 +260,9 @@ static int open_store(sl_server *srv)
         sl_log(SL_LOG_ERROR, "cannot open the store %s: %s", srv->store_label, err);
         return -1;
     }
+    /* No read of the log holds the loop longer than this many events
+     * (F2): a reader that skips most of them gets a partial page. */
+    sl_store_set_scan_budget(srv->store, srv->conf->max_event_scan);
     return 0;
 }
 

@@ -2,9 +2,12 @@
  *
  * Each event goes out as "id: SEQ\ndata: {json}\n\n" (no `event:` line, so a
  * browser's EventSource.onmessage sees every type). A stream first catches
- * up from `since` (or Last-Event-ID) a page at a time, sending the next page
- * only when the previous one has left the socket; then it is fed after each
- * commit. A reader that falls SL_STREAM_BACKLOG_MAX bytes behind is cut off
+ * up from `since` (or Last-Event-ID) a page at a time, one page per loop
+ * turn, sending the next page only when the previous one has left the
+ * socket; then it is fed after each commit. A page's read examines at most
+ * limits.max_event_scan events (F2): a reader that may see few of them
+ * (a limited token) goes through the log a bounded step per turn, and the
+ * other connections are served between the steps. A reader that falls SL_STREAM_BACKLOG_MAX bytes behind is cut off
  * (it reconnects with Last-Event-ID and loses nothing), and a comment line
  * every SL_STREAM_HEARTBEAT_MS keeps proxies from closing an idle stream. */
 #include <stdlib.h>
@@ -20,6 +23,7 @@ struct sl_stream {
     sl_event_scope *scope;
     const sl_conf_token *token; /* admitted with (NULL: no tokens); a reload moves it */
     struct event *heartbeat;
+    struct event *resume; /* the next page, on the next loop turn */
     sl_stream *prev, *next;
     bool started, gone, catching_up;
     bool pumping; /* inside pump: a gone client is cut there */
@@ -66,6 +70,7 @@ static void finish(sl_stream *s)
     sl_http_req_on_gone(s->req, NULL, NULL);
     sl_http_on_drained(s->req, NULL, NULL);
     event_free(s->heartbeat);
+    event_free(s->resume);
     sl_event_scope_free(s->scope);
     free(s);
 }
@@ -94,8 +99,9 @@ static void page_sent(void *arg)
     pump(s);
 }
 
-/* One page of what the log has after s->last; 1 when it was full (more
- * may follow), 0 when not, -1 when the stream must end. */
+/* One page of what the log has after s->last; 1 when more may follow (the
+ * page was full, or its read stopped at the scan budget), 0 when not, -1
+ * when the stream must end. */
 static int send_page(sl_stream *s)
 {
     size_t unsent = sl_http_unsent(s->req);
@@ -110,25 +116,34 @@ static int send_page(sl_stream *s)
     s->last = f.last;
     if (f.count > 0)
         sl_http_stream_chunk(s->req, sl_buf_data(f.buf), sl_buf_size(f.buf));
-    return f.count == STREAM_PAGE;
+    return f.count == STREAM_PAGE || sl_store_read_partial(s->srv->store);
 }
 
-/* Sends what the log has after s->last, a page at a time while the socket
- * takes them; a page it has not taken yet is followed by the next once it
- * has. Writing may find the client gone: gone_cb then leaves the cut to
- * this loop (s->pumping), which still holds s. */
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    page_sent(arg);
+}
+
+/* Sends a page of what the log has after s->last; the next page follows
+ * once the socket has taken this one, and never in the same loop turn, so
+ * that catching up holds the loop one page's read at a time. Writing may
+ * find the client gone: gone_cb then leaves the cut to this function
+ * (s->pumping), which still holds s. */
 static void pump(sl_stream *s)
 {
     if (s->catching_up || s->pumping)
         return;
     s->pumping = true;
-    int more = 1;
-    while (more == 1 && !s->gone) {
-        more = send_page(s);
-        if (more == 1 && sl_http_unsent(s->req) > 0) {
-            s->catching_up = true;
+    int more = s->gone ? 0 : send_page(s);
+    if (more == 1 && !s->gone) {
+        s->catching_up = true;
+        if (sl_http_unsent(s->req) > 0) {
             sl_http_on_drained(s->req, page_sent, s);
-            break;
+        } else {
+            struct timeval now = {0, 0};
+            evtimer_add(s->resume, &now);
         }
     }
     s->pumping = false;
@@ -198,6 +213,7 @@ void sl_stream_open(sl_ctx *c, uint64_t since)
     s->scope = sl_auth_event_scope(c);
     s->token = c->auth.token;
     s->heartbeat = event_new(srv->base, -1, EV_PERSIST, heartbeat_cb, s);
+    s->resume = evtimer_new(srv->base, resume_cb, s);
     s->next = srv->streams;
     if (srv->streams)
         srv->streams->prev = s;

@@ -196,7 +196,7 @@ static bool satisfied(sl_wait *w)
     if (w->kind == SL_WAIT_EVENTS) {
         size_t count = 0;
         json_decref(events_page(w, &count));
-        return count > 0;
+        return count > 0 || sl_store_read_partial(w->srv->store);
     }
     if (!w->claim)
         return true; /* purged: nothing more will happen to it */
@@ -356,7 +356,8 @@ void sl_waits_claim_purged(sl_server *srv, const sl_claim *claim)
 }
 
 /* Event waits are woken by any new event and answer when their page is
- * not empty (a claim filter may leave it empty). */
+ * not empty (a claim filter may leave it empty), or partial: the read
+ * stopped at the scan budget, and its next moves the reader on. */
 void sl_waits_events_changed(sl_server *srv)
 {
     sl_wait *w = srv->event_waits;
@@ -365,7 +366,7 @@ void sl_waits_events_changed(sl_server *srv)
         if (w->armed) {
             size_t count = 0;
             json_t *page = events_page(w, &count);
-            if (count > 0)
+            if (count > 0 || sl_store_read_partial(srv->store))
                 answer_with(w, w->status, page);
             else
                 json_decref(page);

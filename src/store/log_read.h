@@ -13,16 +13,25 @@ typedef struct sl_log_scan {
     const char *claim;  /* of this claim only, or NULL */
     int64_t to_ms;      /* a record past this time (the claim's end) ends the read */
     size_t limit, passed;
+    size_t budget;      /* events after since examined at most (0: no bound) */
+    size_t examined;    /* and so far: taken, skipped, or of another claim */
     bool stopped;       /* fn stopped */
     bool to_end;        /* read the claim up to its end event */
     bool ended;         /* and it was seen */
-    uint64_t last;      /* the last seq passed to fn */
+    uint64_t last;      /* the last seq examined */
     sl_store_event_fn fn;
     void *ud;
 } sl_log_scan;
 
+/* Whether the scan examined its budget: it stops there, with a partial
+ * page whose `next` is sc->last. */
+bool sl__log_scan_spent(const sl_log_scan *sc);
+/* Whether the scan has ended: fn stopped, the limit, the claim's end, or
+ * the budget. */
+bool sl__log_scan_done(const sl_log_scan *sc);
+
 /* Decodes record id (n bytes at rec) into scratch and passes its wanted
- * events to sc->fn, until sc->limit or fn stops. SL_STORE_EDATA with st's
+ * events to sc->fn, until sl__log_scan_done. SL_STORE_EDATA with st's
  * message when the record or an event in it is damaged. */
 int sl__log_scan_record(sl_store *st, sl_store_batch *scratch, int64_t id, const void *rec,
                         size_t n, sl_log_scan *sc);

@@ -56,8 +56,7 @@ static int scan_range(sl_pg *pg, int64_t start, int64_t end, sl_log_scan *sc)
         bool done = n == 0;
         for (int i = 0; rc == 0 && !done && i < n; i++) {
             int64_t id = be64(PQgetvalue(r, i, 0));
-            if (prev_time > sc->to_ms || id > end || sc->stopped || sc->ended ||
-                sc->passed >= sc->limit) {
+            if (prev_time > sc->to_ms || id > end || sl__log_scan_done(sc)) {
                 done = true;
                 break;
             }
@@ -69,7 +68,7 @@ static int scan_range(sl_pg *pg, int64_t start, int64_t end, sl_log_scan *sc)
         PQclear(r);
         if (rc)
             return rc;
-        if (done || sc->stopped || sc->ended || sc->passed >= sc->limit)
+        if (done || sl__log_scan_done(sc))
             return 0;
     }
 }
@@ -138,15 +137,16 @@ int sl__pg_events(sl_store *st, uint64_t since, const char *claim, int64_t from_
     int rc = find_start(pg, since, from_ms, &start);
     if (rc)
         return rc;
-    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms,
-                      .limit = limit, .last = since, .fn = fn, .ud = ud};
+    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms, .limit = limit,
+                      .budget = st->scan_budget, .last = since, .fn = fn, .ud = ud};
     if (start && claim && from_ms == INT64_MIN)
         rc = scan_gone_claim(pg, start, &sc);
     else if (start)
         rc = scan_range(pg, start, INT64_MAX, &sc);
     if (rc)
         return rc;
-    if (sc.stopped || sc.passed == limit) {
+    st->read_partial = sl__log_scan_spent(&sc) && !sc.stopped && sc.passed < limit;
+    if (sc.stopped || sc.passed == limit || st->read_partial) {
         *next = sc.last;
         return 0;
     }

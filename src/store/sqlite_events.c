@@ -73,8 +73,7 @@ static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, sl_log_scan *sc
     sqlite3_bind_int64(s, 1, start);
     int rc = 0, step = SQLITE_DONE;
     int64_t prev_time = INT64_MIN;
-    while (rc == 0 && !sc->stopped && !sc->ended && sc->passed < sc->limit &&
-           (step = sqlite3_step(s)) == SQLITE_ROW) {
+    while (rc == 0 && !sl__log_scan_done(sc) && (step = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(s, 0);
         /* A record's events are no older than the previous record's
          * newest: past the claim's end, nothing more of it can come. */
@@ -86,7 +85,7 @@ static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, sl_log_scan *sc
         rc = sl__log_scan_record(&sq->base, sq->read_batch, id, sqlite3_column_blob(s, 2),
                                  (size_t)sqlite3_column_bytes(s, 2), sc);
     }
-    if (rc == 0 && !sc->stopped && !sc->ended && sc->passed < sc->limit && step != SQLITE_DONE)
+    if (rc == 0 && !sl__log_scan_done(sc) && step != SQLITE_DONE)
         rc = sl__sqlite_fail(sq, "cannot read the events");
     sl__sqlite_reset(s);
     return rc;
@@ -149,8 +148,8 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t f
     int64_t start = 0;
     if (find_start(sq, since, from_ms, &start) != 0)
         return sl__sqlite_fail(sq, "cannot find where to read the events");
-    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms,
-               .limit = limit, .last = since, .fn = fn, .ud = ud};
+    sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms, .limit = limit,
+                      .budget = st->scan_budget, .last = since, .fn = fn, .ud = ud};
     int rc = 0;
     if (start && claim && from_ms == INT64_MIN)
         rc = scan_gone_claim(sq, start, &sc);
@@ -158,7 +157,8 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t f
         rc = scan_range(sq, start, INT64_MAX, &sc);
     if (rc)
         return rc;
-    if (sc.stopped || sc.passed == limit) {
+    st->read_partial = sl__log_scan_spent(&sc) && !sc.stopped && sc.passed < limit;
+    if (sc.stopped || sc.passed == limit || st->read_partial) {
         *next = sc.last;
         return 0;
     }

@@ -309,10 +309,21 @@ int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch)
     return 0;
 }
 
+void sl_store_set_scan_budget(sl_store *st, size_t events)
+{
+    st->scan_budget = events;
+}
+
+bool sl_store_read_partial(const sl_store *st)
+{
+    return st->read_partial;
+}
+
 int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
                     sl_store_event_fn fn, void *ud, uint64_t *next)
 {
     st->err[0] = '\0';
+    st->read_partial = false;
     return st->ops->events(st, since, claim, INT64_MIN, INT64_MAX, limit, fn, ud, next);
 }
 
@@ -321,6 +332,7 @@ int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64
                           uint64_t *next)
 {
     st->err[0] = '\0';
+    st->read_partial = false;
     return st->ops->events(st, since, claim, from_ms, to_ms, limit, fn, ud, next);
 }
 

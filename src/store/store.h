@@ -177,9 +177,9 @@ typedef int (*sl_store_event_fn)(void *ud, const sl_store_event *ev);
 #define SL_STORE_EVENT_SKIP (-1)
 
 /* Calls fn for the events with seq > since (and of that claim, when claim
- * is not NULL), oldest first, until it took limit of them. *next is docs/api.md's `next`: the
- * last seq examined, i.e. the last one passed to fn when the limit was
- * reached or fn stopped, else the last seq in the log, or since when that
+ * is not NULL), oldest first, until it took limit of them or examined the scan budget. *next is
+ * docs/api.md's `next`: the last seq examined when the limit or the budget
+ * was reached or fn stopped, else the last seq in the log, or since when that
  * is higher (an empty log, a since past the end). fn must not call
  * sl_store_events itself. SL_STORE_EDATA for a damaged row. */
 int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limit,
@@ -194,6 +194,15 @@ int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limi
 int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
                           int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
                           uint64_t *next);
+/* The most events after `since` one read above examines, whether it takes
+ * them, fn skips them or they are another claim's (0, the default: no
+ * bound). A read that reaches it stops there: a partial page, whose *next
+ * is the last seq examined, so that the next read goes on from there.
+ * It bounds how long one read holds its caller (docs/store.md). */
+void sl_store_set_scan_budget(sl_store *st, size_t events);
+/* Whether the last read stopped at the budget rather than at its limit,
+ * fn's stop or the end of what it reads: more may follow its *next. */
+bool sl_store_read_partial(const sl_store *st);
 /* Applies every record of the log not yet in the state (a clean stop does
  * it too). For tests and tools that read the state's tables. */
 int sl_store_apply(sl_store *st);

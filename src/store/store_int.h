@@ -91,6 +91,8 @@ struct sl_store {
     sl_store_batch *scratch; /* sl_store_write's batch, made on first use */
     const char *label;       /* the store in messages: a path, a URL without secrets */
     sl_rows_buf locks_json, tags_json; /* capture's, reused by every batch */
+    size_t scan_budget;      /* sl_store_set_scan_budget (0: none) */
+    bool read_partial;       /* sl_store_read_partial */
     bool (*yield)(void *arg); /* sl_store_set_yield */
     void *yield_arg;
     char err[SL_STORE_ERR_MAX];
