@@ -30,7 +30,7 @@ export async function viewClaim(ctx, id) {
   const pending = claim.state === 'pending';
   const [why, ev] = await Promise.all([
     pending ? api(`${path}/why`) : Promise.resolve({ reasons: [] }),
-    api(`/v1/events?claim=${encodeURIComponent(id)}&limit=1000`).catch((e) => { if (e instanceof AuthError) throw e; return { error: e }; }),
+    claimEvents(id).catch((e) => { if (e instanceof AuthError) throw e; return { error: e }; }),
   ]);
   const blockers = await holdersOf(why.reasons);
   const inline = claim.locks.some((l) => l.limit !== undefined);
@@ -143,4 +143,19 @@ function whoBlocks(reasons, blockers, claim) {
                   lock.revoked.has(x.claim) && revokedNote(lock.revoked.get(x.claim))))),
                 lock.holders_count > lock.holders.length && lockLink(r.lock, `all ${lock.holders_count} holders →`)]));
     }));
+}
+
+// A claim's events (up to 1000), read on while a page is partial: the
+// server's read stopped at its scan budget (the other claims' events in
+// the claim's span count toward it) and more may follow its next.
+async function claimEvents(id) {
+  const events = [];
+  let since = 0;
+  while (events.length < 1000) {
+    const page = await api(`/v1/events?claim=${encodeURIComponent(id)}&since=${since}&limit=${1000 - events.length}`);
+    events.push(...page.events);
+    if (!page.partial || page.next <= since) break;
+    since = page.next;
+  }
+  return { events };
 }

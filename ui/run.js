@@ -82,7 +82,9 @@ async function runEvents(run) {
       const page = await api(withQuery('/v1/events', { run, since: cache.next, limit: EVENTS_PAGE }));
       cache.events = cache.events.concat(page.events);
       cache.next = page.next;
-      if (page.events.length < EVENTS_PAGE) break;
+      // A partial page (the server's read stopped at its scan budget) may
+      // hold fewer events, or none: more may follow its next.
+      if (page.events.length < EVENTS_PAGE && !page.partial) break;
     }
   } catch (e) {
     soft(e);

@@ -445,6 +445,10 @@ typedef struct sl_client_event_page {
     sl_client_event *items;
     size_t n;
     uint64_t next; /* pass as the next `since` */
+    /* The server's read stopped at its scan budget (limits.max_event_scan):
+     * fewer than limit events, maybe none, and more may follow next. Read
+     * on while a page is partial or full. */
+    bool partial;
 } sl_client_event_page;
 
 void sl_client_event_page_free(sl_client_event_page *page);

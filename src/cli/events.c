@@ -107,6 +107,32 @@ static int on_event(void *ud, const sl_client_event *ev)
     return ferror(stdout) ? 1 : 0; /* a reader gone (EPIPE): stop */
 }
 
+static void print_page(cli *c, const sl_client_event_page *page);
+
+/* The first page from since with an event in it (or the end of the log):
+ * a read that stopped at the server's scan budget with nothing this token
+ * may see is read on from its next rather than printed empty. */
+static int one_page(cli *c, sl_client *cl, uint64_t since, const char *claim, size_t limit)
+{
+    sl_client_error err = {0};
+    sl_client_event_page page = {0};
+    int st = 0;
+    for (;;) {
+        if (sl_client_events(cl, since, claim, limit, 0, &page, &err) != SL_CLIENT_OK) {
+            st = cli_fail(c, "cannot read events", &err);
+            break;
+        }
+        if (page.n > 0 || !page.partial || page.next <= since) {
+            print_page(c, &page);
+            break;
+        }
+        since = page.next;
+        sl_client_event_page_free(&page);
+    }
+    sl_client_event_page_free(&page);
+    return st;
+}
+
 static void print_page(cli *c, const sl_client_event_page *page)
 {
     if (c->json) {
@@ -208,13 +234,7 @@ int cli_events(cli *c, int argc, char **argv)
             SL_CLIENT_OK)
             st = cli_fail(c, "the event stream failed", &err);
     } else {
-        sl_client_event_page page = {0};
-        if (sl_client_events(cl, (uint64_t)since, claim, (size_t)limit, 0, &page, &err) !=
-            SL_CLIENT_OK)
-            st = cli_fail(c, "cannot read events", &err);
-        else
-            print_page(c, &page);
-        sl_client_event_page_free(&page);
+        st = one_page(c, cl, (uint64_t)since, claim, (size_t)limit);
     }
     sl_client_free(cl);
     return st;

@@ -24,6 +24,7 @@ int sl_client_events(sl_client *c, uint64_t since, const char *claim, size_t lim
     out->items = NULL;
     out->n = 0;
     out->next = since;
+    out->partial = false;
     sl__buf path = {0};
     sl__buf_fmt(&path, "/v1/events?since=%llu", (unsigned long long)since);
     sl__buf_query(&path, "claim", claim);
@@ -56,8 +57,10 @@ int sl_client_events(sl_client *c, uint64_t since, const char *claim, size_t lim
             out->n = i + 1;
         }
     }
-    if (rc == SL_CLIENT_OK)
+    if (rc == SL_CLIENT_OK) {
         out->next = (uint64_t)json_integer_value(next);
+        out->partial = json_is_true(json_object_get(root, "partial"));
+    }
     json_decref(root);
     return rc;
 }

@@ -80,6 +80,7 @@ static void assert_defaults(const sl_conf *c)
     assert_int_equal(c->max_connections, 4096);
     assert_int_equal(c->max_claims, 10000000);
     assert_int_equal(c->max_streams, 256);
+    assert_int_equal(c->max_event_scan, 2000);
     assert_int_equal(c->nsemaphores, 0);
     assert_null(c->semaphores);
     assert_int_equal(c->ntokens, 0);
@@ -531,8 +532,8 @@ static const bad_file bad_files[] = {
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
      "config.yaml:3:3: limits: unknown key \"max_bdy\"; the keys here are max_body, max_headers, "
-     "max_connections, max_claims, max_streams, max_wait, idle_timeout, event_retention, "
-     "claim_retention (libcyaml: Load: Unexpected key: max_bdy)",
+     "max_connections, max_claims, max_streams, max_event_scan, max_wait, idle_timeout, "
+     "event_retention, claim_retention (libcyaml: Load: Unexpected key: max_bdy)",
      true},
     {"semaphores:\n  - name: q\n    limit: 1\n    overtake_limit: 5m\n",
      "config.yaml:4:21: semaphores[0].overtake_limit: applies to the skip strategy only; leave it "

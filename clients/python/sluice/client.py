@@ -885,8 +885,10 @@ class Client:
 
     def events(self, since: int = 0, limit: Optional[int] = None,
                wait: Optional[Duration] = None, claim: Optional[str] = None) -> Dict[str, Any]:
-        """One page of the event log (``GET /v1/events``): ``{"events": [...], "next": N}``.
-        Page on with ``since=page["next"]``."""
+        """One page of the event log (``GET /v1/events``): ``{"events": [...], "next": N}``,
+        with ``"partial": True`` when the server's read stopped at its scan budget
+        (``limits.max_event_scan``): such a page may hold fewer than ``limit`` events, or
+        none. Page on with ``since=page["next"]`` while a page is partial or full."""
         wait_s = min(parse_duration(wait) or 0.0, MAX_WAIT_S)
         query: Dict[str, Any] = {"since": since, "limit": limit, "claim": claim}
         if wait_s > 0:
