@@ -118,10 +118,17 @@ def fault_kill_follower(c, work):
     return t0, None
 
 
+# Seconds of a fault spent outside sluice, by fault: PostgreSQL's own crash
+# recovery and start, which a loaded machine stretches (9 s once under a load
+# of 17 on two cores) and no server can shorten. The smoke bound leaves it out.
+OUTSIDE_S = {}
+
+
 def fault_pg_restart(c, work):
     epoch = c.epoch()
     t0 = now()
     c.pg.restart("immediate")
+    OUTSIDE_S.setdefault("PostgreSQL restart (immediate)", []).append(now() - t0)
     wait_until(lambda: c.epoch() > epoch, 30, poll_s=0.05, what="a leader after the restart")
     progress(work, t0)
     return t0, epoch
@@ -255,10 +262,12 @@ class TestFaultsSmoke(unittest.TestCase):
             sys.stderr.write(logs[-20000:])
         self.assertEqual(problems, [])
         # Loose bounds only (two noisy cores): a takeover within T plus the
-        # rebuild plus a few seconds.
+        # rebuild plus a few seconds, after what the fault spent outside
+        # sluice (one repetition: at most one such span per fault).
         for name, ts, _ in rows:
+            outside = max(OUTSIDE_S.get(name, [0.0]))
             for t in ts:
-                self.assertLess(t, T_MS / 1000.0 + 5, name)
+                self.assertLess(t - outside, T_MS / 1000.0 + 5, name)
 
 
 if __name__ == "__main__":
