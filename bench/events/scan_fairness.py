@@ -141,13 +141,14 @@ def main():
     port = free_port()
     conf = os.path.join(d, "sluice.yaml")
     with open(conf, "w") as f:
-        f.write("listen: 127.0.0.1:%d\nstore: sqlite:%s\nlog_level: warn\n" % (port, store))
+        f.write("listen: 127.0.0.1:%d\nstore: sqlite:%s\nlog_level: info\n" % (port, store))
         f.write("limits:\n  max_claims: 10000000\n")
         if a.budget:
             f.write("  max_event_scan: %d\n" % a.budget)
         f.write('tokens:\n  - {name: a, token: "%s", prefixes: ["team-a/"]}\n'
                 '  - {name: b, token: "%s", prefixes: ["team-b/"]}\n' % (A, B))
-    srv = subprocess.Popen([a.sluiced, "--config", conf])
+    log = open(os.path.join(d, "sluiced.log"), "w+")
+    srv = subprocess.Popen([a.sluiced, "--config", conf], stderr=log)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -159,6 +160,12 @@ def main():
                 time.sleep(0.05)
         if refill:
             fill(port, a.events)
+        else:
+            # A start rebuilds the lock history from the log, a page per
+            # loop turn: measure after it, not during it.
+            while "lock history rebuilt" not in open(log.name).read():
+                assert time.monotonic() < deadline + 300, "no history rebuild"
+                time.sleep(0.2)
         base = renew_latency(port, a.seconds)
         print("renew without abuse: %s" % json.dumps(base))
         stop, stats = threading.Event(), []

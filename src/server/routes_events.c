@@ -59,12 +59,26 @@ json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, siz
     return page_json(srv, p.events, next);
 }
 
+/* Claims in memory per event of limits.max_event_scan past which a run's
+ * span is not looked for: finding it is one pass over every claim, as
+ * long as a read of that many events, and a run=nope loop must not make
+ * each request cost that (F2). */
+#define RUN_SPAN_CLAIMS_PER_EVENT 10
+
 /* The time a run's events lie in: from its first claim's arrival to its
  * last claim's end (or on, while one lives); the whole log when the engine
- * keeps none of its claims (they were purged: claim_retention). */
+ * keeps none of its claims (they were purged: claim_retention), or too
+ * many to look through: the read then goes from since, a budget at a time. */
 static void run_span(sl_server *srv, const char *run, int64_t *from_ms, int64_t *to_ms)
 {
     bool any = false, live = false;
+    sl_engine_stats st;
+    sl_engine_stats_get(srv->eng, &st);
+    if (st.claims / RUN_SPAN_CLAIMS_PER_EVENT > srv->conf->max_event_scan) {
+        *from_ms = INT64_MIN;
+        *to_ms = INT64_MAX;
+        return;
+    }
     *from_ms = INT64_MAX;
     *to_ms = INT64_MIN;
     for (const sl_claim *cl = sl_claim_next(srv->eng, NULL); cl; cl = sl_claim_next(srv->eng, cl)) {
