@@ -134,6 +134,31 @@ size_t sl_http_unsent(const sl_http_req *r);
  * (at once if they have). NULL clears it. */
 void sl_http_on_drained(sl_http_req *r, sl_http_gone_fn fn, void *arg);
 
+/* ---- TLS ------------------------------------------------------------------------ */
+
+/* TLS on the listener (tls.c, OpenSSL): TLS 1.2 and 1.3 only, OpenSSL's
+ * secure defaults, ALPN http/1.1, session resumption. With client_ca, a
+ * client must show a certificate that CA signed (mTLS). */
+typedef struct sl_http_tls_conf {
+    const char *cert;      /* PEM: the certificate, then its chain; NULL: plain HTTP */
+    const char *key;       /* PEM: its private key */
+    const char *client_ca; /* PEM: the CAs of client certificates; NULL: none asked */
+    int min_version;       /* 12 (TLS 1.2, the default) or 13 */
+} sl_http_tls_conf;
+
+/* Reads the files into a new TLS context for the connections accepted from
+ * now on (a reload: open connections keep theirs). -1 and why in err when a
+ * file is bad: the context in use stays. t NULL or without cert: plain. */
+int sl_http_set_tls(sl_http *h, const sl_http_tls_conf *t, char *err, size_t cap);
+bool sl_http_tls_on(const sl_http *h);
+/* Whether the request came over TLS. */
+bool sl_http_req_tls(const sl_http_req *r);
+/* The identity of a verified client certificate: up to cap names into out,
+ * the subject's CN first ("" when it has none), then its subjectAltNames
+ * "DNS:...", "URI:...", "email:...". 0 without a verified certificate. */
+#define SL_HTTP_PEER_NAMES_MAX 16
+size_t sl_http_req_peer_names(const sl_http_req *r, const char **out, size_t cap);
+
 /* The reason phrase of a status ("Created"). */
 const char *sl_http_status_text(int status);
 

@@ -36,6 +36,7 @@
 static void parse_input(sl_http_conn *c);
 static void flush(sl_http_conn *c);
 static void conn_gone(sl_http_conn *c);
+static void tls_pending(sl_http_conn *c);
 
 static bool answering(const sl_http_conn *c)
 {
@@ -50,6 +51,7 @@ static void conn_free(sl_http_conn *c)
     sl_buf_free(&c->in);
     sl_buf_free(&c->out);
     sl_buf_free(&c->req.data);
+    sl_buf_free(&c->peer);
     free(c);
 }
 
@@ -71,6 +73,7 @@ static void close_socket(sl_http_conn *c)
     event_del(c->rev);
     event_del(c->wev);
     event_del(c->timer);
+    sl__tls_close(c, false);
     close(c->fd);
     c->fd = -1;
     c->writing = false;
@@ -120,6 +123,7 @@ static void begin_close(sl_http_conn *c)
         return;
     }
     c->state = CS_CLOSING;
+    sl__tls_close(c, true); /* close_notify; what still comes is dropped unread */
     shutdown(c->fd, SHUT_WR);
     sl__http_update_timer(c);
 }
@@ -164,9 +168,29 @@ void sl__http_update_timer(sl_http_conn *c)
 
 /* ---- writing ---------------------------------------------------------------------- */
 
+/* EV_WRITE on: the output waits, or OpenSSL does (a handshake's step). */
+static void arm_write(sl_http_conn *c)
+{
+    if (!c->writing) {
+        event_add(c->wev, NULL);
+        c->writing = true;
+    }
+}
+
+/* The socket's bytes: through OpenSSL on a TLS connection. */
+static ssize_t io_send(sl_http_conn *c, const void *p, size_t n)
+{
+    return c->ssl ? sl__tls_send(c, p, n) : send(c->fd, p, n, MSG_NOSIGNAL);
+}
+
+static ssize_t io_recv(sl_http_conn *c, void *p, size_t n)
+{
+    return c->ssl ? sl__tls_recv(c, p, n) : recv(c->fd, p, n, 0);
+}
+
 static void after_drained(sl_http_conn *c)
 {
-    if (c->writing) {
+    if (c->writing && !c->tls_wants_write) {
         event_del(c->wev);
         c->writing = false;
     }
@@ -189,7 +213,7 @@ static void flush(sl_http_conn *c)
     if (c->gone || c->fd < 0)
         return;
     while (sl_buf_size(&c->out) > 0) {
-        ssize_t n = send(c->fd, sl_buf_data(&c->out), sl_buf_size(&c->out), MSG_NOSIGNAL);
+        ssize_t n = io_send(c, sl_buf_data(&c->out), sl_buf_size(&c->out));
         if (n > 0) {
             sl_buf_consume(&c->out, (size_t)n);
             continue;
@@ -197,10 +221,7 @@ static void flush(sl_http_conn *c)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (!c->writing) {
-                event_add(c->wev, NULL);
-                c->writing = true;
-            }
+            arm_write(c);
             sl__http_update_timer(c);
             return;
         }
@@ -211,11 +232,15 @@ static void flush(sl_http_conn *c)
     sl__http_update_timer(c);
 }
 
+static void read_cb(evutil_socket_t fd, short what, void *arg);
+
 static void write_cb(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd;
-    (void)what;
     sl_http_conn *c = arg;
+    if (c->ssl && (!c->tls_ready || (c->tls_wants_write && sl_buf_size(&c->out) == 0))) {
+        read_cb(fd, what, arg); /* a handshake, or a read, waited for the socket */
+        return;
+    }
     c->busy++;
     flush(c);
     c->busy--;
@@ -292,6 +317,7 @@ static void answered(sl_http_conn *c)
     if (c->reading_paused) {
         event_add(c->rev, NULL);
         c->reading_paused = false;
+        tls_pending(c);
     }
     if (c->busy > 0)
         return; /* the read callback under way parses on */
@@ -585,28 +611,54 @@ static void peer_closed(sl_http_conn *c)
     }
 }
 
+/* A step of the TLS handshake: true once done, false while it waits for
+ * the socket (or failed: the connection is closed). */
+static bool tls_handshake(sl_http_conn *c)
+{
+    int hs = sl__tls_handshake(c);
+    if (hs < 0)
+        conn_gone(c); /* a bad certificate, an old version, not TLS at all */
+    else if (hs == 0 && c->tls_wants_write)
+        arm_write(c);
+    return hs > 0;
+}
+
+/* Bytes OpenSSL decrypted and holds are not the socket's readiness: read
+ * them on the next turn of the loop. */
+static void tls_pending(sl_http_conn *c)
+{
+    if (c->ssl && !c->gone && !c->reading_paused && SSL_pending(c->ssl) > 0)
+        event_active(c->rev, EV_READ, 0);
+}
+
 static void read_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
+    (void)fd;
     sl_http_conn *c = arg;
     c->busy++;
+    if (c->ssl && !c->tls_ready && !tls_handshake(c))
+        goto out;
     for (int round = 0; round < 4 && !c->gone && !c->reading_paused; round++) {
         char *space = sl_buf_space(&c->in, READ_CHUNK);
-        ssize_t n = recv(fd, space, READ_CHUNK, 0);
+        ssize_t n = io_recv(c, space, READ_CHUNK);
         if (n > 0) {
             sl_buf_commit(&c->in, (size_t)n);
             if (c->state == CS_IDLE && !c->started)
                 sl__http_update_timer(c); /* activity: the idle time starts again */
             parse_input(c);
             swallow(c);
-            if ((size_t)n < READ_CHUNK)
-                break;
+            if ((size_t)n < READ_CHUNK && !c->ssl)
+                break; /* (OpenSSL gives a record at a time: read until it waits) */
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (c->tls_wants_write)
+                arm_write(c);
             break;
+        }
         if (n == 0)
             peer_closed(c);
         else
@@ -617,6 +669,8 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
      * the pipelined requests behind it be parsed now). */
     if (!c->gone)
         parse_input(c);
+    tls_pending(c);
+out:
     c->busy--;
     if (!c->gone)
         flush(c);
@@ -631,6 +685,11 @@ void sl__http_conn_open(sl_http *h, int fd)
     c->http = h;
     c->fd = fd;
     c->req.conn = c;
+    if (h->tls && sl__tls_open(c) != 0) {
+        close(fd);
+        free(c);
+        return;
+    }
     c->rev = event_new(h->base, fd, EV_READ | EV_PERSIST, read_cb, c);
     c->wev = event_new(h->base, fd, EV_WRITE | EV_PERSIST, write_cb, c);
     c->timer = evtimer_new(h->base, timer_cb, c);

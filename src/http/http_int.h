@@ -5,6 +5,8 @@
 #define SL_HTTP_HTTP_INT_H
 
 #include <llhttp.h>
+#include <openssl/ssl.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "http.h"
@@ -62,6 +64,11 @@ struct sl_http_conn {
     int64_t started_at;   /* ms: the request's first byte, or the last activity */
     sl_http_gone_fn drained;
     void *drained_arg;
+    SSL *ssl;             /* TLS: NULL on a plain connection */
+    bool tls_ready;       /* the handshake is done */
+    bool tls_wants_write; /* OpenSSL waits for the socket to take bytes */
+    sl_buf peer;          /* the verified client's names, NUL-ended (tls.c) */
+    size_t npeer;
     sl_http_conn *prev, *next;
 };
 
@@ -75,6 +82,7 @@ struct sl_http {
     sl_http_conn *head;
     size_t nconns;
     llhttp_settings_t settings;
+    SSL_CTX *tls; /* NULL: plain HTTP */
     time_t date_sec;
     char date[40]; /* "Date: ...\r\n" */
 };
@@ -100,5 +108,16 @@ void sl__http_conn_close(sl_http_conn *c);
 /* At the end: closes and frees it, a request still owed included (its gone
  * callback runs first; nothing may answer it afterwards). */
 void sl__http_conn_drop(sl_http_conn *c);
+
+/* tls.c: a connection's TLS (the socket's bytes through OpenSSL). open: 0,
+ * or -1 (close it); handshake: 1 done, 0 waiting for the socket, -1
+ * failed; recv and send answer as recv(2) and send(2) do, errno EAGAIN
+ * when OpenSSL waits for the socket (tls_wants_write: to write). */
+int sl__tls_open(sl_http_conn *c);
+int sl__tls_handshake(sl_http_conn *c);
+ssize_t sl__tls_recv(sl_http_conn *c, void *buf, size_t n);
+ssize_t sl__tls_send(sl_http_conn *c, const void *buf, size_t n);
+/* Frees the connection's TLS (notify: send close_notify first). */
+void sl__tls_close(sl_http_conn *c, bool notify);
 
 #endif

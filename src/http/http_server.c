@@ -94,7 +94,8 @@ static void turn_away(sl_http *h, int fd)
                      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                      "%sContent-Length: %d\r\nConnection: close\r\n\r\n%s",
                      sl__http_date(h), bn, body);
-    if (n > 0 && (size_t)n < sizeof(msg)) {
+    /* Over TLS a plain answer would be garbage before a handshake: closed only. */
+    if (!h->tls && n > 0 && (size_t)n < sizeof(msg)) {
         ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
     }
@@ -215,5 +216,6 @@ void sl_http_free(sl_http *h)
     event_free(h->accept_retry);
     while (h->head)
         sl__http_conn_drop(h->head); /* unlinks and frees it */
+    SSL_CTX_free(h->tls);
     free(h);
 }

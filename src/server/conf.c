@@ -74,6 +74,7 @@ void sl_conf_defaults(sl_conf *c)
     c->max_streams = 256;
     c->max_event_scan = 2000;
     c->leader_timeout_ms = 5000;
+    c->tls_min_version = 12;
 }
 
 void sl__conf_sems_free(sl_conf_sem *s, size_t n)
@@ -124,6 +125,9 @@ void sl_conf_free(sl_conf *c)
     free(c->listen);
     free(c->store);
     free(c->advertise);
+    free(c->tls_cert);
+    free(c->tls_key);
+    free(c->tls_client_ca);
     sl__conf_sems_free(c->semaphores, c->nsemaphores);
     sl__conf_tokens_free(c->tokens, c->ntokens);
     memset(c, 0, sizeof(*c));
@@ -136,6 +140,9 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
     dst->listen = dup_or_null(src->listen);
     dst->store = dup_or_null(src->store);
     dst->advertise = dup_or_null(src->advertise);
+    dst->tls_cert = dup_or_null(src->tls_cert);
+    dst->tls_key = dup_or_null(src->tls_key);
+    dst->tls_client_ca = dup_or_null(src->tls_client_ca);
     dst->semaphores = NULL;
     dst->tokens = NULL;
     if (src->nsemaphores) {
@@ -437,6 +444,18 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
                 c->advertise);
     if (c->advertise && strlen(c->advertise) > 200)
         PROBLEM("is longer than 200 bytes");
+    AT("tls.key");
+    if (c->tls_cert && !c->tls_key)
+        PROBLEM("is missing: tls.cert needs its private key (tls.key, --tls-key)");
+    AT("tls.cert");
+    if (c->tls_key && !c->tls_cert)
+        PROBLEM("is missing: tls.key needs its certificate (tls.cert, --tls-cert)");
+    if (c->tls_client_ca && !c->tls_cert)
+        PROBLEM("is missing: client certificates (tls.client_ca) need TLS on; set tls.cert "
+                "and tls.key");
+    AT("tls.min_version");
+    if (c->tls_min_version != 12 && c->tls_min_version != 13)
+        PROBLEM("must be 1.2 or 1.3 (TLS 1.0 and 1.1 are not served)");
     AT("leader_timeout");
     if (c->leader_timeout_ms < 1000 || c->leader_timeout_ms > 600000)
         PROBLEM("must be a duration from 1s to 10m, like 5s");
@@ -584,4 +603,17 @@ int sl_conf_check(const sl_conf *c, char *err, size_t errlen)
     if (errlen)
         snprintf(err, errlen, "%s: %s", path, msg);
     return -1;
+}
+
+int sl_tls_version_parse(const char *s, int *out)
+{
+    if (strncmp(s, "TLSv", 4) == 0)
+        s += 4;
+    if (strcmp(s, "1.2") == 0)
+        *out = 12;
+    else if (strcmp(s, "1.3") == 0)
+        *out = 13;
+    else
+        return -1;
+    return 0;
 }

@@ -60,6 +60,10 @@ typedef struct sl_conf {
     size_t nsemaphores;
     sl_conf_token *tokens;
     size_t ntokens;
+    char *tls_cert;      /* TLS: PEM certificate (and chain); NULL: plain HTTP */
+    char *tls_key;       /* its PEM private key */
+    char *tls_client_ca; /* mTLS: PEM CAs of the client certificates; NULL: none */
+    int tls_min_version; /* 12 (TLS 1.2, the default) or 13 */
 } sl_conf;
 
 /* Fills every field with its default (strings allocated). */
@@ -72,5 +76,7 @@ int sl_conf_check(const sl_conf *c, char *err, size_t errlen);
 void sl_conf_free(sl_conf *c);
 
 int sl_log_level_parse(const char *s, sl_log_level *out);
+/* "1.2" or "1.3" (also "TLSv1.2", "TLSv1.3") into 12 or 13; -1 otherwise. */
+int sl_tls_version_parse(const char *s, int *out);
 
 #endif

@@ -58,11 +58,16 @@ typedef struct raw_token {
     unsigned prefixes_count;
 } raw_token;
 
+typedef struct raw_tls {
+    char *cert, *key, *client_ca, *min_version;
+} raw_tls;
+
 typedef struct raw_conf {
     char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
     char *backdate_skew;
     char *advertise, *leader_timeout;
     raw_limits *limits;
+    raw_tls *tls;
     raw_sem *semaphores;
     unsigned semaphores_count;
     raw_token *tokens;
@@ -87,6 +92,14 @@ static const cyaml_schema_field_t limits_fields[] = {
     STR("idle_timeout", OPT, raw_limits, idle_timeout),
     STR("event_retention", OPT, raw_limits, event_retention),
     STR("claim_retention", OPT, raw_limits, claim_retention),
+    CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t tls_fields[] = {
+    STR("cert", OPT, raw_tls, cert),
+    STR("key", OPT, raw_tls, key),
+    STR("client_ca", OPT, raw_tls, client_ca),
+    STR("min_version", OPT, raw_tls, min_version),
     CYAML_FIELD_END,
 };
 
@@ -140,6 +153,7 @@ static const cyaml_schema_field_t top_fields[] = {
     STR("default_timeout", OPT, raw_conf, default_timeout),
     STR("backdate_skew", OPT, raw_conf, backdate_skew),
     CYAML_FIELD_MAPPING_PTR("limits", OPT_NULL, raw_conf, limits, limits_fields),
+    CYAML_FIELD_MAPPING_PTR("tls", OPT_NULL, raw_conf, tls, tls_fields),
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
     CYAML_FIELD_SEQUENCE("tokens", OPT_NULL, raw_conf, tokens, &token_schema, 0, CYAML_UNLIMITED),
@@ -919,6 +933,21 @@ static int conv_tokens(loader *ld, const raw_conf *r, sl_conf *n)
     return 0;
 }
 
+static int conv_tls(loader *ld, const raw_tls *t, sl_conf *n)
+{
+    if (t->cert)
+        sl__conf_replace_str(&n->tls_cert, t->cert);
+    if (t->key)
+        sl__conf_replace_str(&n->tls_key, t->key);
+    if (t->client_ca)
+        sl__conf_replace_str(&n->tls_client_ca, t->client_ca);
+    if (t->min_version && sl_tls_version_parse(t->min_version, &n->tls_min_version) != 0)
+        return fail(ld, "tls.min_version",
+                    "\"%.100s\" is not a TLS version this server serves; use 1.2 or 1.3",
+                    t->min_version);
+    return 0;
+}
+
 static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
 {
     if (r->listen)
@@ -989,6 +1018,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
             *sizes[i].dst = (size_t)v;
         }
     }
+    if (r->tls && conv_tls(ld, r->tls, n) != 0)
+        return -1;
     /* The file's lists replace the ones before, when it has any. */
     if (r->semaphores_count && conv_semaphores(ld, r, n) != 0)
         return -1;

@@ -11,6 +11,8 @@ static const char usage[] =
     "usage: sluiced [--listen HOST:PORT] [--store URL] [--config FILE]\n"
     "               [--durability normal|full] [--log-level error|warn|info|debug]\n"
     "               [--advertise URL] [--leader-timeout DURATION]\n"
+    "               [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]\n"
+    "                [--tls-min-version 1.2|1.3]]\n"
     "\n"
     "sluiced decides what may run now: mutexes, semaphores and pools, queues,\n"
     "concurrency groups and leases, over an HTTP/JSON API under /v1/ (the\n"
@@ -28,6 +30,10 @@ static const char usage[] =
     "  --durability MODE    normal: survives a killed process (default);\n"
     "                       full: fsync every commit, survives power loss\n"
     "  --log-level LEVEL    error, warn, info (default) or debug\n"
+    "  --tls-cert FILE      serve HTTPS: the PEM certificate (and its chain);\n"
+    "  --tls-key FILE       its PEM private key (both re-read on SIGHUP)\n"
+    "  --tls-client-ca FILE mTLS: clients must show a certificate these CAs signed\n"
+    "  --tls-min-version V  1.2 (default) or 1.3\n"
     "  --help, --version\n"
     "\n"
     "example: sluiced --listen 127.0.0.1:7700 --store sqlite:/var/lib/sluice/sluice.db\n";
@@ -42,6 +48,7 @@ static void replace(char **field, const char *value)
 
 typedef struct flags {
     const char *listen, *store, *config, *durability, *log_level, *advertise, *leader_timeout;
+    const char *tls_cert, *tls_key, *tls_client_ca, *tls_min_version;
 } flags;
 
 static int parse_flags(int argc, char **argv, flags *f)
@@ -51,7 +58,10 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"config", required_argument, NULL, 'c'},   {"durability", required_argument, NULL, 'd'},
         {"log-level", required_argument, NULL, 'v'}, {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},        {"advertise", required_argument, NULL, 'a'},
-        {"leader-timeout", required_argument, NULL, 't'}, {NULL, 0, NULL, 0},
+        {"leader-timeout", required_argument, NULL, 't'},
+        {"tls-cert", required_argument, NULL, 'C'},  {"tls-key", required_argument, NULL, 'K'},
+        {"tls-client-ca", required_argument, NULL, 'A'},
+        {"tls-min-version", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -63,6 +73,10 @@ static int parse_flags(int argc, char **argv, flags *f)
         case 'v': f->log_level = optarg; break;
         case 'a': f->advertise = optarg; break;
         case 't': f->leader_timeout = optarg; break;
+        case 'C': f->tls_cert = optarg; break;
+        case 'K': f->tls_key = optarg; break;
+        case 'A': f->tls_client_ca = optarg; break;
+        case 'M': f->tls_min_version = optarg; break;
         case 'h': fputs(usage, stdout); exit(0);
         case 'V': printf("sluiced %s\n", SL_VERSION); exit(0);
         default: fputs(usage, stderr); return -1;
@@ -83,6 +97,18 @@ static int apply_flags(const flags *f, sl_conf *conf)
         replace(&conf->store, f->store);
     if (f->advertise)
         replace(&conf->advertise, f->advertise);
+    if (f->tls_cert)
+        replace(&conf->tls_cert, f->tls_cert);
+    if (f->tls_key)
+        replace(&conf->tls_key, f->tls_key);
+    if (f->tls_client_ca)
+        replace(&conf->tls_client_ca, f->tls_client_ca);
+    if (f->tls_min_version &&
+        sl_tls_version_parse(f->tls_min_version, &conf->tls_min_version) != 0) {
+        fprintf(stderr, "sluiced: --tls-min-version is 1.2 or 1.3, not \"%s\"\n",
+                f->tls_min_version);
+        return -1;
+    }
     if (f->leader_timeout) {
         const char *problem = sl_duration_problem(f->leader_timeout);
         if (problem || sl_duration_parse(f->leader_timeout, &conf->leader_timeout_ms) != 0) {

@@ -68,6 +68,42 @@ static void keep_fixed(sl_conf *next, const sl_conf *run)
                             "shared mode)");
 }
 
+/* TLS's certificate, key and client CAs, read (again) from their files:
+ * new connections get them, open ones keep theirs; a bad file keeps the
+ * ones in use (on a reload) and says why. */
+int sl_server_tls(sl_server *srv, bool reload)
+{
+    const sl_conf *c = srv->conf;
+    sl_http_tls_conf t = {.cert = c->tls_cert, .key = c->tls_key,
+                          .client_ca = c->tls_client_ca, .min_version = c->tls_min_version};
+    char err[512] = "";
+    if (sl_http_set_tls(srv->http, &t, err, sizeof(err)) != 0) {
+        sl_log(SL_LOG_ERROR, reload ? "reload: TLS: %s; the certificate in use is kept"
+                                    : "TLS: %s",
+               err);
+        return -1;
+    }
+    if (reload && c->tls_cert)
+        sl_log(SL_LOG_INFO, "reload: TLS certificate %s read again", c->tls_cert);
+    return 0;
+}
+
+/* HTTP or HTTPS is where the server listens: fixed, like listen. */
+static void keep_tls_on(sl_conf *next, const sl_conf *run)
+{
+    if (!next->tls_cert == !run->tls_cert)
+        return;
+    sl_log(SL_LOG_WARN, "reload: TLS turned %s; it takes effect at the next restart",
+           next->tls_cert ? "on" : "off");
+    free(next->tls_cert);
+    free(next->tls_key);
+    free(next->tls_client_ca);
+    next->tls_cert = run->tls_cert ? strdup(run->tls_cert) : NULL;
+    next->tls_key = run->tls_key ? strdup(run->tls_key) : NULL;
+    next->tls_client_ca = run->tls_client_ca ? strdup(run->tls_client_ca) : NULL;
+    next->tls_min_version = run->tls_min_version;
+}
+
 static int load(sl_server *srv, sl_conf *next)
 {
     char err[1024];
@@ -86,6 +122,7 @@ static int load(sl_server *srv, sl_conf *next)
 void sl_reload(sl_server *srv)
 {
     if (!srv->config_path) {
+        sl_server_tls(srv, true);
         sl_log(SL_LOG_WARN, "SIGHUP: no configuration file to read again (sluiced was started "
                             "without --config)");
         return;
@@ -94,6 +131,7 @@ void sl_reload(sl_server *srv)
     if (load(srv, &next) != 0)
         return;
     keep_fixed(&next, srv->conf);
+    keep_tls_on(&next, srv->conf);
     /* The swap: requests are handled between loop turns, and no request
      * keeps a pointer into the configuration across turns. */
     sl_conf old = *srv->conf;
@@ -110,6 +148,7 @@ void sl_reload(sl_server *srv)
                            .max_connections = srv->conf->max_connections,
                            .idle_ms = srv->conf->idle_timeout_ms};
     sl_http_set_limits(srv->http, &limits);
+    sl_server_tls(srv, true);
     if (sl_role_serves(srv) && !srv->store_failed) {
         /* A configuration is saved with the source of the batch it is
          * captured in: what the API changed before goes out first, then

@@ -136,8 +136,9 @@ static int open_http(sl_server *srv)
         .ud = srv,
     };
     char err[256];
-    if (sl_http_new(srv->base, &o, &srv->http) != 0 ||
-        sl_http_listen(srv->http, host, port, err, sizeof(err)) != 0) {
+    if (sl_http_new(srv->base, &o, &srv->http) == 0 && sl_server_tls(srv, false) != 0)
+        return -1; /* it said why */
+    if (!srv->http || sl_http_listen(srv->http, host, port, err, sizeof(err)) != 0) {
         sl_log(SL_LOG_ERROR, "cannot listen on %s: %s (is another server using the port?)",
                srv->conf->listen, srv->http ? err : "out of memory");
         return -1;
@@ -384,8 +385,8 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
 
 int sl_server_run(sl_server *srv)
 {
-    sl_log(SL_LOG_INFO, "sluiced %s listening on http://%s, store %s (durability %s)%s",
-           SL_VERSION, srv->conf->listen, srv->store_label,
+    sl_log(SL_LOG_INFO, "sluiced %s listening on %s://%s, store %s (durability %s)%s",
+           SL_VERSION, srv->conf->tls_cert ? "https" : "http", srv->conf->listen, srv->store_label,
            srv->conf->durability == SL_DURABILITY_FULL ? "full" : "normal",
            srv->role == SL_ROLE_SINGLE ? "" : ", shared mode");
     int rc = event_base_dispatch(srv->base);

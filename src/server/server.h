@@ -164,6 +164,9 @@ void sl_hist_catch_up(sl_server *srv, int64_t now);
  * (tokens, semaphores, limits, log level); a file that does not load keeps
  * the running configuration, with the error logged. */
 void sl_reload(sl_server *srv);
+/* reload.c: TLS (re)read from the configuration's files into the HTTP layer; -1
+ * and logged when a file is bad (on a reload the certificate in use stays). */
+int sl_server_tls(sl_server *srv, bool reload);
 /* server.c: the file's semaphores into the engine (start, takeover, reload). */
 void sl_server_apply_file_semaphores(sl_server *srv, int64_t now);
 

@@ -527,7 +527,7 @@ static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
      "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, advertise, leader_timeout, durability, "
-     "log_level, default_lease, default_timeout, backdate_skew, limits, semaphores, tokens (libcyaml: Load: Unexpected key: "
+     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, semaphores, tokens (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
@@ -1392,9 +1392,47 @@ static void log_level_names(void **state)
     assert_int_equal(sl_log_level_parse(NULL, &l), -1);
 }
 
+/* tls: the four keys load; a version other than 1.2 or 1.3, a cert without
+ * its key, or client_ca without a cert are refused with what to write. */
+static void tls_section_loads_and_checks(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512];
+    assert_int_equal(load_text(&c, "tls:\n  cert: /s.pem\n  key: /s.key\n"
+                                   "  client_ca: /ca.pem\n  min_version: \"1.3\"\n",
+                               err, sizeof(err)),
+                     0);
+    assert_string_equal(c.tls_cert, "/s.pem");
+    assert_string_equal(c.tls_key, "/s.key");
+    assert_string_equal(c.tls_client_ca, "/ca.pem");
+    assert_int_equal(c.tls_min_version, 13);
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    sl_conf_free(&c);
+
+    assert_int_not_equal(load_text(&c, "tls:\n  min_version: \"1.1\"\n", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "tls.min_version"));
+    assert_non_null(strstr(err, "use 1.2 or 1.3"));
+    sl_conf_free(&c);
+
+    assert_int_not_equal(load_text(&c, "tls:\n  cert: /s.pem\n", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "tls.key"));
+    sl_conf_free(&c);
+
+    assert_int_not_equal(load_text(&c, "tls:\n  client_ca: /ca.pem\n", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "tls.cert"));
+    sl_conf_free(&c);
+
+    sl_conf_defaults(&c);
+    assert_int_equal(c.tls_min_version, 12);
+    assert_null(c.tls_cert);
+    sl_conf_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tls_section_loads_and_checks),
         cmocka_unit_test(defaults_are_documented_values),
         cmocka_unit_test(full_file_loads_every_value),
         cmocka_unit_test(scheduling_rules_load),

@@ -1,0 +1,256 @@
+"""test_tls.py - sluiced over TLS (docs/security.md, "TLS"): TLS 1.2 and 1.3
+served, 1.0 and 1.1 refused, ALPN http/1.1, keep-alive and pipelining,
+client certificates checked against tls.client_ca (a wrong CA, an expired
+certificate or none refused), certificates read again on SIGHUP (a
+connection opened before goes on, a new one sees the new certificate, a bad
+file keeps the one in use), and a client stuck in its handshake holds no one
+else up. The CA, server and client certificates are made at test time with
+the openssl command. Every wait is on a state the server reports (its log, or
+an answer), with a deadline."""
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sluiced_fixture import binary, free_port, wait_until  # noqa: E402
+
+DEADLINE_S = 20
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_ca(d, name):
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", name + ".key", "-out", name + ".pem", "-days", "2", "-subj", "/CN=" + name,
+            cwd=d)
+
+
+def make_cert(d, name, ca, cn, days="2", san=None):
+    """A certificate for cn signed by ca (days "-1": already expired)."""
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn, cwd=d)
+    ext = os.path.join(d, name + ".ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=%s\n" % (san or "DNS:localhost,IP:127.0.0.1"))
+    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+            "-days", days, "-out", name + ".pem", "-extfile", ext, cwd=d)
+
+
+class Server:
+    """sluiced with TLS flags; ready when its log says it listens on https."""
+
+    def __init__(self, d, args):
+        self.port = free_port()
+        self.log = os.path.join(d, "stderr.%d.log" % self.port)
+        with open(self.log, "wb") as err:
+            self.proc = subprocess.Popen(
+                [binary(), "--listen", "127.0.0.1:%d" % self.port,
+                 "--store", "sqlite:" + os.path.join(d, "s%d.db" % self.port), *args],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+        wait_until(lambda: "listening on https://" in self.text() or self.proc.poll() is not None,
+                   DEADLINE_S, what="sluiced listening on https")
+        assert self.proc.poll() is None, self.text()
+
+    def text(self):
+        with open(self.log, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.terminate()
+        rc = self.proc.wait(DEADLINE_S)
+        # A clean stop (under ASan: no leak, no error at exit).
+        assert rc == 0 and "Sanitizer" not in self.text(), "exit %d:\n%s" % (rc, self.text())
+
+
+class TLSTestCase(unittest.TestCase):
+    CLIENT_CA = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="sluiced-tls-")
+        d = cls.dir
+        make_ca(d, "ca")
+        make_ca(d, "other")
+        make_cert(d, "srv", "ca", "server-one")
+        make_cert(d, "srv2", "ca", "server-two")
+        make_cert(d, "alice", "ca", "alice", san="DNS:alice.example,URI:spiffe://x/alice")
+        make_cert(d, "stranger", "other", "stranger")
+        make_cert(d, "expired", "ca", "old", days="-1")
+        shutil.copy(os.path.join(d, "srv.pem"), os.path.join(d, "live.pem"))
+        shutil.copy(os.path.join(d, "srv.key"), os.path.join(d, "live.key"))
+        args = ["--tls-cert", os.path.join(d, "live.pem"), "--tls-key", os.path.join(d, "live.key")]
+        if cls.CLIENT_CA:
+            args += ["--tls-client-ca", os.path.join(d, "ca.pem")]
+        cls.srv = Server(d, args)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def context(self, version=None, cert=None):
+        ctx = ssl.create_default_context(cafile=self.path("ca.pem"))
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        if version:
+            ctx.minimum_version = ctx.maximum_version = version
+        if cert:
+            ctx.load_cert_chain(self.path(cert + ".pem"), self.path(cert + ".key"))
+        return ctx
+
+    def connect(self, ctx):
+        raw = socket.create_connection(("127.0.0.1", self.srv.port), timeout=DEADLINE_S)
+        return ctx.wrap_socket(raw, server_hostname="localhost")
+
+    def read_answers(self, s, n):
+        """n answers to GET /healthz (keep-alive: each has a Content-Length)."""
+        data, out = b"", []
+        while len(out) < n:
+            head_end = data.find(b"\r\n\r\n")
+            if head_end >= 0:
+                head = data[:head_end].decode()
+                length = int([h.split(":", 1)[1] for h in head.split("\r\n")
+                              if h.lower().startswith("content-length:")][0])
+                if len(data) >= head_end + 4 + length:
+                    out.append(head.split("\r\n")[0])
+                    data = data[head_end + 4 + length:]
+                    continue
+            chunk = s.recv(65536)
+            self.assertTrue(chunk, "the server closed the connection; answers so far %r" % out)
+            data += chunk
+        return out
+
+    def get(self, s, n=1):
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" * n)
+        return self.read_answers(s, n)
+
+
+class TestTLS(TLSTestCase):
+    def test_tls12_and_tls13_served_with_alpn(self):
+        for v in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            with self.connect(self.context(v)) as s:
+                self.assertEqual(s.version(), {ssl.TLSVersion.TLSv1_2: "TLSv1.2",
+                                               ssl.TLSVersion.TLSv1_3: "TLSv1.3"}[v])
+                self.assertEqual(s.selected_alpn_protocol(), "http/1.1")
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+
+    def test_tls10_and_tls11_refused(self):
+        for v in (ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1):
+            ctx = self.context(v)
+            ctx.set_ciphers("DEFAULT:@SECLEVEL=0")  # this client would speak it
+            with self.assertRaises(ssl.SSLError) as e:
+                self.connect(ctx)
+            self.assertIn("PROTOCOL_VERSION", str(e.exception).upper())
+
+    def test_plain_http_to_the_tls_port_gets_no_answer(self):
+        with socket.create_connection(("127.0.0.1", self.srv.port), timeout=DEADLINE_S) as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = b""
+            try:
+                while True:
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    got += chunk
+            except ConnectionResetError:
+                pass  # closed with the request unread
+            self.assertNotIn(b"HTTP/1.1 200", got)
+
+    def test_keep_alive_and_pipelining(self):
+        with self.connect(self.context()) as s:
+            self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+            self.assertEqual(self.get(s, 20), ["HTTP/1.1 200 OK"] * 20)
+            self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+
+    def test_curl_over_tls(self):
+        if not shutil.which("curl"):
+            self.skipTest("no curl")
+        out = subprocess.run(
+            ["curl", "-sS", "--cacert", self.path("ca.pem"), "--tlsv1.2",
+             "https://localhost:%d/healthz" % self.srv.port,
+             "--resolve", "localhost:%d:127.0.0.1" % self.srv.port],
+            capture_output=True, text=True, timeout=DEADLINE_S)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn('"status"', out.stdout)
+
+    def test_a_stuck_handshake_holds_no_one_up(self):
+        # One client sends half a ClientHello and nothing more.
+        stuck = socket.create_connection(("127.0.0.1", self.srv.port), timeout=DEADLINE_S)
+        stuck.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+        try:
+            start = time.monotonic()
+            with self.connect(self.context()) as s:
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+            self.assertLess(time.monotonic() - start, 5)
+        finally:
+            stuck.close()
+
+    def test_sighup_rotates_the_certificate(self):
+        old = self.connect(self.context())
+        try:
+            self.assertEqual(self.get(old), ["HTTP/1.1 200 OK"])
+            self.assertIn("server-one", str(old.getpeercert()["subject"]))
+            shutil.copy(self.path("srv2.pem"), self.path("live.pem"))
+            shutil.copy(self.path("srv2.key"), self.path("live.key"))
+            before = self.srv.text().count("read again")
+            self.srv.proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: self.srv.text().count("read again") > before, DEADLINE_S,
+                       what="the reload logged")
+            with self.connect(self.context()) as s:
+                self.assertIn("server-two", str(s.getpeercert()["subject"]))
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+            # The connection opened before goes on, with its certificate.
+            self.assertEqual(self.get(old, 2), ["HTTP/1.1 200 OK"] * 2)
+            # A bad file: the certificate in use stays, and the log says why.
+            with open(self.path("live.pem"), "w") as f:
+                f.write("not a certificate\n")
+            self.srv.proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: "the certificate in use is kept" in self.srv.text(), DEADLINE_S,
+                       what="the bad certificate logged")
+            self.assertIn("cannot read the certificate file", self.srv.text())
+            with self.connect(self.context()) as s:
+                self.assertIn("server-two", str(s.getpeercert()["subject"]))
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+        finally:
+            old.close()
+            shutil.copy(self.path("srv2.pem"), self.path("live.pem"))
+
+
+class TestClientCertificates(TLSTestCase):
+    CLIENT_CA = True
+
+    def refused(self, cert):
+        with self.assertRaises((ssl.SSLError, ConnectionError, OSError)):
+            with self.connect(self.context(cert=cert)) as s:
+                # TLS 1.3: the server's refusal comes after the client's Finished.
+                self.get(s)
+
+    def test_a_certificate_of_the_ca_is_served(self):
+        for v in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            with self.connect(self.context(v, cert="alice")) as s:
+                self.assertEqual(self.get(s, 2), ["HTTP/1.1 200 OK"] * 2)
+
+    def test_no_certificate_refused(self):
+        self.refused(None)
+
+    def test_another_ca_refused(self):
+        self.refused("stranger")
+
+    def test_an_expired_certificate_refused(self):
+        self.refused("expired")
+
+
+if __name__ == "__main__":
+    unittest.main()
