@@ -15,10 +15,15 @@
  * Transfer-Encoding other than chunked (501), a body over max_body (413,
  * announced or as chunks arrive), headers over max_headers or SL_HTTP_HEADERS_MAX fields
  * (431), a target over SL_HTTP_TARGET_MAX (414), anything llhttp cannot
- * parse (400), a connection over max_connections (503). It honours
- * Expect: 100-continue, HTTP/1.0 and Connection: close, closes a connection
- * idle for idle_ms or whose request does not arrive whole within idle_ms
- * of its first byte (a slow client), sets SO_KEEPALIVE and TCP_NODELAY,
+ * parse (400), a connection over max_connections or over max_per_client
+ * from its address (503, at accept), and a connection on one of the last
+ * `reserved` slots whose first request the admit callback refuses (503).
+ * It honours Expect: 100-continue, HTTP/1.0 and Connection: close, closes
+ * a connection idle for idle_ms, whose request does not arrive whole
+ * within idle_ms of its first byte (a slow client), or whose request line
+ * and headers do not within header_ms (of its first byte, or of the
+ * connection's opening for its first request: a half-sent request holds
+ * no slot for long), sets SO_KEEPALIVE and TCP_NODELAY,
  * writes a Date cached once a second, and streams with chunked encoding
  * (close-delimited to HTTP/1.0 clients).
  *
@@ -60,20 +65,40 @@ typedef void (*sl_http_handler_fn)(void *ud, sl_http_req *req);
 /* Called for each answer the layer gives by itself (errors, 503 over the
  * cap), with its status: for the server's metrics. */
 typedef void (*sl_http_own_answer_fn)(void *ud, int status);
+/* Whether the first request of a connection on a kept slot may go on. */
+typedef bool (*sl_http_admit_fn)(void *ud, sl_http_req *req);
+
+/* Why the layer closed a connection to keep its slots. */
+typedef enum {
+    SL_HTTP_REFUSED_MAX,            /* max_connections open */
+    SL_HTTP_REFUSED_PER_CLIENT,     /* max_per_client open from its address */
+    SL_HTTP_REFUSED_RESERVED,       /* a kept slot's first request was not admitted */
+    SL_HTTP_REFUSED_HEADER_TIMEOUT, /* the request line and headers came too late */
+    SL_HTTP_REFUSED_COUNT
+} sl_http_refusal;
+typedef void (*sl_http_refused_fn)(void *ud, sl_http_refusal why);
+/* "max_connections", "per_client", "reserved", "header_timeout". */
+const char *sl_http_refusal_name(sl_http_refusal why);
 
 typedef struct sl_http_opts {
     size_t max_headers;     /* the request line and headers, bytes */
     size_t max_body;        /* Content-Length above it: 413 */
     size_t max_connections; /* more: 503 and closed */
+    size_t max_per_client;  /* from one address; more: 503 and closed; 0: no cap */
+    size_t reserved;        /* the last slots: their first request must be admitted */
     int64_t idle_ms;        /* idle keep-alive, and a slow request's whole arrival */
+    int64_t header_ms;      /* a request's line and headers; 0: idle_ms only */
     sl_http_handler_fn handler;
     sl_http_own_answer_fn own_answer; /* may be NULL */
+    sl_http_admit_fn admit;           /* NULL: every request is admitted */
+    sl_http_refused_fn refused;       /* may be NULL */
     void *ud;
 } sl_http_opts;
 
 int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out);
-/* New limits (max_headers, max_body, max_connections, idle_ms) for what
- * arrives from now on: a configuration reloaded. */
+/* New limits (max_headers, max_body, max_connections, max_per_client,
+ * reserved, idle_ms, header_ms) for what arrives from now on: a
+ * configuration reloaded. */
 void sl_http_set_limits(sl_http *h, const sl_http_opts *opts);
 /* Listens on host:port (a name or an address, v4 or v6). -1 and a message
  * in err when it cannot. */

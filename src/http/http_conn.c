@@ -130,14 +130,31 @@ static void begin_close(sl_http_conn *c)
 
 /* ---- timers --------------------------------------------------------------------- */
 
+/* Whether the connection waits for a request's line and headers under
+ * header_ms: a new connection's first request (from the opening), or a
+ * request begun and not past its headers (from its first byte). */
+static bool awaiting_head(const sl_http_conn *c)
+{
+    if (c->http->opts.header_ms <= 0 || c->writing)
+        return false;
+    return (c->state == CS_IDLE && !c->served) || (c->state == CS_READING && !c->req.trailers);
+}
+
 static void timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     sl_http_conn *c = arg;
+    if (awaiting_head(c) && c->http->opts.refused)
+        c->http->opts.refused(c->http->opts.ud, SL_HTTP_REFUSED_HEADER_TIMEOUT);
     /* Idle, too slow to send its request, lingering, or not reading its
      * answers: in every case the connection ends here. */
     sl__http_conn_close(c);
+}
+
+static int64_t earlier(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
 }
 
 void sl__http_update_timer(sl_http_conn *c)
@@ -145,12 +162,14 @@ void sl__http_update_timer(sl_http_conn *c)
     if (c->fd < 0)
         return;
     int64_t now = sl__http_now_ms(), idle = c->http->opts.idle_ms, at;
+    int64_t head_by = c->http->opts.header_ms +
+                      (c->served && c->state == CS_READING ? c->started_at : c->opened_at);
     if (c->writing)
         at = now + idle; /* re-armed at every write that makes progress */
     else if (c->state == CS_IDLE)
-        at = now + idle;
+        at = awaiting_head(c) ? earlier(head_by, now + idle) : now + idle;
     else if (c->state == CS_READING)
-        at = c->started_at + idle;
+        at = awaiting_head(c) ? earlier(head_by, c->started_at + idle) : c->started_at + idle;
     else if (c->state == CS_CLOSING)
         at = now + LINGER_MS;
     else if (c->state == CS_DRAINING)
@@ -515,8 +534,30 @@ static void refuse(sl_http_conn *c)
 
 /* ---- reading and parsing ---------------------------------------------------------------- */
 
+/* A connection on a kept slot goes on only if its first request is
+ * admitted (a valid token): else 503 and closed, its slot freed. */
+static bool admitted(sl_http_conn *c)
+{
+    const sl_http_opts *o = &c->http->opts;
+    if (!c->reserved || c->admitted || !o->admit || o->admit(o->ud, &c->req)) {
+        c->admitted = true;
+        return true;
+    }
+    if (o->refused)
+        o->refused(o->ud, SL_HTTP_REFUSED_RESERVED);
+    c->req.refuse = 503;
+    c->req.refuse_why = "the server is near its connection limit, and its last connections "
+                        "are kept for requests with a valid token: send \"Authorization: Bearer "
+                        "<token>\", or retry later";
+    refuse(c);
+    return false;
+}
+
 static void dispatch(sl_http_conn *c)
 {
+    if (!admitted(c))
+        return;
+    c->served = true;
     c->state = CS_ANSWERING;
     c->started = false;
     sl__http_update_timer(c);
@@ -677,7 +718,7 @@ out:
     maybe_free(c);
 }
 
-void sl__http_conn_open(sl_http *h, int fd)
+void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserved)
 {
     sl_http_conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -698,6 +739,9 @@ void sl__http_conn_open(sl_http *h, int fd)
     llhttp_init(&c->parser, HTTP_REQUEST, &h->settings);
     c->parser.data = c;
     c->state = CS_IDLE;
+    memcpy(c->addr, addr, 16);
+    c->reserved = reserved;
+    c->opened_at = sl__http_now_ms();
     c->next = h->head;
     if (h->head)
         h->head->prev = c;

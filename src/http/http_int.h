@@ -60,6 +60,11 @@ struct sl_http_conn {
     bool streaming_10;    /* a streamed answer to HTTP/1.0: ended by closing */
     int busy;             /* callbacks under way: free only when 0 */
     bool dead;            /* to be freed when nothing answers any more */
+    bool served;          /* a request was handed over: later ones are kept-alive */
+    bool reserved;        /* opened on a kept slot ... */
+    bool admitted;        /* ... and its first request was admitted */
+    uint8_t addr[16];     /* the client's address (IPv4 mapped into IPv6) */
+    int64_t opened_at;    /* ms: accepted */
     uint64_t drain_left;  /* CS_DRAINING: body bytes still to drop */
     int64_t started_at;   /* ms: the request's first byte, or the last activity */
     sl_http_gone_fn drained;
@@ -102,7 +107,7 @@ void sl__http_output_added(sl_http_conn *c);
 void sl__http_update_timer(sl_http_conn *c);
 
 /* http_conn.c */
-void sl__http_conn_open(sl_http *h, int fd);
+void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserved);
 /* Closes the socket; the connection is freed once nothing answers it. */
 void sl__http_conn_close(sl_http_conn *c);
 /* At the end: closes and frees it, a request still owed included (its gone

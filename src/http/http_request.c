@@ -180,6 +180,7 @@ static int on_headers_complete(llhttp_t *p)
     sl_http_conn *c = conn_of(p);
     sl_http_req *r = &c->req;
     r->trailers = true;
+    sl__http_update_timer(c); /* past header_ms: the body has idle_ms */
     r->method = method_of(p->method);
     r->llmethod = p->method;
     r->http10 = p->http_major == 1 && p->http_minor == 0;

@@ -81,15 +81,29 @@ static void tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-/* Over the cap: a 503 written at once (the socket is new, its buffer
- * empty) and the connection closed. */
-static void turn_away(sl_http *h, int fd)
+const char *sl_http_refusal_name(sl_http_refusal why)
 {
-    char body[160], msg[512];
-    int bn = snprintf(body, sizeof(body),
-                      "{\"error\":{\"code\":\"unavailable\",\"message\":\"the server has %zu "
-                      "connections open, its limit; retry later\"}}\n",
-                      h->opts.max_connections);
+    static const char *const names[SL_HTTP_REFUSED_COUNT] = {"max_connections", "per_client",
+                                                             "reserved", "header_timeout"};
+    return why < SL_HTTP_REFUSED_COUNT ? names[why] : "other";
+}
+
+/* Over a cap: a 503 written at once (the socket is new, its buffer
+ * empty) and the connection closed. */
+static void turn_away(sl_http *h, int fd, sl_http_refusal why)
+{
+    char body[320], msg[640];
+    int bn = why == SL_HTTP_REFUSED_PER_CLIENT
+                 ? snprintf(body, sizeof(body),
+                            "{\"error\":{\"code\":\"unavailable\",\"message\":\"your address has "
+                            "%zu connections open, the server's limit per client "
+                            "(limits.max_connections_per_client); close some or retry "
+                            "later\"}}\n",
+                            h->opts.max_per_client)
+                 : snprintf(body, sizeof(body),
+                            "{\"error\":{\"code\":\"unavailable\",\"message\":\"the server has "
+                            "%zu connections open, its limit; retry later\"}}\n",
+                            h->opts.max_connections);
     int n = snprintf(msg, sizeof(msg),
                      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
                      "%sContent-Length: %d\r\nConnection: close\r\n\r\n%s",
@@ -101,7 +115,46 @@ static void turn_away(sl_http *h, int fd)
     }
     if (h->opts.own_answer)
         h->opts.own_answer(h->opts.ud, 503);
+    if (h->opts.refused)
+        h->opts.refused(h->opts.ud, why);
     close(fd);
+}
+
+/* The client's address as 16 bytes: an IPv4 one mapped into IPv6, so that
+ * both families compare alike. */
+static void addr_key(const struct sockaddr_storage *ss, uint8_t key[16])
+{
+    memset(key, 0, 16);
+    if (ss->ss_family == AF_INET6) {
+        memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+    } else if (ss->ss_family == AF_INET) {
+        key[10] = key[11] = 0xff;
+        memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    }
+}
+
+/* Open connections from that address. A walk of the list: at most
+ * max_connections short compares per accept, and no table to keep. */
+static size_t from_addr(const sl_http *h, const uint8_t key[16])
+{
+    size_t n = 0;
+    for (const sl_http_conn *c = h->head; c; c = c->next)
+        n += memcmp(c->addr, key, 16) == 0;
+    return n;
+}
+
+/* Where a new connection goes: turned away over a cap, or opened (on a
+ * kept slot once only the last `reserved` are left). */
+static void admit_conn(sl_http *h, int fd, const struct sockaddr_storage *ss)
+{
+    uint8_t key[16];
+    addr_key(ss, key);
+    if (h->nconns >= h->opts.max_connections)
+        turn_away(h, fd, SL_HTTP_REFUSED_MAX);
+    else if (h->opts.max_per_client && from_addr(h, key) >= h->opts.max_per_client)
+        turn_away(h, fd, SL_HTTP_REFUSED_PER_CLIENT);
+    else
+        sl__http_conn_open(h, fd, key, h->nconns + h->opts.reserved >= h->opts.max_connections);
 }
 
 static void accept_cb(evutil_socket_t lfd, short what, void *arg)
@@ -109,7 +162,9 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
     (void)what;
     sl_http *h = arg;
     for (int i = 0; i < ACCEPTS_PER_TURN; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage ss = {0};
+        socklen_t sl = sizeof(ss);
+        int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
                 /* Out of descriptors: rest a moment rather than spin on a
@@ -121,10 +176,7 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
             return; /* EAGAIN: no more; other errors concern that client only */
         }
         tune(fd);
-        if (h->nconns >= h->opts.max_connections)
-            turn_away(h, fd);
-        else
-            sl__http_conn_open(h, fd);
+        admit_conn(h, fd, &ss);
     }
 }
 
@@ -202,7 +254,10 @@ void sl_http_set_limits(sl_http *h, const sl_http_opts *opts)
     h->opts.max_headers = opts->max_headers;
     h->opts.max_body = opts->max_body;
     h->opts.max_connections = opts->max_connections;
+    h->opts.max_per_client = opts->max_per_client;
+    h->opts.reserved = opts->reserved;
     h->opts.idle_ms = opts->idle_ms;
+    h->opts.header_ms = opts->header_ms;
 }
 
 void sl_http_free(sl_http *h)

@@ -51,6 +51,18 @@ int sl_auth_check(sl_ctx *c)
     return -1;
 }
 
+/* The token the request's Authorization header names, or NULL. */
+static const sl_conf_token *known_token(const sl_conf *conf, const sl_http_req *req)
+{
+    const char *h = sl_http_req_header(req, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0)
+        return NULL;
+    for (size_t i = 0; i < conf->ntokens; i++)
+        if (same_secret(h + 7, conf->tokens[i].token))
+            return &conf->tokens[i];
+    return NULL;
+}
+
 bool sl_auth_identify(sl_ctx *c)
 {
     const sl_conf *conf = c->srv->conf;
@@ -58,17 +70,18 @@ bool sl_auth_identify(sl_ctx *c)
         c->auth.admin = true;
         return true;
     }
-    const char *h = sl_http_req_header(c->req, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0)
+    const sl_conf_token *t = known_token(conf, c->req);
+    if (!t)
         return false;
-    for (size_t i = 0; i < conf->ntokens; i++) {
-        if (same_secret(h + 7, conf->tokens[i].token)) {
-            c->auth.token = &conf->tokens[i];
-            c->auth.admin = conf->tokens[i].admin;
-            return true;
-        }
-    }
-    return false;
+    c->auth.token = t;
+    c->auth.admin = t->admin;
+    return true;
+}
+
+bool sl_auth_admit(void *ud, sl_http_req *req)
+{
+    const sl_server *srv = ud;
+    return srv->conf->ntokens == 0 || known_token(srv->conf, req) != NULL;
 }
 
 static bool under(char *const *prefixes, size_t n, const char *name)

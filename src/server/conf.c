@@ -65,11 +65,13 @@ void sl_conf_defaults(sl_conf *c)
     c->backdate_skew_ms = SL_BACKDATE_SKEW_DEFAULT_MS;
     c->max_wait_ms = 30 * 1000;
     c->idle_timeout_ms = 60 * 1000;
+    c->header_timeout_ms = 10 * 1000;
     c->event_retention_ms = 24LL * 3600 * 1000;
     c->claim_retention_ms = 3600LL * 1000;
     c->max_body = 64 * 1024;
     c->max_headers = 16 * 1024;
     c->max_connections = 4096;
+    c->max_connections_per_client = 200;
     c->max_claims = 10000000;
     c->max_streams = 256;
     c->max_event_scan = 2000;
@@ -482,6 +484,7 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
     } durations[] = {
         {"max_wait", c->max_wait_ms},
         {"idle_timeout", c->idle_timeout_ms},
+        {"header_timeout", c->header_timeout_ms},
         {"event_retention", c->event_retention_ms},
         {"claim_retention", c->claim_retention_ms},
     };

@@ -48,11 +48,13 @@ typedef struct sl_conf {
     int64_t backdate_skew_ms;   /* how far back a claim's `created` may be without leave (5 s) */
     int64_t max_wait_ms;        /* longest long-poll before answering pending (30 s) */
     int64_t idle_timeout_ms;    /* an idle keep-alive connection is closed (60 s) */
+    int64_t header_timeout_ms;  /* a request's line and headers arrive within (10 s) */
     int64_t event_retention_ms; /* events kept at least this long (24 h) */
     int64_t claim_retention_ms; /* ended claims readable this long (1 h) */
     size_t max_body;            /* request body bytes (64 KiB) */
     size_t max_headers;         /* request header bytes (16 KiB) */
     size_t max_connections;     /* open connections (4096) */
+    size_t max_connections_per_client; /* open connections from one address (200; 0: none) */
     size_t max_claims;          /* live and retained claims (10 000 000) */
     size_t max_streams;         /* event streams open at once (256) */
     size_t max_event_scan;      /* events one read of the log examines (2000) */

@@ -39,8 +39,9 @@
 /* ---- the file: raw strings by schema ---------------------------------------- */
 
 typedef struct raw_limits {
-    char *max_body, *max_headers, *max_connections, *max_claims, *max_streams, *max_event_scan;
-    char *max_wait, *idle_timeout, *event_retention, *claim_retention;
+    char *max_body, *max_headers, *max_connections, *max_connections_per_client;
+    char *max_claims, *max_streams, *max_event_scan;
+    char *max_wait, *idle_timeout, *header_timeout, *event_retention, *claim_retention;
 } raw_limits;
 
 /* Its weights are not here: libcyaml reads only keys its schema names, and
@@ -85,11 +86,13 @@ static const cyaml_schema_field_t limits_fields[] = {
     STR("max_body", OPT, raw_limits, max_body),
     STR("max_headers", OPT, raw_limits, max_headers),
     STR("max_connections", OPT, raw_limits, max_connections),
+    STR("max_connections_per_client", OPT, raw_limits, max_connections_per_client),
     STR("max_claims", OPT, raw_limits, max_claims),
     STR("max_streams", OPT, raw_limits, max_streams),
     STR("max_event_scan", OPT, raw_limits, max_event_scan),
     STR("max_wait", OPT, raw_limits, max_wait),
     STR("idle_timeout", OPT, raw_limits, idle_timeout),
+    STR("header_timeout", OPT, raw_limits, header_timeout),
     STR("event_retention", OPT, raw_limits, event_retention),
     STR("claim_retention", OPT, raw_limits, claim_retention),
     CYAML_FIELD_END,
@@ -991,6 +994,7 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         } durations[] = {
             {"limits.max_wait", l->max_wait, &n->max_wait_ms},
             {"limits.idle_timeout", l->idle_timeout, &n->idle_timeout_ms},
+            {"limits.header_timeout", l->header_timeout, &n->header_timeout_ms},
             {"limits.event_retention", l->event_retention, &n->event_retention_ms},
             {"limits.claim_retention", l->claim_retention, &n->claim_retention_ms},
         };
@@ -1005,6 +1009,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
             {"limits.max_body", l->max_body, &n->max_body},
             {"limits.max_headers", l->max_headers, &n->max_headers},
             {"limits.max_connections", l->max_connections, &n->max_connections},
+            {"limits.max_connections_per_client", l->max_connections_per_client,
+             &n->max_connections_per_client},
             {"limits.max_claims", l->max_claims, &n->max_claims},
             {"limits.max_streams", l->max_streams, &n->max_streams},
             {"limits.max_event_scan", l->max_event_scan, &n->max_event_scan},

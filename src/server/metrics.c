@@ -181,5 +181,12 @@ void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, sl_buf *out)
                         "%llu\n",
                         route_labels[r], sl_metrics_method_name(m->http[r][i].method),
                         m->http[r][i].status, (unsigned long long)m->http[r][i].count);
+    sl_buf_addf(out, "# HELP sluice_http_connections_refused_total Connections closed to keep "
+                     "the server's slots, by why.\n"
+                     "# TYPE sluice_http_connections_refused_total counter\n");
+    for (int w = 0; w < SL_HTTP_REFUSED_COUNT; w++)
+        sl_buf_addf(out, "sluice_http_connections_refused_total{reason=\"%s\"} %llu\n",
+                    sl_http_refusal_name((sl_http_refusal)w),
+                    (unsigned long long)m->conns_refused[w]);
     render_locks(out, eng);
 }

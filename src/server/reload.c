@@ -143,10 +143,7 @@ void sl_reload(sl_server *srv)
     sl_conf_free(&old);
     sl_log_set_level(srv->conf->log_level);
     sl_store_set_scan_budget(srv->store, srv->conf->max_event_scan);
-    sl_http_opts limits = {.max_headers = srv->conf->max_headers,
-                           .max_body = srv->conf->max_body,
-                           .max_connections = srv->conf->max_connections,
-                           .idle_ms = srv->conf->idle_timeout_ms};
+    sl_http_opts limits = sl_server_http_opts(srv);
     sl_http_set_limits(srv->http, &limits);
     sl_server_tls(srv, true);
     if (sl_role_serves(srv) && !srv->store_failed) {

@@ -117,6 +117,33 @@ static void own_answer(void *ud, int status)
     sl_metrics_http(&srv->metrics, SL_ROUTE_OTHER, SL_HTTP_OTHER, status);
 }
 
+/* Connections the layer closed to keep its slots (docs/security.md). */
+static void refused(void *ud, sl_http_refusal why)
+{
+    sl_server *srv = ud;
+    srv->metrics.conns_refused[why]++;
+}
+
+sl_http_opts sl_server_http_opts(sl_server *srv)
+{
+    const sl_conf *conf = srv->conf;
+    return (sl_http_opts){
+        .max_headers = conf->max_headers,
+        .max_body = conf->max_body,
+        .max_connections = conf->max_connections,
+        .max_per_client = conf->max_connections_per_client,
+        /* Without tokens no client can show one: nothing is kept. */
+        .reserved = conf->ntokens ? conf->max_connections / 10 : 0,
+        .idle_ms = conf->idle_timeout_ms,
+        .header_ms = conf->header_timeout_ms,
+        .handler = sl_routes_handle,
+        .own_answer = own_answer,
+        .admit = sl_auth_admit,
+        .refused = refused,
+        .ud = srv,
+    };
+}
+
 static int open_http(sl_server *srv)
 {
     char host[256];
@@ -126,15 +153,7 @@ static int open_http(sl_server *srv)
                srv->conf->listen);
         return -1;
     }
-    sl_http_opts o = {
-        .max_headers = srv->conf->max_headers,
-        .max_body = srv->conf->max_body,
-        .max_connections = srv->conf->max_connections,
-        .idle_ms = srv->conf->idle_timeout_ms,
-        .handler = sl_routes_handle,
-        .own_answer = own_answer,
-        .ud = srv,
-    };
+    sl_http_opts o = sl_server_http_opts(srv);
     char err[256];
     if (sl_http_new(srv->base, &o, &srv->http) == 0 && sl_server_tls(srv, false) != 0)
         return -1; /* it said why */

@@ -129,6 +129,8 @@ int sl_server_run(sl_server *srv);
 void sl_server_free(sl_server *srv);
 /* Engine time: Unix milliseconds, never going backwards. */
 int64_t sl_server_now(sl_server *srv);
+/* The HTTP layer's options from the configuration (at start and reload). */
+sl_http_opts sl_server_http_opts(sl_server *srv);
 /* Something changed in the engine: commit at the end of this turn. */
 void sl_server_touch(sl_server *srv);
 void sl_log(sl_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -321,6 +323,9 @@ int sl_auth_check(sl_ctx *c);
  * from a valid token and answers nothing. Returns true when the caller is
  * known (a valid token, or a server without tokens, admitted as admin). */
 bool sl_auth_identify(sl_ctx *c);
+/* sl_http_opts.admit: whether a request on one of the connection slots
+ * kept for clients with a token carries a valid one (ud: the server). */
+bool sl_auth_admit(void *ud, sl_http_req *req);
 /* Whether the request may touch a lock name (limited tokens: prefixes). */
 bool sl_auth_allows(const sl_ctx *c, const char *name);
 /* Every lock of the claim (explicit, tag and group locks); a claim that

@@ -107,7 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int sv[2];
     fuzz_check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     size_t before = sl_http_connections(http);
-    sl__http_conn_open(http, sv[0]);
+    static const uint8_t addr[16] = {0}; /* a socketpair has none */
+    sl__http_conn_open(http, sv[0], addr, false);
     size_t sent = 0, received = 0;
     bool shut = false, closed = false;
     char head[8];

@@ -73,6 +73,8 @@ static void assert_defaults(const sl_conf *c)
     assert_int_equal(c->backdate_skew_ms, 5000);
     assert_int_equal(c->max_wait_ms, 30000);
     assert_int_equal(c->idle_timeout_ms, 60000);
+    assert_int_equal(c->header_timeout_ms, 10000);
+    assert_int_equal(c->max_connections_per_client, 200);
     assert_int_equal(c->event_retention_ms, 24 * 3600 * 1000);
     assert_int_equal(c->claim_retention_ms, 3600 * 1000);
     assert_int_equal(c->max_body, 65536);
@@ -116,10 +118,12 @@ static const char full_yaml[] = "listen: 0.0.0.0:8800\n"
                                 "  max_body: 1000\n"
                                 "  max_headers: \"2000\"\n"
                                 "  max_connections: 30\n"
+                                "  max_connections_per_client: 0\n"
                                 "  max_claims: 40\n"
                                 "  max_streams: 5\n"
                                 "  max_wait: 10s\n"
                                 "  idle_timeout: 2m\n"
+                                "  header_timeout: 250ms\n"
                                 "  event_retention: 48h\n"
                                 "  claim_retention: 1.5\n"
                                 "semaphores:\n"
@@ -168,6 +172,8 @@ static void full_file_loads_every_value(void **state)
     assert_int_equal(c.max_streams, 5);
     assert_int_equal(c.max_wait_ms, 10000);
     assert_int_equal(c.idle_timeout_ms, 120000);
+    assert_int_equal(c.header_timeout_ms, 250);
+    assert_int_equal(c.max_connections_per_client, 0); /* none */
     assert_int_equal(c.event_retention_ms, 48LL * 3600 * 1000);
     assert_int_equal(c.claim_retention_ms, 1500); /* a bare number is seconds */
 
@@ -532,8 +538,9 @@ static const bad_file bad_files[] = {
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
      "config.yaml:3:3: limits: unknown key \"max_bdy\"; the keys here are max_body, max_headers, "
-     "max_connections, max_claims, max_streams, max_event_scan, max_wait, idle_timeout, "
-     "event_retention, claim_retention (libcyaml: Load: Unexpected key: max_bdy)",
+     "max_connections, max_connections_per_client, max_claims, max_streams, max_event_scan, "
+     "max_wait, idle_timeout, header_timeout, event_retention, claim_retention (libcyaml: "
+     "Load: Unexpected key: max_bdy)",
      true},
     {"semaphores:\n  - name: q\n    limit: 1\n    overtake_limit: 5m\n",
      "config.yaml:4:21: semaphores[0].overtake_limit: applies to the skip strategy only; leave it "
