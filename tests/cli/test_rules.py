@@ -137,7 +137,7 @@ class RulesTest(ServerTestCase):
                 (["--burst", "3"], "burst applies only with a rate"),
                 (["--weight", "acme=3"], "rebalanced strategy only"),
                 (["--strategy", "rebalanced", "--preempt"], "preempt applies to strict and skip"),
-                (["--rate", "5/0s"], "has no positive duration after the '/'")]:
+                (["--rate", "5/0s"], "has a period after the '/' that is 0")]:
             err = self.fails(1, "sem", "set", "rules-bad", "1", *args)
             self.assertIn("sluice: cannot configure the semaphore: ", err, args)
             self.assertIn(words, err, args)

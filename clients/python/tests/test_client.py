@@ -365,7 +365,7 @@ class ClientTest(unittest.TestCase):
                            ({"burst": 2}, "burst applies only with a rate"),
                            ({"weights": {"a": 1}}, "rebalanced strategy only"),
                            ({"on_full": "drop_oldest"}, "on_full applies only"),
-                           ({"rate": "5/0s"}, "no positive duration")]
+                           ({"rate": "5/0s"}, "that is 0: a period is a positive duration")]
         for kwargs, words in cases:
             with self.assertRaises(sluice.BadRequest) as cm:
                 self.client.set_semaphore("py-rules-bad", 1, **kwargs)
