@@ -74,7 +74,7 @@ void sl_conf_defaults(sl_conf *c)
     c->max_connections_per_client = 200;
     c->max_claims = 10000000;
     c->max_streams = 256;
-    c->max_event_scan = 2000;
+    c->max_event_scan = 500;
     c->leader_timeout_ms = 5000;
     c->tls_min_version = 12;
 }

@@ -57,7 +57,7 @@ typedef struct sl_conf {
     size_t max_connections_per_client; /* open connections from one address (200; 0: none) */
     size_t max_claims;          /* live and retained claims (10 000 000) */
     size_t max_streams;         /* event streams open at once (256) */
-    size_t max_event_scan;      /* events one read of the log examines (2000) */
+    size_t max_event_scan;      /* events one read of the log examines (500) */
     sl_conf_sem *semaphores;
     size_t nsemaphores;
     sl_conf_token *tokens;

@@ -82,7 +82,7 @@ static void assert_defaults(const sl_conf *c)
     assert_int_equal(c->max_connections, 4096);
     assert_int_equal(c->max_claims, 10000000);
     assert_int_equal(c->max_streams, 256);
-    assert_int_equal(c->max_event_scan, 2000);
+    assert_int_equal(c->max_event_scan, 500);
     assert_int_equal(c->nsemaphores, 0);
     assert_null(c->semaphores);
     assert_int_equal(c->ntokens, 0);
