@@ -584,9 +584,12 @@ static void parse_input(sl_http_conn *c)
            sl_buf_size(&c->in) > 0) {
         const char *d = sl_buf_data(&c->in);
         size_t n = sl_buf_size(&c->in);
+        c->feed = d;
         llhttp_errno_t e = llhttp_execute(&c->parser, d, n);
         const char *stop = e == HPE_OK ? d + n : llhttp_get_error_pos(&c->parser);
         size_t used = stop && stop >= d ? (size_t)(stop - d) : n;
+        if (used > 0 && used <= n)
+            c->feed_prev = d[used - 1];
         sl_buf_consume(&c->in, used > n ? n : used);
         if (e == HPE_OK)
             break; /* the message goes on in later bytes */

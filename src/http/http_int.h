@@ -49,6 +49,8 @@ struct sl_http_conn {
     struct event *rev, *wev, *timer;
     sl_buf in, out;
     llhttp_t parser;
+    const char *feed; /* what llhttp_execute is reading, and the byte before it */
+    char feed_prev;
     sl_http_req req;
     conn_state state;
     bool started;         /* the request's first byte has come */

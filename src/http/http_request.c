@@ -130,6 +130,20 @@ static int on_header_field_complete(llhttp_t *p)
     return 0;
 }
 
+static bool blank(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+static bool folded(const sl_http_conn *c, const char *at)
+{
+    const char *p = at;
+    while (p > c->feed && blank(p[-1]))
+        p--;
+    char prev = p > c->feed ? p[-1] : c->feed_prev;
+    return prev == '\n' && (p < at || blank(at[0]));
+}
+
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     sl_http_conn *c = conn_of(p);
@@ -138,6 +152,13 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         return head_grew(c, len);
     if (r->nhdr == 0 || len == 0) /* llhttp may call with an empty span */
         return 0;
+    /* llhttp takes an obsolete line folding (a line that starts with a
+     * space or a tab) as more of the value before: a span whose blanks
+     * before it follow a line end. A proxy may read that line as a header
+     * of its own: refused (RFC 9112 5.2). */
+    if (folded(c, at))
+        return sl__http_refuse_with(r, 400, "a header line starts with a space or a tab (an "
+                                           "obsolete line folding); send each header on one line");
     http_hdr *h = &r->hdr[r->nhdr - 1];
     uint32_t off = data_add(r, at, len);
     if (h->value_len == 0)

@@ -2,14 +2,15 @@
  *
  * With no tokens configured every request is admitted as admin; this is the
  * default because the server listens on loopback. With tokens, every request
- * but /healthz needs "Authorization: Bearer <token>". An admin token may do
+ * but /healthz needs "Authorization: Bearer <token>" (the scheme in any
+ * case: RFC 9110 11.1). An admin token may do
  * everything; a limited token only claims, reads and configures locks whose
  * names start with one of its prefixes: every lock of a claim counts, those
  * its tags and group add included (the engine asks, through the request's
  * `allow`, once it knows which locks the tags add). */
 #include <stdlib.h>
 #include <string.h>
-
+#include <strings.h>
 
 #include "server.h"
 
@@ -32,7 +33,7 @@ int sl_auth_check(sl_ctx *c)
         return 0;
     }
     const char *h = sl_http_req_header(c->req, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0) {
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
         sl_http_add_header(c->req, "WWW-Authenticate", "Bearer");
         sl_reply_error(c, 401, "unauthorized",
                        "this server needs a token: send \"Authorization: Bearer <token>\"");

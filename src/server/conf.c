@@ -1,5 +1,6 @@
 /* conf.c - sluiced's configuration: defaults, copies, and the checks that
  * sl_conf_check and every load of the file (conf_file.c) apply. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -132,6 +133,9 @@ void sl_conf_free(sl_conf *c)
     free(c->tls_client_ca);
     sl__conf_sems_free(c->semaphores, c->nsemaphores);
     sl__conf_tokens_free(c->tokens, c->ntokens);
+    for (size_t i = 0; i < c->nallowed_hosts; i++)
+        free(c->allowed_hosts[i]);
+    free(c->allowed_hosts);
     memset(c, 0, sizeof(*c));
 }
 
@@ -147,6 +151,12 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
     dst->tls_client_ca = dup_or_null(src->tls_client_ca);
     dst->semaphores = NULL;
     dst->tokens = NULL;
+    dst->allowed_hosts = NULL;
+    if (src->nallowed_hosts) {
+        dst->allowed_hosts = sl__conf_xcalloc(src->nallowed_hosts, sizeof(char *));
+        for (size_t i = 0; i < src->nallowed_hosts; i++)
+            dst->allowed_hosts[i] = dup_or_null(src->allowed_hosts[i]);
+    }
     if (src->nsemaphores) {
         dst->semaphores = sl__conf_xcalloc(src->nsemaphores, sizeof(*dst->semaphores));
         for (size_t i = 0; i < src->nsemaphores; i++) {
@@ -261,6 +271,22 @@ static bool printable(const char *s, bool space)
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
         if (ch > 0x7e || ch < (space ? 0x20 : 0x21))
+            return false;
+    }
+    return true;
+}
+
+/* A name of allowed_hosts: letters, digits, '.', '-', '_', or "*" alone;
+ * no port, no scheme (the port does not matter against DNS rebinding). */
+static bool host_name_valid(const char *h)
+{
+    if (!h || !*h || strlen(h) > 253)
+        return false;
+    if (strcmp(h, "*") == 0)
+        return true;
+    for (; *h; h++) {
+        unsigned char ch = (unsigned char)*h;
+        if (!isalnum(ch) && ch != '.' && ch != '-' && ch != '_')
             return false;
     }
     return true;
@@ -571,6 +597,14 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         }
     }
 
+    for (size_t i = 0; i < c->nallowed_hosts; i++) {
+        AT("allowed_hosts[%zu]", i);
+        if (!host_name_valid(c->allowed_hosts[i]))
+            PROBLEM("\"%.100s\" is not a host name; write the name clients put in the URL, "
+                    "without scheme or port, like sluice.example.com (or \"*\" for any)",
+                    c->allowed_hosts[i] ? c->allowed_hosts[i] : "");
+    }
+
     size_t first = 0;
     long dup;
     dup = duplicate_in(c, 0, &first);
@@ -597,6 +631,32 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
 }
 #undef AT
 #undef PROBLEM
+
+bool sl_conf_listen_loopback(const char *listen)
+{
+    if (!listen)
+        return false;
+    if (strncmp(listen, "[::1]:", 6) == 0 || strncmp(listen, "localhost:", 10) == 0)
+        return true;
+    /* 127.0.0.0/8: "127." and digits and dots up to the port. */
+    if (strncmp(listen, "127.", 4) != 0)
+        return false;
+    const char *p = listen + 4;
+    while (isdigit((unsigned char)*p) || *p == '.')
+        p++;
+    return *p == ':';
+}
+
+const char *sl_conf_open_problem(const sl_conf *c)
+{
+    if (c->ntokens > 0 || c->tls_client_ca || c->insecure_open ||
+        sl_conf_listen_loopback(c->listen))
+        return NULL;
+    return "listens off loopback without tokens: anyone who reaches the port could take, cancel "
+           "and configure every lock. Secure it with tokens and TLS (docs/security.md), or listen "
+           "on 127.0.0.1; to run it open anyway, say so with insecure_open: true in the "
+           "configuration file or --allow-open";
+}
 
 int sl_conf_check(const sl_conf *c, char *err, size_t errlen)
 {

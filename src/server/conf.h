@@ -66,6 +66,11 @@ typedef struct sl_conf {
     char *tls_key;       /* its PEM private key */
     char *tls_client_ca; /* mTLS: PEM CAs of the client certificates; NULL: none */
     int tls_min_version; /* 12 (TLS 1.2, the default) or 13 */
+    /* Host names the server answers for besides its listen and advertise
+     * hosts, localhost and IP addresses (browser.c); "*": any. */
+    char **allowed_hosts;
+    size_t nallowed_hosts;
+    bool insecure_open; /* off loopback without tokens, said on purpose */
 } sl_conf;
 
 /* Fills every field with its default (strings allocated). */
@@ -76,6 +81,13 @@ int sl_conf_load_file(sl_conf *c, const char *path, char *err, size_t errlen);
 /* Checks the whole configuration (names, limits, tokens unique...). */
 int sl_conf_check(const sl_conf *c, char *err, size_t errlen);
 void sl_conf_free(sl_conf *c);
+/* Protected mode: a server that listens off loopback must have tokens
+ * or a client CA (mTLS), unless insecure_open says so on purpose. NULL when it may start, else
+ * what is wrong and how to mend it. */
+const char *sl_conf_open_problem(const sl_conf *c);
+/* Whether the listen address is loopback only (127.0.0.0/8, [::1],
+ * localhost). */
+bool sl_conf_listen_loopback(const char *listen);
 
 int sl_log_level_parse(const char *s, sl_log_level *out);
 /* "1.2" or "1.3" (also "TLSv1.2", "TLSv1.3") into 12 or 13; -1 otherwise. */

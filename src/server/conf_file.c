@@ -73,6 +73,9 @@ typedef struct raw_conf {
     unsigned semaphores_count;
     raw_token *tokens;
     unsigned tokens_count;
+    char **allowed_hosts;
+    unsigned allowed_hosts_count;
+    char *insecure_open;
 } raw_conf;
 
 /* Every scalar is read as a string; the conversions below judge it. */
@@ -160,6 +163,9 @@ static const cyaml_schema_field_t top_fields[] = {
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
     CYAML_FIELD_SEQUENCE("tokens", OPT_NULL, raw_conf, tokens, &token_schema, 0, CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE("allowed_hosts", OPT_NULL, raw_conf, allowed_hosts, &prefix_schema, 0,
+                         CYAML_UNLIMITED),
+    STR("insecure_open", OPT, raw_conf, insecure_open),
     CYAML_FIELD_END,
 };
 
@@ -1031,6 +1037,18 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         return -1;
     if (r->tokens_count && conv_tokens(ld, r, n) != 0)
         return -1;
+    if (r->insecure_open && conv_bool(ld, "insecure_open", r->insecure_open, &n->insecure_open) != 0)
+        return -1;
+    if (r->allowed_hosts_count) {
+        for (size_t i = 0; i < n->nallowed_hosts; i++)
+            free(n->allowed_hosts[i]);
+        free(n->allowed_hosts);
+        n->nallowed_hosts = r->allowed_hosts_count;
+        n->allowed_hosts = sl__conf_xcalloc(r->allowed_hosts_count, sizeof(char *));
+        for (size_t i = 0; i < r->allowed_hosts_count; i++)
+            n->allowed_hosts[i] =
+                sl__conf_xstrdup(r->allowed_hosts[i] ? r->allowed_hosts[i] : "");
+    }
     return 0;
 }
 

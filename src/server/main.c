@@ -10,7 +10,7 @@
 static const char usage[] =
     "usage: sluiced [--listen HOST:PORT] [--store URL] [--config FILE]\n"
     "               [--durability normal|full] [--log-level error|warn|info|debug]\n"
-    "               [--advertise URL] [--leader-timeout DURATION]\n"
+    "               [--advertise URL] [--leader-timeout DURATION] [--allow-open]\n"
     "               [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]\n"
     "                [--tls-min-version 1.2|1.3]]\n"
     "\n"
@@ -27,6 +27,8 @@ static const char usage[] =
     "                       (default http://LISTEN)\n"
     "  --leader-timeout D   shared mode: how long a leader that stopped answering\n"
     "                       keeps the lead (default 5s; docs/shared-mode.md)\n"
+    "  --allow-open         listen off loopback without tokens, on purpose (anyone\n"
+    "                       who reaches the port may do everything)\n"
     "  --durability MODE    normal: survives a killed process (default);\n"
     "                       full: fsync every commit, survives power loss\n"
     "  --log-level LEVEL    error, warn, info (default) or debug\n"
@@ -49,6 +51,7 @@ static void replace(char **field, const char *value)
 typedef struct flags {
     const char *listen, *store, *config, *durability, *log_level, *advertise, *leader_timeout;
     const char *tls_cert, *tls_key, *tls_client_ca, *tls_min_version;
+    bool allow_open;
 } flags;
 
 static int parse_flags(int argc, char **argv, flags *f)
@@ -61,7 +64,8 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"leader-timeout", required_argument, NULL, 't'},
         {"tls-cert", required_argument, NULL, 'C'},  {"tls-key", required_argument, NULL, 'K'},
         {"tls-client-ca", required_argument, NULL, 'A'},
-        {"tls-min-version", required_argument, NULL, 'M'}, {NULL, 0, NULL, 0},
+        {"tls-min-version", required_argument, NULL, 'M'},
+        {"allow-open", no_argument, NULL, 'o'},            {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -77,6 +81,7 @@ static int parse_flags(int argc, char **argv, flags *f)
         case 'K': f->tls_key = optarg; break;
         case 'A': f->tls_client_ca = optarg; break;
         case 'M': f->tls_min_version = optarg; break;
+        case 'o': f->allow_open = true; break;
         case 'h': fputs(usage, stdout); exit(0);
         case 'V': printf("sluiced %s\n", SL_VERSION); exit(0);
         default: fputs(usage, stderr); return -1;
@@ -109,6 +114,8 @@ static int apply_flags(const flags *f, sl_conf *conf)
                 f->tls_min_version);
         return -1;
     }
+    if (f->allow_open)
+        conf->insecure_open = true;
     if (f->leader_timeout) {
         const char *problem = sl_duration_problem(f->leader_timeout);
         if (problem || sl_duration_parse(f->leader_timeout, &conf->leader_timeout_ms) != 0) {
@@ -155,9 +162,16 @@ int main(int argc, char **argv)
         sl_conf_free(&conf);
         return 2;
     }
+    err[0] = '\0';
     if (apply_flags(&f, &conf) != 0 || sl_conf_check(&conf, err, sizeof(err)) != 0) {
         if (err[0])
             fprintf(stderr, "sluiced: %s\n", err);
+        sl_conf_free(&conf);
+        return 2;
+    }
+    const char *open = sl_conf_open_problem(&conf);
+    if (open) {
+        fprintf(stderr, "sluiced: listen: %s %s\n", conf.listen, open);
         sl_conf_free(&conf);
         return 2;
     }

@@ -132,6 +132,13 @@ void sl_reload(sl_server *srv)
         return;
     keep_fixed(&next, srv->conf);
     keep_tls_on(&next, srv->conf);
+    const char *open = sl_conf_open_problem(&next);
+    if (open) {
+        /* Removing the last token must not open a server off loopback. */
+        sl_log(SL_LOG_ERROR, "reload: %s %s; the running configuration is kept", next.listen, open);
+        sl_conf_free(&next);
+        return;
+    }
     /* The swap: requests are handled between loop turns, and no request
      * keeps a pointer into the configuration across turns. */
     sl_conf old = *srv->conf;

@@ -214,6 +214,9 @@ void sl_routes_handle(void *ud, sl_http_req *req)
         return;
     }
     c.path = path;
+    /* Before any relay: the leader is sent none of the headers it reads. */
+    if (sl_browser_check(&c) != 0)
+        return;
     /* HEAD is a GET whose body the HTTP layer leaves out: every route that
      * takes GET takes HEAD (RFC 9110, 9.3.2). */
     if (c.method == SL_HTTP_HEAD) {

@@ -318,6 +318,9 @@ bool sl_refuse_if_store_failed(sl_ctx *c);
 
 /* ---- auth.c -------------------------------------------------------------- */
 /* Checks the Authorization header. On failure answers 401 and returns -1. */
+/* browser.c: refuses what a web page could make a browser send (DNS
+ * rebinding, cross-site requests): answers 403 and returns -1. */
+int sl_browser_check(sl_ctx *c);
 int sl_auth_check(sl_ctx *c);
 /* Who the request is, for routes open to everyone (/healthz): sets c->auth
  * from a valid token and answers nothing. Returns true when the caller is
