@@ -108,11 +108,11 @@ class TestBounds(BadInputCase):
     def test_huge_body_and_length(self):
         """Far bigger bodies and absurd Content-Lengths are refused without
         reading them all (413 or a closed connection), never a crash."""
-        status, _ = self.send_raw(b"POST /v1/claims HTTP/1.1\r\nHost: x\r\n"
+        status, _ = self.send_raw(b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                   b"Content-Length: 100000000000\r\n\r\n{")
         self.assertIn(status, (400, 413, None))
         big = b'{"holder":"big","pad":"' + b"b" * (3 << 20) + b'"}'
-        status, _ = self.send_raw(b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nContent-Length: %d"
+        status, _ = self.send_raw(b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d"
                                   b"\r\n\r\n" % len(big) + big)
         self.assertIn(status, (413, None))
         self.no_claims_of("big")
@@ -243,7 +243,7 @@ class TestBrokenClients(BadInputCase):
         """Half a request line, half the headers, or a body shorter than its
         Content-Length, then the client closes: nothing is created."""
         body = b'{"holder":"trunc","locks":[{"mutex":"bad/trunc"}]}'
-        full = (b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        full = (b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n" % len(body)) + body
         for cut in (5, 20, 40, 60, len(full) - len(body) - 2, len(full) - len(body),
                     len(full) - 10, len(full) - 1):
@@ -269,7 +269,7 @@ class TestBrokenClients(BadInputCase):
         side still gets its answer."""
         s = self.srv.raw_socket()
         try:
-            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             s.shutdown(socket.SHUT_WR)
             status, data = read_reply(s)
         finally:
@@ -280,7 +280,7 @@ class TestBrokenClients(BadInputCase):
         """Headers and body sent byte by byte over about two seconds: the
         server answers other clients meanwhile, then answers this one."""
         body = b'{"holder":"slow","locks":[{"mutex":"bad/slow"}]}'
-        req = (b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        req = (b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                b"Content-Length: %d\r\n\r\n" % len(body)) + body
         delay = 2.0 / len(req)
         s = self.srv.raw_socket(timeout=10)
@@ -302,7 +302,7 @@ class TestBrokenClients(BadInputCase):
 
     def test_many_requests_one_connection(self):
         """Pipelined requests on one keep-alive connection are each answered."""
-        one = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        one = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         s = self.srv.raw_socket()
         try:
             s.sendall(one * 20)
@@ -334,11 +334,11 @@ class TestBrokenClients(BadInputCase):
             b"GET\r\n\r\n",
             b"GET / HTTP/9.9\r\n\r\n",
             b"GET /healthz HTTP/1.1\r\nNoColonHere\r\n\r\n",
-            b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
-            b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
-            b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n",
+            b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n{}",
+            b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
             b"zz\r\nnot hex\r\n0\r\n\r\n",
-            b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
             b"GET /healthz HTTP/1.1\r\nX-Big: " + b"h" * 40000 + b"\r\n\r\n",
             b"GET /healthz HTTP/1.1\r\n" + b"X-H: v\r\n" * 5000 + b"\r\n",
             b"\r\n" * 1000,
@@ -357,7 +357,7 @@ class TestBrokenClients(BadInputCase):
     def test_chunked_body(self):
         """A chunked body is read like any other (HTTP/1.1 allows it)."""
         body = b'{"holder":"chunk","locks":[{"mutex":"bad/chunk"}]}'
-        req = (b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        req = (b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                + b"%x\r\n" % 10 + body[:10] + b"\r\n" + b"%x\r\n" % (len(body) - 10)
                + body[10:] + b"\r\n0\r\n\r\n")
         status, data = self.send_raw(req)
@@ -371,7 +371,7 @@ class TestBrokenClients(BadInputCase):
         body = b'{"holder":"chunkbig","pad":"' + b"p" * (MAX_BODY + 10) + b'"}'
         chunks = b"".join(b"%x\r\n" % len(body[i:i + 4096]) + body[i:i + 4096] + b"\r\n"
                           for i in range(0, len(body), 4096))
-        req = (b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        req = (b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                + chunks + b"0\r\n\r\n")
         status, data = self.send_raw(req)
         self.assertEqual(status, 413, data[:300])

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "conf_int.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -533,7 +534,7 @@ static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
      "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, advertise, leader_timeout, durability, "
-     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, semaphores, tokens (libcyaml: Load: Unexpected key: "
+     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, semaphores, tokens, allowed_hosts, insecure_open (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
@@ -1373,6 +1374,60 @@ static void store_forms(void **state)
     sl_conf_free(&c);
 }
 
+/* Protected mode: off loopback a server needs tokens or insecure_open. */
+static void open_off_loopback_needs_tokens(void **state)
+{
+    (void)state;
+    static const char *const loopback[] = {"127.0.0.1:7700", "127.9.8.7:1", "[::1]:7700",
+                                           "localhost:7700"};
+    static const char *const off[] = {"0.0.0.0:7700", "[::]:7700", "10.0.0.5:7700",
+                                      "127.0.0.1.example.com:7700", "localhost.example:7700"};
+    sl_conf c;
+    char err[512];
+    sl_conf_defaults(&c);
+    for (size_t i = 0; i < COUNT(loopback); i++) {
+        sl__conf_replace_str(&c.listen, loopback[i]);
+        if (sl_conf_open_problem(&c))
+            fail_msg("%s was refused", loopback[i]);
+    }
+    for (size_t i = 0; i < COUNT(off); i++) {
+        sl__conf_replace_str(&c.listen, off[i]);
+        const char *p = sl_conf_open_problem(&c);
+        if (!p || !strstr(p, "tokens and TLS") || !strstr(p, "insecure_open: true"))
+            fail_msg("%s: %s", off[i], p ? p : "allowed");
+    }
+    sl_conf_free(&c);
+    assert_int_equal(load_text(&c, "listen: 0.0.0.0:7700\ninsecure_open: true\n", err,
+                               sizeof(err)), 0);
+    assert_null(sl_conf_open_problem(&c));
+    sl_conf_free(&c);
+    assert_int_equal(load_text(&c, "listen: 0.0.0.0:7700\ntokens:\n  - {name: a, token: "
+                                   "s3cret-0123456789, admin: true}\n", err, sizeof(err)), 0);
+    assert_null(sl_conf_open_problem(&c));
+    sl_conf_free(&c);
+}
+
+static void allowed_hosts_forms(void **state)
+{
+    (void)state;
+    sl_conf c, d;
+    char err[512] = "";
+    assert_int_equal(load_text(&c, "allowed_hosts: [sluice.example.com, \"*\", h_1]\n", err,
+                               sizeof(err)), 0);
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    assert_int_equal(c.nallowed_hosts, 3);
+    assert_string_equal(c.allowed_hosts[1], "*");
+    sl__conf_dup(&d, &c);
+    assert_string_equal(d.allowed_hosts[0], "sluice.example.com");
+    sl_conf_free(&d);
+    sl_conf_free(&c);
+    assert_int_equal(load_text(&c, "allowed_hosts: [\"sluice.example.com:7700\"]\n", err,
+                               sizeof(err)), -1);
+    assert_non_null(strstr(err, "allowed_hosts[0]: \"sluice.example.com:7700\" is not a host name; "
+                                "write the name clients put in the URL, without scheme or port"));
+    sl_conf_free(&c);
+}
+
 static void log_level_names(void **state)
 {
     (void)state;
@@ -1456,6 +1511,8 @@ int main(void)
         cmocka_unit_test(listen_forms),
         cmocka_unit_test(store_forms),
         cmocka_unit_test(log_level_names),
+        cmocka_unit_test(open_off_loopback_needs_tokens),
+        cmocka_unit_test(allowed_hosts_forms),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
