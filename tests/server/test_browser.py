@@ -164,9 +164,14 @@ class WithTokens(ServerTestCase):
 
 
 class Folding(ServerTestCase):
-    def answer(self, raw):
+    def answer(self, raw, bytewise=False):
         s = self.srv.raw_socket()
-        s.sendall(raw)
+        if bytewise:  # each byte its own segment: the parser's spans end at every byte
+            s.setsockopt(fx.socket.IPPROTO_TCP, fx.socket.TCP_NODELAY, 1)
+            for i in range(len(raw)):
+                s.sendall(raw[i:i + 1])
+        else:
+            s.sendall(raw)
         out = b""
         while b"\r\n\r\n" not in out:
             data = s.recv(4096)
@@ -183,6 +188,13 @@ class Folding(ServerTestCase):
             out = self.answer(head + fold + b"\r\n")
             self.assertTrue(out.startswith(b"HTTP/1.1 400"), (fold, out))
         out = self.answer(head + b"X:   a b\t\r\n\r\n")
+        self.assertTrue(out.startswith(b"HTTP/1.1 200"), out)
+
+    def test_folding_split_across_reads_is_refused_and_values_are_not(self):
+        head = b"GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        out = self.answer(head + b"X: a\r\n b\r\n\r\n", bytewise=True)
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out)
+        out = self.answer(head + b"X: a  b\r\n\r\n", bytewise=True)
         self.assertTrue(out.startswith(b"HTTP/1.1 200"), out)
 
 
