@@ -41,7 +41,7 @@ def raw_request(srv, method, path, body=None):
     """Sends a request on a raw socket and returns the socket, unread."""
     s = srv.raw_socket()
     data = json.dumps(body).encode() if body is not None else b""
-    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n" % (method.encode(), path.encode(), len(data)) + data)
     return s
 
@@ -176,7 +176,7 @@ class TestCreatorGoneDuringCommit(GoneCase):
             s, cid = self.post_wait("during-commit-%d" % i, [{"mutex": m}])
             d = self.srv.raw_socket()
             with self.srv.hold_commits():  # the server's next commit waits
-                d.sendall(b"DELETE /v1/claims/%s HTTP/1.1\r\nHost: x\r\n\r\n"
+                d.sendall(b"DELETE /v1/claims/%s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                           % h["id"].encode())
                 # The server has read the release (and now waits to commit it).
                 wait_until(lambda: server_rx_queue(self.srv.port,
@@ -331,7 +331,7 @@ class TestShutdown(GoneCase):
                 self.assertEqual(read_head(s)[0], 200)
                 socks.append(s)
             half = srv.raw_socket()
-            half.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nContent-Len")
+            half.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Len")
             socks.append(half)
             srv.terminate()  # raises unless the exit status is 0
             for s in socks:

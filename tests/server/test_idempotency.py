@@ -81,7 +81,7 @@ class TestIdempotency(ServerTestCase):
         body = {"holder": "back", "locks": [{"mutex": m}], "lease": "30s", "wait": "20s"}
         s = self.srv.raw_socket()
         data = json.dumps(body).encode()
-        s.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nIdempotency-Key: %s\r\n"
+        s.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: %s\r\n"
                   b"Content-Length: %d\r\n\r\n" % (key.encode(), len(data)) + data)
         status, headers = read_head(s)
         self.assertEqual(status, 201)

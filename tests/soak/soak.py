@@ -151,7 +151,7 @@ def dying_client(load, wid):
                         "locks": [{"semaphore": "soak/runs", "slots": 1}]}
                 s = socket.create_connection(("127.0.0.1", load.port), timeout=10)
                 data = json.dumps(body).encode()
-                s.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                s.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n"
                           % len(data) + data)
                 time.sleep(rng.uniform(0, 0.5))
                 s.close()
@@ -207,7 +207,7 @@ def event_reader(load):
                 load.count("events read", len(page["events"]))
             if rng.random() < 0.2:
                 s = socket.create_connection(("127.0.0.1", load.port), timeout=10)
-                s.sendall(b"GET /v1/events/stream?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % since)
+                s.sendall(b"GET /v1/events/stream?since=%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % since)
                 s.recv(65536)
                 time.sleep(rng.uniform(0, 1))
                 s.close()
