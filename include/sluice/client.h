@@ -73,6 +73,14 @@ typedef struct sl_client_options {
     const char *token;       /* bearer token; NULL: $SLUICE_TOKEN, else none */
     long connect_timeout_ms; /* 0: 5000 */
     long request_timeout_ms; /* for requests that do not wait; 0: 30000 */
+    /* HTTPS (a server with tls.cert): PEM files, each NULL: its variable,
+     * else none. cacert: the CAs the server's certificate is checked
+     * against ($SLUICE_CACERT; none: the system's). cert and key: this
+     * client's certificate and key for a server that asks for one, mTLS
+     * ($SLUICE_CERT, $SLUICE_KEY; key NULL: in the cert file). */
+    const char *cacert;
+    const char *cert;
+    const char *key;
 } sl_client_options;
 
 /* opts may be NULL. The strings are copied. */

@@ -47,6 +47,7 @@ typedef struct cli {
     const char *command;    /* "run", "sem", ... (for help and messages) */
     const char *server;     /* --server, else NULL ($SLUICE_SERVER or the default) */
     const char *token;      /* --token, else NULL ($SLUICE_TOKEN or none) */
+    const char *cacert, *cert, *key; /* --cacert, --cert, --key, else NULL ($SLUICE_...) */
     bool json;              /* --json */
     bool out_tty, err_tty;  /* stdout, stderr are terminals */
     bool style;             /* bold and the like on stdout (a terminal, TERM not dumb) */

@@ -370,6 +370,9 @@ int cli_keep_start(cli *c, const sl_client_claim *claim, pid_t caller_pid, char 
     }
     c->opts.server = c->server;
     c->opts.token = c->token;
+    c->opts.cacert = c->cacert;
+    c->opts.cert = c->cert;
+    c->opts.key = c->key;
     fflush(stdout);
     fflush(stderr);
     pid_t mid = fork();

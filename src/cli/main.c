@@ -1,6 +1,6 @@
 /* main.c - the `sluice` command: global flags, dispatch, errors.
  *
- *   sluice [--server URL] [--token T] [--json] COMMAND [ARGS...]
+ *   sluice [--server URL] [--token T] [--cacert F] [--cert F --key F] [--json] COMMAND [ARGS...]
  *
  * Global flags may come before the command or among its own flags (but not
  * after run's "--"). Every command reaches the server through libsluice
@@ -92,6 +92,9 @@ int cli_connect(cli *c, sl_client **out)
     sl_client_error err = {0};
     c->opts.server = c->server;
     c->opts.token = c->token;
+    c->opts.cacert = c->cacert;
+    c->opts.cert = c->cert;
+    c->opts.key = c->key;
     int rc = sl_client_new(&c->opts, out, &err);
     if (rc != SL_CLIENT_OK)
         return cli_fail(c, "cannot set up the client", &err);
@@ -109,11 +112,14 @@ void cli_servers_join(const sl_client *cl, const char *sep, cli_buf *out)
 
 /* ---- flags ------------------------------------------------------------------------- */
 
-enum { G_SERVER = 1000, G_TOKEN, G_JSON, G_HELP };
+enum { G_SERVER = 1000, G_TOKEN, G_JSON, G_HELP, G_CACERT, G_CERT, G_KEY };
 
 static const cli_flag global_flags[] = {
     {"server", true, G_SERVER},
     {"token", true, G_TOKEN},
+    {"cacert", true, G_CACERT},
+    {"cert", true, G_CERT},
+    {"key", true, G_KEY},
     {"json", false, G_JSON},
     {"help", false, G_HELP},
     {0},
@@ -204,6 +210,15 @@ int cli_flag_next(cli *c, const cli_flag *flags, int argc, char **argv, int *i, 
             continue;
         case G_TOKEN:
             c->token = *val;
+            continue;
+        case G_CACERT:
+            c->cacert = *val;
+            continue;
+        case G_CERT:
+            c->cert = *val;
+            continue;
+        case G_KEY:
+            c->key = *val;
             continue;
         case G_JSON:
             c->json = true;

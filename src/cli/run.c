@@ -244,6 +244,9 @@ static int run_command(cli *c, sl_client *cl, const sl_client_claim *claim, char
     cli_sigpipe_block(true);
     c->opts.server = c->server;
     c->opts.token = c->token;
+    c->opts.cacert = c->cacert;
+    c->opts.cert = c->cert;
+    c->opts.key = c->key;
     int rc = sl_client_keeper_start(&c->opts, claim->id, claim->lease_ms, &retry, on_lost, &lost,
                                     &k, &err);
     if (rc != SL_CLIENT_OK) {

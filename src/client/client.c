@@ -74,6 +74,27 @@ int sl__err_oom(sl_client_error *err)
 
 /* ---- the handle ------------------------------------------------------------ */
 
+/* The TLS files: an option, else its variable; each copied. A key needs
+ * its certificate. */
+static int tls_files(sl_client *c, const sl_client_options *opts, sl_client_error *err)
+{
+    const char *v[3] = {opts && opts->cacert ? opts->cacert : getenv("SLUICE_CACERT"),
+                        opts && opts->cert ? opts->cert : getenv("SLUICE_CERT"),
+                        opts && opts->key ? opts->key : getenv("SLUICE_KEY")};
+    char **dst[3] = {&c->cacert, &c->cert, &c->key};
+    if (v[2] && *v[2] && !(v[1] && *v[1]))
+        return sl__err_set(err, SL_CLIENT_EINVAL,
+                           "a client key needs its certificate: give --cert (SLUICE_CERT) too");
+    for (int i = 0; i < 3; i++) {
+        if (!v[i] || !*v[i])
+            continue;
+        *dst[i] = strdup(v[i]);
+        if (!*dst[i])
+            return sl__err_oom(err);
+    }
+    return SL_CLIENT_OK;
+}
+
 int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_error *err)
 {
     sl__err_clear(err);
@@ -119,6 +140,11 @@ int sl_client_new(const sl_client_options *opts, sl_client **out, sl_client_erro
             goto oom;
         snprintf(c->auth_header, n, "Authorization: Bearer %s", token);
     }
+    rc = tls_files(c, opts, err);
+    if (rc != SL_CLIENT_OK) {
+        sl_client_free(c);
+        return rc;
+    }
     c->easy = curl_easy_init();
     c->multi = curl_multi_init();
     if (!c->easy || !c->multi)
@@ -146,6 +172,9 @@ void sl_client_free(sl_client *c)
             *p++ = '\0';
     }
     free(c->auth_header);
+    free(c->cacert);
+    free(c->cert);
+    free(c->key);
     free(c);
 }
 

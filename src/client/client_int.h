@@ -58,6 +58,7 @@ struct sl_client {
     size_t cur;         /* the server in use: the last that answered */
     const char *server; /* servers[cur] */
     char *auth_header;  /* "Authorization: Bearer ..." or NULL */
+    char *cacert, *cert, *key; /* TLS files (sl_client_options), or NULL */
     long connect_timeout_ms;
     long request_timeout_ms;
     CURL *easy;   /* reused, so that its connection is kept alive */

@@ -194,6 +194,12 @@ static CURLcode setup(sl_client *c, const sl__request *rq, const char *url,
     } while (0)
     SET(CURLOPT_URL, url);
     SET(CURLOPT_NOSIGNAL, 1L);
+    if (c->cacert)
+        SET(CURLOPT_CAINFO, c->cacert);
+    if (c->cert)
+        SET(CURLOPT_SSLCERT, c->cert);
+    if (c->key)
+        SET(CURLOPT_SSLKEY, c->key);
     SET(CURLOPT_USERAGENT, "libsluice/" SL_CLIENT_VERSION);
     SET(CURLOPT_HTTPHEADER, headers);
     SET(CURLOPT_WRITEFUNCTION, on_write);

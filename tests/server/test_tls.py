@@ -242,6 +242,37 @@ class TestClientCertificates(TLSTestCase):
             with self.connect(self.context(v, cert="alice")) as s:
                 self.assertEqual(self.get(s, 2), ["HTTP/1.1 200 OK"] * 2)
 
+    def test_the_cli_over_mtls(self):
+        cli = os.environ.get("SLUICE_CLI")
+        if not cli:
+            self.skipTest("SLUICE_CLI not set (CTest sets it)")
+        url = "https://localhost:%d" % self.srv.port
+        env = dict(os.environ, SLUICE_CACERT=self.path("ca.pem"))
+        env.pop("SLUICE_CERT", None)
+        env.pop("SLUICE_KEY", None)
+
+        def sluice(*args, **kw):
+            return subprocess.run([cli, "--server", url, *args], capture_output=True, text=True,
+                                  timeout=DEADLINE_S, env=dict(env, **kw))
+
+        # Flags: --cacert, --cert, --key.
+        ok = sluice("--cacert", self.path("ca.pem"), "--cert", self.path("alice.pem"),
+                    "--key", self.path("alice.key"), "sem", "set", "tls/db", "2")
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        # The variables.
+        ok = sluice("sem", "info", "tls/db", SLUICE_CERT=self.path("alice.pem"),
+                    SLUICE_KEY=self.path("alice.key"))
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("tls/db", ok.stdout)
+        # No client certificate: refused in the handshake, and said.
+        bad = sluice("sem", "info", "tls/db")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertNotEqual(bad.stderr.strip(), "")
+        # A key without its certificate: refused before connecting.
+        bad = sluice("--key", self.path("alice.key"), "sem", "info", "tls/db")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("needs its certificate", bad.stderr)
+
     def test_no_certificate_refused(self):
         self.refused(None)
 
