@@ -159,16 +159,17 @@ int sl__conf_duration(loader *ld, const char *path, const char *s, int64_t *out)
 {
     if (sl_duration_parse(s, out) == 0)
         return 0;
-    return sl__conf_fail(ld, path,
-                "\"%.100s\" is not a duration; write a number and units h, m, s or ms, largest "
-                "first, like 250ms, 30s, 5m or 1h30m (a bare number is seconds; at most 100 "
-                "years)",
-                s);
+    return sl__conf_fail(
+        ld, path,
+        "\"%.100s\" is not a duration; write a number and units h, m, s or ms, largest "
+        "first, like 250ms, 30s, 5m or 1h30m (a bare number is seconds; at most 100 "
+        "years)",
+        s);
 }
 
 /* A whole number of digits only, at most max; `like` is an example. */
 int sl__conf_count(loader *ld, const char *path, const char *s, uint64_t max, const char *like,
-                      uint64_t *out)
+                   uint64_t *out)
 {
     uint64_t v = 0;
     bool over = false;
@@ -181,11 +182,11 @@ int sl__conf_count(loader *ld, const char *path, const char *s, uint64_t max, co
             v = v * 10 + d;
     }
     if (i == 0 || s[i] != '\0')
-        return sl__conf_fail(ld, path, "\"%.100s\" is not a whole number; write digits only, like %s", s,
-                    like);
+        return sl__conf_fail(
+            ld, path, "\"%.100s\" is not a whole number; write digits only, like %s", s, like);
     if (over || v > max)
         return sl__conf_fail(ld, path, "%.100s is more than the largest allowed, %llu", s,
-                    (unsigned long long)max);
+                             (unsigned long long)max);
     *out = v;
     return 0;
 }
@@ -206,13 +207,13 @@ int sl__conf_bool(loader *ld, const char *path, const char *s, bool *out)
 
 /* A whole number from lo to max, like conv_count. */
 int sl__conf_range(loader *ld, const char *path, const char *s, uint64_t lo, uint64_t max,
-                      const char *like, uint64_t *out)
+                   const char *like, uint64_t *out)
 {
     if (sl__conf_count(ld, path, s, max, like, out) != 0)
         return -1;
     if (*out < lo)
         return sl__conf_fail(ld, path, "%.100s is less than the smallest allowed, %llu", s,
-                    (unsigned long long)lo);
+                             (unsigned long long)lo);
     return 0;
 }
 
@@ -226,8 +227,8 @@ static int conv_tls(loader *ld, const raw_tls *t, sl_conf *n)
         sl__conf_replace_str(&n->tls_client_ca, t->client_ca);
     if (t->min_version && sl_tls_version_parse(t->min_version, &n->tls_min_version) != 0)
         return sl__conf_fail(ld, "tls.min_version",
-                    "\"%.100s\" is not a TLS version this server serves; use 1.2 or 1.3",
-                    t->min_version);
+                             "\"%.100s\" is not a TLS version this server serves; use 1.2 or 1.3",
+                             t->min_version);
     return 0;
 }
 
@@ -248,14 +249,16 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         else if (strcmp(r->durability, "full") == 0)
             n->durability = SL_DURABILITY_FULL;
         else
-            return sl__conf_fail(ld, "durability",
-                        "\"%.100s\" is not a durability; use normal (survives a killed process) "
-                        "or full (survives power loss too)",
-                        r->durability);
+            return sl__conf_fail(
+                ld, "durability",
+                "\"%.100s\" is not a durability; use normal (survives a killed process) "
+                "or full (survives power loss too)",
+                r->durability);
     }
     if (r->log_level && sl_log_level_parse(r->log_level, &n->log_level) != 0)
         return sl__conf_fail(ld, "log_level",
-                    "\"%.100s\" is not a log level; use error, warn, info or debug", r->log_level);
+                             "\"%.100s\" is not a log level; use error, warn, info or debug",
+                             r->log_level);
     if (r->default_lease &&
         sl__conf_duration(ld, "default_lease", r->default_lease, &n->default_lease_ms) != 0)
         return -1;
@@ -311,7 +314,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         return -1;
     if (r->tokens_count && sl__conf_tokens(ld, r, n) != 0)
         return -1;
-    if (r->insecure_open && sl__conf_bool(ld, "insecure_open", r->insecure_open, &n->insecure_open) != 0)
+    if (r->insecure_open &&
+        sl__conf_bool(ld, "insecure_open", r->insecure_open, &n->insecure_open) != 0)
         return -1;
     if (r->allowed_hosts_count) {
         for (size_t i = 0; i < n->nallowed_hosts; i++)
@@ -320,8 +324,7 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         n->nallowed_hosts = r->allowed_hosts_count;
         n->allowed_hosts = sl__conf_xcalloc(r->allowed_hosts_count, sizeof(char *));
         for (size_t i = 0; i < r->allowed_hosts_count; i++)
-            n->allowed_hosts[i] =
-                sl__conf_xstrdup(r->allowed_hosts[i] ? r->allowed_hosts[i] : "");
+            n->allowed_hosts[i] = sl__conf_xstrdup(r->allowed_hosts[i] ? r->allowed_hosts[i] : "");
     }
     return 0;
 }
@@ -429,4 +432,3 @@ int sl_conf_load_file(sl_conf *c, const char *path, char *err, size_t errlen)
     *c = next;
     return 0;
 }
-

@@ -94,18 +94,20 @@ static int conv_weight(loader *ld, weights_doc *wd, const yaml_node_pair_t *pair
     snprintf(path, sizeof(path), "semaphores[%zu].weights", i);
     ld->here = &k->start_mark;
     if (k->type != YAML_SCALAR_NODE)
-        return sl__conf_fail(ld, path, "a rebalance key must be a single value, like paying, not %s",
-                    k->type == YAML_SEQUENCE_NODE ? "a list" : "keys with values");
+        return sl__conf_fail(ld, path,
+                             "a rebalance key must be a single value, like paying, not %s",
+                             k->type == YAML_SEQUENCE_NODE ? "a list" : "keys with values");
     const char *key = (const char *)k->data.scalar.value;
     if (k->data.scalar.length == 0 || k->data.scalar.length > SL_NAME_MAX ||
         strlen(key) != k->data.scalar.length)
         return sl__conf_fail(ld, path, MSG_WEIGHT_KEY_FMT, key);
     size_t at = strcspn(key, SL_CONTROL_BYTES);
     if (key[at])
-        return sl__conf_fail(ld, path,
-                    "a rebalance key has a control character (byte 0x%02x) at position %zu; use "
-                    "printable characters only, as a claim's rebalance_key does",
-                    (unsigned char)key[at], at + 1);
+        return sl__conf_fail(
+            ld, path,
+            "a rebalance key has a control character (byte 0x%02x) at position %zu; use "
+            "printable characters only, as a claim's rebalance_key does",
+            (unsigned char)key[at], at + 1);
     snprintf(path, sizeof(path), "semaphores[%zu].weights.%.*s", i, KEY_IN_PATH, key);
     for (size_t e = 0; e < j; e++)
         if (strcmp(w[e].key, key) == 0)
@@ -113,7 +115,7 @@ static int conv_weight(loader *ld, weights_doc *wd, const yaml_node_pair_t *pair
     ld->here = &v->start_mark;
     if (v->type != YAML_SCALAR_NODE)
         return sl__conf_fail(ld, path, "expected a single value, found %s; write a weight, like 3",
-                    v->type == YAML_SEQUENCE_NODE ? "a list" : "keys with values");
+                             v->type == YAML_SEQUENCE_NODE ? "a list" : "keys with values");
     const char *text = (const char *)v->data.scalar.value;
     uint64_t weight = 0;
     if (sl__conf_range(ld, path, text, 1, SL_WEIGHT_MAX, "3", &weight) != 0)
@@ -139,10 +141,11 @@ static int conv_weights(loader *ld, weights_doc *wd, const yaml_node_t *entry, s
     if (s->strategy != SL_REBALANCED)
         return sl__conf_fail(ld, path, MSG_REBALANCED_ONLY);
     if (node->type != YAML_MAPPING_NODE)
-        return sl__conf_fail(ld, path,
-                    "expected keys with values (a rebalance key and its weight, like paying: 3), "
-                    "found %s",
-                    node->type == YAML_SEQUENCE_NODE ? "a list" : "a single value");
+        return sl__conf_fail(
+            ld, path,
+            "expected keys with values (a rebalance key and its weight, like paying: 3), "
+            "found %s",
+            node->type == YAML_SEQUENCE_NODE ? "a list" : "a single value");
     size_t n = (size_t)(node->data.mapping.pairs.top - node->data.mapping.pairs.start);
     if (n > SL_WEIGHTS_MAX)
         return sl__conf_fail(ld, path, MSG_WEIGHTS_MAX_FMT, n);
@@ -172,7 +175,8 @@ static const char *sem_path(char *path, size_t i, const char *key)
 static int conv_preempt(loader *ld, const raw_sem *rs, size_t i, sl_sem_rules *r)
 {
     char path[PATH_CAP];
-    if (rs->preempt && sl__conf_bool(ld, sem_path(path, i, "preempt"), rs->preempt, &r->preempt) != 0)
+    if (rs->preempt &&
+        sl__conf_bool(ld, sem_path(path, i, "preempt"), rs->preempt, &r->preempt) != 0)
         return -1;
     r->preempt_grace_ms = r->preempt ? CONF_PREEMPT_GRACE_DEFAULT_MS : 0;
     if (!rs->preempt_grace)
@@ -188,17 +192,18 @@ static int conv_queue(loader *ld, const raw_sem *rs, size_t i, sl_sem_rules *r)
     char path[PATH_CAP];
     uint64_t v = 0;
     if (rs->max_pending && sl__conf_count(ld, sem_path(path, i, "max_pending"), rs->max_pending,
-                                      SL_LIMIT_MAX, "50", &v) != 0)
+                                          SL_LIMIT_MAX, "50", &v) != 0)
         return -1;
     r->max_pending = (uint32_t)v;
     if (!rs->on_full)
         return 0;
     sem_path(path, i, "on_full");
     if (sl_on_full_parse(rs->on_full, &r->on_full) != 0)
-        return sl__conf_fail(ld, path,
-                    "\"%.100s\" is not a way to meet a full queue; use reject (a claim arriving "
-                    "at a full queue is refused) or drop_oldest (the oldest waiter gives way)",
-                    rs->on_full);
+        return sl__conf_fail(
+            ld, path,
+            "\"%.100s\" is not a way to meet a full queue; use reject (a claim arriving "
+            "at a full queue is refused) or drop_oldest (the oldest waiter gives way)",
+            rs->on_full);
     if (r->max_pending == 0)
         return sl__conf_fail(ld, path, MSG_ON_FULL_NEEDS_MAX_PENDING);
     return 0;
@@ -229,10 +234,11 @@ static int conv_rate(loader *ld, const raw_sem *rs, size_t i, sl_sem_rules *r)
         return 0;
     const char *problem = sl_rate_problem(rs->rate);
     if (problem)
-        return sl__conf_fail(ld, sem_path(path, i, "rate"),
-                    "\"%.100s\" %s; write N/PERIOD, a number of grants per a duration, like "
-                    "100/1m or 5/1s",
-                    rs->rate, problem);
+        return sl__conf_fail(
+            ld, sem_path(path, i, "rate"),
+            "\"%.100s\" %s; write N/PERIOD, a number of grants per a duration, like "
+            "100/1m or 5/1s",
+            rs->rate, problem);
     sl_rate_parse(rs->rate, &r->rate_count, &r->rate_period_ms);
     if (rs->burst &&
         sl__conf_range(ld, sem_path(path, i, "burst"), rs->burst, 1, SL_LIMIT_MAX, "5", &v) != 0)
@@ -251,8 +257,8 @@ static int conv_rules(loader *ld, weights_doc *wd, const raw_sem *rs, size_t i, 
     ld->here = NULL; /* it pointed into the document, which goes */
     if (rc != 0 || conv_default_weight(ld, rs, i, s) != 0 || conv_rate(ld, rs, i, &s->rules) != 0)
         return -1;
-    if (rs->backdate &&
-        sl__conf_duration(ld, sem_path(path, i, "backdate"), rs->backdate, &s->rules.backdate_ms) != 0)
+    if (rs->backdate && sl__conf_duration(ld, sem_path(path, i, "backdate"), rs->backdate,
+                                          &s->rules.backdate_ms) != 0)
         return -1;
     return 0;
 }
@@ -263,22 +269,23 @@ static int conv_semaphore(loader *ld, weights_doc *wd, const raw_sem *rs, size_t
     uint64_t limit = 0;
     s->name = sl__conf_xstrdup(rs->name ? rs->name : "");
     if (sl__conf_count(ld, sem_path(path, i, "limit"), rs->limit ? rs->limit : "", SL_LIMIT_MAX,
-                   "65536", &limit) != 0)
+                       "65536", &limit) != 0)
         return -1;
     s->limit = (uint32_t)limit;
     s->strategy = SL_STRICT;
     sem_path(path, i, "strategy");
     if (rs->strategy && sl_strategy_parse(rs->strategy, &s->strategy) != 0)
-        return sl__conf_fail(ld, path, "\"%.100s\" is not a strategy; use strict, skip or rebalanced",
-                    rs->strategy);
-    if (rs->lease && sl__conf_duration(ld, sem_path(path, i, "lease"), rs->lease, &s->lease_ms) != 0)
+        return sl__conf_fail(
+            ld, path, "\"%.100s\" is not a strategy; use strict, skip or rebalanced", rs->strategy);
+    if (rs->lease &&
+        sl__conf_duration(ld, sem_path(path, i, "lease"), rs->lease, &s->lease_ms) != 0)
         return -1;
     s->overtake_ms = SL_OVERTAKE_DEFAULT_MS;
     sem_path(path, i, "overtake_limit");
     if (rs->overtake_limit && s->strategy != SL_SKIP)
         return sl__conf_fail(ld, path,
-                    "applies to the skip strategy only; leave it out or use "
-                    "strategy: skip");
+                             "applies to the skip strategy only; leave it out or use "
+                             "strategy: skip");
     if (rs->overtake_limit && sl__conf_duration(ld, path, rs->overtake_limit, &s->overtake_ms) != 0)
         return -1;
     return conv_rules(ld, wd, rs, i, s);

@@ -305,8 +305,7 @@ bool sl__conf_locate(const loader *ld, const char *path, bool key, yaml_mark_t *
 
 /* "FILE:LINE:COL: PATH: MSG", the place found by walking the file (or
  * ld->here, a node of the weights). */
-int sl__conf_fail(loader *ld, const char *path, const char *fmt,
-                                                      ...)
+int sl__conf_fail(loader *ld, const char *path, const char *fmt, ...)
 {
     char msg[MSG_CAP];
     va_list ap;
