@@ -656,12 +656,17 @@ static void peer_closed(sl_http_conn *c)
 }
 
 /* A step of the TLS handshake: true once done, false while it waits for
- * the socket (or failed: the connection is closed). */
+ * the socket (or failed: the connection closes). A failure (a bad
+ * certificate, an old version, not TLS at all) closes as an answer does,
+ * lingering: OpenSSL has written its alert, and in TLS 1.3 a client whose
+ * certificate is refused has sent its request already; closing with that
+ * request unread would send a reset, which drops the alert on its way and
+ * leaves the client with an end of file instead of the reason. */
 static bool tls_handshake(sl_http_conn *c)
 {
     int hs = sl__tls_handshake(c);
     if (hs < 0)
-        conn_gone(c); /* a bad certificate, an old version, not TLS at all */
+        begin_close(c);
     else if (hs == 0 && c->tls_wants_write)
         arm_write(c);
     return hs > 0;

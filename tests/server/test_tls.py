@@ -282,6 +282,18 @@ class TestClientCertificates(TLSTestCase):
     def test_an_expired_certificate_refused(self):
         self.refused("expired")
 
+    def test_the_refusal_reaches_the_client(self):
+        # TLS 1.3: the server refuses a client's certificate (here, none) after the
+        # client's Finished, when the client has sent its request already. The alert
+        # must reach the client, so that it can say why: a close with the request
+        # unread sends a reset, and a reset drops the alert on its way (the client
+        # saw an end of file, most times).
+        for _ in range(20):
+            with self.assertRaises(ssl.SSLError) as e:
+                with self.connect(self.context(ssl.TLSVersion.TLSv1_3)) as s:
+                    self.get(s)
+            self.assertEqual(e.exception.reason, "TLSV13_ALERT_CERTIFICATE_REQUIRED")
+
 
 if __name__ == "__main__":
     unittest.main()
