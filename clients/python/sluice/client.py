@@ -11,6 +11,7 @@ import os
 import random
 import re
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -26,10 +27,11 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
-    Type,
     TypeVar,
     Union,
 )
+
+from . import _tls
 
 Duration = Union[int, float, str]
 """A duration: seconds as a number, or a string such as ``"250ms"``, ``"30s"``, ``"1h30m"``."""
@@ -106,6 +108,23 @@ class ClaimEnded(Conflict):
 
 class Unavailable(SluiceError):
     """503 (or no server reachable) after every retry of the failover."""
+
+
+class TLSError(SluiceError):
+    """The TLS files could not be read, or a TLS handshake failed in a way that trying again
+    cannot mend: the server's certificate not accepted (``code`` ``tls_verify``), this
+    client refused for its certificate or the lack of one (``tls_refused``), a server that
+    does not answer in TLS (``tls_protocol``), another handshake failure
+    (``tls_handshake``), or a file that cannot be read (``tls_files``). ``status`` is
+    ``None``; the message says what failed and how to mend it.
+
+    :ivar ssl_error: the :class:`ssl.SSLError` it comes from, if any.
+    """
+
+    def __init__(self, code: str, message: str,
+                 ssl_error: Optional[BaseException] = None) -> None:
+        super().__init__(None, code, message)
+        self.ssl_error = ssl_error
 
 
 class Timeout(SluiceError, TimeoutError):
@@ -443,7 +462,7 @@ def _split_servers(servers: Union[str, Sequence[str], None]) -> List[str]:
             url = "http://" + url
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"server entry {i} ({item!r}) is not an http:// URL")
+            raise ValueError(f"server entry {i} ({item!r}) is not an http:// or https:// URL")
         out.append(url)
     if not out:
         raise ValueError("no server given")
@@ -460,14 +479,30 @@ class Client:
     :param token: a bearer token (default ``$SLUICE_TOKEN``).
     :param timeout: seconds one attempt may take beyond the long poll it waits on.
     :param retry_for: seconds the failover keeps trying before it gives up (about 15).
+    :param ssl_context: for ``https://`` servers, the :class:`ssl.SSLContext` to use as it is
+        (its CAs, its client certificate); not with ``cafile``, ``certfile`` or ``keyfile``,
+        and the ``SLUICE_CACERT``, ``SLUICE_CERT`` and ``SLUICE_KEY`` variables are not read.
+    :param cafile: for ``https://`` servers, the CA certificates (PEM) the server's
+        certificate is checked against, instead of the system's (default ``$SLUICE_CACERT``).
+    :param certfile: for servers that ask for client certificates (mTLS): this client's
+        certificate (PEM; default ``$SLUICE_CERT``).
+    :param keyfile: the private key (PEM) of ``certfile`` (default ``$SLUICE_KEY``, else read
+        from ``certfile``'s file). A key without a certificate raises :class:`ValueError`.
+
+    Without ``ssl_context`` the client makes one as ``ssl.create_default_context`` does: the
+    server's certificate and name are checked. A file that cannot be read raises
+    :class:`TLSError` (code ``tls_files``) here, when a server is ``https://``.
 
     A client is a context manager: ``with sluice.Client() as client: ...`` closes it at the
     end (:meth:`close`).
     """
 
     def __init__(self, servers: Union[str, Sequence[str], None] = None, token: Optional[str] = None,
-                 timeout: float = 30.0, retry_for: float = 15.0) -> None:
+                 timeout: float = 30.0, retry_for: float = 15.0, *,
+                 ssl_context: Optional[ssl.SSLContext] = None, cafile: Optional[str] = None,
+                 certfile: Optional[str] = None, keyfile: Optional[str] = None) -> None:
         self.servers = _split_servers(servers)
+        self._tls_files, self._ssl_context = self._tls_setup(ssl_context, cafile, certfile, keyfile)
         self.token = token if token is not None else (os.environ.get("SLUICE_TOKEN") or None)
         self.timeout = float(timeout)
         self.retry_for = float(retry_for)
@@ -476,6 +511,25 @@ class Client:
         self._closed = False
         # the holds still open: claim id -> (claim, its keeper's stop event)
         self._holds: Dict[str, Tuple[Claim, threading.Event]] = {}
+
+    def _tls_setup(self, ssl_context: Optional[ssl.SSLContext], cafile: Optional[str],
+                   certfile: Optional[str], keyfile: Optional[str],
+                   ) -> Tuple[Optional[_tls.TLSFiles], Optional[ssl.SSLContext]]:
+        """The TLS files (None with a context given) and the context, made only when a
+        server is https:// (a variable set for another program leaves http:// alone)."""
+        if ssl_context is not None:
+            if cafile or certfile or keyfile:
+                raise ValueError("give either ssl_context or cafile/certfile/keyfile, not both: "
+                                 "load the files into the context (load_verify_locations, "
+                                 "load_cert_chain)")
+            return None, ssl_context
+        files = _tls.tls_files(cafile, certfile, keyfile)
+        if all(urllib.parse.urlsplit(s).scheme != "https" for s in self.servers):
+            return files, None
+        try:
+            return files, _tls.make_context(files)
+        except ValueError as e:
+            raise TLSError("tls_files", str(e)) from None
 
     def close(self) -> None:
         """Close the client: the claims of holds still open are released (their keepers
@@ -520,10 +574,24 @@ class Client:
 
     def _connect(self, server: str, timeout: float) -> http.client.HTTPConnection:
         parts = urllib.parse.urlsplit(server)
-        cls: Type[http.client.HTTPConnection] = http.client.HTTPConnection
         if parts.scheme == "https":
-            cls = http.client.HTTPSConnection
-        return cls(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
+            return http.client.HTTPSConnection(parts.hostname or "127.0.0.1", parts.port,
+                                               timeout=timeout, context=self._ssl_context)
+        return http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port,
+                                          timeout=timeout)
+
+    def _unreachable(self, server: str, e: BaseException) -> SluiceError:
+        """What a failed connection means: a :class:`TLSError` when trying again cannot mend
+        it (a certificate refused, no TLS), else :class:`Unavailable` for the failover."""
+        tls = _tls.explain(e, server, self._tls_files)
+        if tls is not None:
+            return TLSError(tls[0], tls[1], e)
+        hint = ""
+        if (isinstance(e, http.client.RemoteDisconnected)
+                and urllib.parse.urlsplit(server).scheme == "http"):
+            # What a server that serves HTTPS does to a plain HTTP request.
+            hint = " (if the server serves HTTPS, use an https:// URL)"
+        return Unavailable(None, "unreachable", f"cannot reach {server}: {e}{hint}")
 
     def _once(self, server: str, method: str, path: str, body: Optional[bytes],
               headers: Dict[str, str], timeout: float) -> _Response:
@@ -536,7 +604,10 @@ class Client:
                 resp = conn.getresponse()
                 data = resp.read()
             except (OSError, http.client.HTTPException) as e:
-                raise _Retryable(Unavailable(None, "unreachable", f"cannot reach {server}: {e}"))
+                error = self._unreachable(server, e)
+                if isinstance(error, TLSError):
+                    raise error from None
+                raise _Retryable(error)
             hdrs = {k.lower(): v for k, v in resp.getheaders()}
         finally:
             conn.close()
@@ -961,7 +1032,9 @@ class Client:
                         elif field == "data":
                             data_lines.append(val)
             except (OSError, http.client.HTTPException) as e:
-                error = Unavailable(None, "unreachable", f"cannot reach {server}: {e}")
+                error = self._unreachable(server, e)
+                if isinstance(error, TLSError):
+                    raise error from None
             finally:
                 conn.close()
             now = time.monotonic()

@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -21,7 +22,7 @@ import time
 import unittest
 import urllib.error
 import urllib.request
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import sluice
 
@@ -39,16 +40,19 @@ def free_port() -> int:
 
 
 class Server:
-    """One sluiced on a free loopback port with an SQLite store in a temporary directory."""
+    """One sluiced on a free loopback port with an SQLite store in a temporary directory;
+    ``args`` are more flags (TLS: ``context`` then says how to reach it for /healthz)."""
 
-    def __init__(self) -> None:
+    def __init__(self, args: Sequence[str] = (), context: Optional[ssl.SSLContext] = None) -> None:
         binary = os.environ.get("SLUICED")
         if not binary or not os.path.isfile(binary):
             raise unittest.SkipTest("set SLUICED to the sluiced binary")
         self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="sluice-py-")
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = list(args)
+        self.context = context
+        self.url = f"{'https' if context else 'http'}://127.0.0.1:{self.port}"
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.log = os.path.join(self.dir, "sluiced.log")
 
@@ -56,14 +60,16 @@ class Server:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [self.binary, "--listen", f"127.0.0.1:{self.port}",
-                 "--store", f"sqlite:{os.path.join(self.dir, 'sluice.db')}", "--log-level", "warn"],
+                 "--store", f"sqlite:{os.path.join(self.dir, 'sluice.db')}", "--log-level", "warn",
+                 *self.args],
                 stdout=log, stderr=log)
         deadline = time.monotonic() + READY_DEADLINE_S
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"sluiced exited with {self.proc.returncode}: {self.output()}")
             try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1.0) as r:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1.0,
+                                            context=self.context) as r:
                     if r.status == 200:
                         return
             except (OSError, urllib.error.URLError):
