@@ -131,6 +131,9 @@ void sl_conf_free(sl_conf *c)
     free(c->tls_cert);
     free(c->tls_key);
     free(c->tls_client_ca);
+    free(c->cluster_ca);
+    free(c->cluster_cert);
+    free(c->cluster_key);
     sl__conf_sems_free(c->semaphores, c->nsemaphores);
     sl__conf_tokens_free(c->tokens, c->ntokens);
     for (size_t i = 0; i < c->nallowed_hosts; i++)
@@ -149,6 +152,9 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
     dst->tls_cert = dup_or_null(src->tls_cert);
     dst->tls_key = dup_or_null(src->tls_key);
     dst->tls_client_ca = dup_or_null(src->tls_client_ca);
+    dst->cluster_ca = dup_or_null(src->cluster_ca);
+    dst->cluster_cert = dup_or_null(src->cluster_cert);
+    dst->cluster_key = dup_or_null(src->cluster_key);
     dst->semaphores = NULL;
     dst->tokens = NULL;
     dst->allowed_hosts = NULL;
@@ -448,6 +454,22 @@ static int rules_problem(const sl_conf_sem *s, size_t i, char *path, char *msg)
     return 0;
 }
 
+/* cluster.*: files in pairs, and TLS on for a CA that proves leaders. */
+static const char *cluster_tls_problem(const sl_conf *c, char *path)
+{
+    snprintf(path, PATH_CAP, "cluster.key");
+    if (c->cluster_cert && !c->cluster_key)
+        return "is missing: cluster.cert needs its private key (cluster.key, --cluster-key)";
+    snprintf(path, PATH_CAP, "cluster.cert");
+    if (c->cluster_key && !c->cluster_cert)
+        return "is missing: cluster.key needs its certificate (cluster.cert, --cluster-cert)";
+    snprintf(path, PATH_CAP, "cluster.ca");
+    if (c->cluster_ca && !c->tls_cert)
+        return "needs TLS on (tls.cert and tls.key): the other servers prove this one against "
+               "cluster.ca when it leads, over HTTPS";
+    return NULL;
+}
+
 /* Finds the first thing wrong with a configuration: *path (like
  * "semaphores[2].limit") and *msg (what is wrong and how to mend it).
  * Returns 0 when all is well. */
@@ -466,12 +488,20 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
     if ((p = store_problem(c->store)))
         PROBLEM("\"%.100s\" %s", c->store, p);
     AT("advertise");
-    if (c->advertise && strncmp(c->advertise, "http://", 7) != 0)
-        PROBLEM("\"%.100s\" is not an http:// URL; write the URL the other servers reach this "
-                "one at, like http://10.0.0.5:7700",
+    if (c->advertise && strncmp(c->advertise, "http://", 7) != 0 &&
+        strncmp(c->advertise, "https://", 8) != 0)
+        PROBLEM("\"%.100s\" is not an http:// or https:// URL; write the URL the other servers "
+                "reach this one at, like https://10.0.0.5:7700",
                 c->advertise);
+    if (c->advertise && (strncmp(c->advertise, "https://", 8) == 0) != (c->tls_cert != NULL))
+        PROBLEM("\"%.100s\" says %s, but this server %s; write %s", c->advertise,
+                c->tls_cert ? "http://" : "https://",
+                c->tls_cert ? "serves TLS (tls.cert)" : "serves plain HTTP (no tls.cert)",
+                c->tls_cert ? "https://" : "http:// (or set tls.cert and tls.key)");
     if (c->advertise && strlen(c->advertise) > 200)
         PROBLEM("is longer than 200 bytes");
+    if ((p = cluster_tls_problem(c, path)))
+        PROBLEM("%s", p);
     AT("tls.key");
     if (c->tls_cert && !c->tls_key)
         PROBLEM("is missing: tls.cert needs its private key (tls.key, --tls-key)");
@@ -656,6 +686,30 @@ const char *sl_conf_open_problem(const sl_conf *c)
            "and configure every lock. Secure it with tokens and TLS (docs/security.md), or listen "
            "on 127.0.0.1; to run it open anyway, say so with insecure_open: true in the "
            "configuration file or --allow-open";
+}
+
+bool sl_conf_store_shared(const char *store)
+{
+    return store && strncmp(store, "postgres", 8) == 0;
+}
+
+const char *sl_conf_cluster_problem(const sl_conf *c)
+{
+    if (!sl_conf_store_shared(c->store) || c->cluster_ca || c->cluster_insecure ||
+        (c->ntokens == 0 && !c->tls_cert))
+        return NULL;
+    if (c->tls_cert)
+        return "serves TLS in shared mode (a PostgreSQL store) without cluster.ca: a follower "
+               "could not prove the leader it relays clients' tokens to. Set cluster.ca (or "
+               "--cluster-ca) to the CA that signed the servers' certificates "
+               "(docs/shared-mode.md, \"Servers over TLS\"); on a network and database you "
+               "trust, say so with cluster.insecure: true or --cluster-insecure";
+    return "has tokens in shared mode (a PostgreSQL store) with plain HTTP between the servers: "
+           "a follower relays every client's token to whatever address the database names as "
+           "the leader. Serve TLS (tls.cert, tls.key) and set cluster.ca (or --cluster-ca) to "
+           "the CA that signed the servers' certificates (docs/shared-mode.md, \"Servers over "
+           "TLS\"); on a network and database you trust, say so with cluster.insecure: true or "
+           "--cluster-insecure";
 }
 
 int sl_conf_check(const sl_conf *c, char *err, size_t errlen)

@@ -71,6 +71,11 @@ typedef struct sl_conf {
     char **allowed_hosts;
     size_t nallowed_hosts;
     bool insecure_open; /* off loopback without tokens, said on purpose */
+    /* Shared mode: how a follower proves the leader it relays to (relay.c). */
+    char *cluster_ca;      /* PEM CAs that signed the servers' certificates; NULL: none */
+    char *cluster_cert;    /* the certificate a relay shows the leader; NULL: tls.cert */
+    char *cluster_key;     /* its key; NULL: tls.key */
+    bool cluster_insecure; /* relay to a leader not proven (a trusted network), said on purpose */
 } sl_conf;
 
 /* Fills every field with its default (strings allocated). */
@@ -85,6 +90,14 @@ void sl_conf_free(sl_conf *c);
  * or a client CA (mTLS), unless insecure_open says so on purpose. NULL when it may start, else
  * what is wrong and how to mend it. */
 const char *sl_conf_open_problem(const sl_conf *c);
+/* Shared mode (a PostgreSQL store) with tokens or TLS: a follower relays
+ * every client's token to the leader the database names, so the servers
+ * must authenticate each other (cluster.ca), unless cluster.insecure says
+ * the network and the database are trusted. NULL when it may start, else
+ * what is wrong and how to mend it. */
+const char *sl_conf_cluster_problem(const sl_conf *c);
+/* Whether the store is PostgreSQL's (shared mode). */
+bool sl_conf_store_shared(const char *store);
 /* Whether the listen address is loopback only (127.0.0.0/8, [::1],
  * localhost). */
 bool sl_conf_listen_loopback(const char *listen);

@@ -13,6 +13,8 @@ static const char usage[] =
     "               [--advertise URL] [--leader-timeout DURATION] [--allow-open]\n"
     "               [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]\n"
     "                [--tls-min-version 1.2|1.3]]\n"
+    "               [--cluster-ca FILE [--cluster-cert FILE --cluster-key FILE]]\n"
+    "               [--cluster-insecure]\n"
     "\n"
     "sluiced decides what may run now: mutexes, semaphores and pools, queues,\n"
     "concurrency groups and leases, over an HTTP/JSON API under /v1/ (the\n"
@@ -24,7 +26,7 @@ static const char usage[] =
     "  --config FILE        a YAML configuration (docs/configuration.md); flags win\n"
     "  --advertise URL      shared mode (several servers on one PostgreSQL database):\n"
     "                       the URL the others reach this one at when it leads\n"
-    "                       (default http://LISTEN)\n"
+    "                       (default http://LISTEN, https://LISTEN with TLS)\n"
     "  --leader-timeout D   shared mode: how long a leader that stopped answering\n"
     "                       keeps the lead (default 5s; docs/shared-mode.md)\n"
     "  --allow-open         listen off loopback without tokens, on purpose (anyone\n"
@@ -36,6 +38,12 @@ static const char usage[] =
     "  --tls-key FILE       its PEM private key (both re-read on SIGHUP)\n"
     "  --tls-client-ca FILE mTLS: clients must show a certificate these CAs signed\n"
     "  --tls-min-version V  1.2 (default) or 1.3\n"
+    "  --cluster-ca FILE    shared mode: relay only to a leader whose certificate\n"
+    "                       these CAs signed, for its advertised host\n"
+    "  --cluster-cert FILE  the certificate a relay shows the leader (default: the\n"
+    "  --cluster-key FILE   TLS certificate and key)\n"
+    "  --cluster-insecure   shared mode with tokens over a trusted network: relay\n"
+    "                       to the leader without proving it, on purpose\n"
     "  --help, --version\n"
     "\n"
     "example: sluiced --listen 127.0.0.1:7700 --store sqlite:/var/lib/sluice/sluice.db\n";
@@ -51,7 +59,8 @@ static void replace(char **field, const char *value)
 typedef struct flags {
     const char *listen, *store, *config, *durability, *log_level, *advertise, *leader_timeout;
     const char *tls_cert, *tls_key, *tls_client_ca, *tls_min_version;
-    bool allow_open;
+    const char *cluster_ca, *cluster_cert, *cluster_key;
+    bool allow_open, cluster_insecure;
 } flags;
 
 static int parse_flags(int argc, char **argv, flags *f)
@@ -65,7 +74,11 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"tls-cert", required_argument, NULL, 'C'},  {"tls-key", required_argument, NULL, 'K'},
         {"tls-client-ca", required_argument, NULL, 'A'},
         {"tls-min-version", required_argument, NULL, 'M'},
-        {"allow-open", no_argument, NULL, 'o'},            {NULL, 0, NULL, 0},
+        {"allow-open", no_argument, NULL, 'o'},
+        {"cluster-ca", required_argument, NULL, 'P'},
+        {"cluster-cert", required_argument, NULL, 'Q'},
+        {"cluster-key", required_argument, NULL, 'R'},
+        {"cluster-insecure", no_argument, NULL, 'I'},     {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -82,6 +95,10 @@ static int parse_flags(int argc, char **argv, flags *f)
         case 'A': f->tls_client_ca = optarg; break;
         case 'M': f->tls_min_version = optarg; break;
         case 'o': f->allow_open = true; break;
+        case 'P': f->cluster_ca = optarg; break;
+        case 'Q': f->cluster_cert = optarg; break;
+        case 'R': f->cluster_key = optarg; break;
+        case 'I': f->cluster_insecure = true; break;
         case 'h': fputs(usage, stdout); exit(0);
         case 'V': printf("sluiced %s\n", SL_VERSION); exit(0);
         default: fputs(usage, stderr); return -1;
@@ -116,6 +133,14 @@ static int apply_flags(const flags *f, sl_conf *conf)
     }
     if (f->allow_open)
         conf->insecure_open = true;
+    if (f->cluster_ca)
+        replace(&conf->cluster_ca, f->cluster_ca);
+    if (f->cluster_cert)
+        replace(&conf->cluster_cert, f->cluster_cert);
+    if (f->cluster_key)
+        replace(&conf->cluster_key, f->cluster_key);
+    if (f->cluster_insecure)
+        conf->cluster_insecure = true;
     if (f->leader_timeout) {
         const char *problem = sl_duration_problem(f->leader_timeout);
         if (problem || sl_duration_parse(f->leader_timeout, &conf->leader_timeout_ms) != 0) {
@@ -172,6 +197,12 @@ int main(int argc, char **argv)
     const char *open = sl_conf_open_problem(&conf);
     if (open) {
         fprintf(stderr, "sluiced: listen: %s %s\n", conf.listen, open);
+        sl_conf_free(&conf);
+        return 2;
+    }
+    const char *cluster = sl_conf_cluster_problem(&conf);
+    if (cluster) {
+        fprintf(stderr, "sluiced: this server %s\n", cluster);
         sl_conf_free(&conf);
         return 2;
     }

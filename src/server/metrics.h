@@ -41,6 +41,7 @@ typedef struct sl_metrics {
     sl_histogram commit; /* one store transaction */
     uint64_t commits, commit_failures, events_written;
     uint64_t leads, step_downs, relay_retries; /* shared mode */
+    uint64_t relay_refused; /* relays refused: the leader was not proven */
     uint64_t conns_refused[SL_HTTP_REFUSED_COUNT]; /* connections closed, by why */
     sl_http_count http[SL_ROUTE_MAX][SL_STATUS_SLOTS];
 } sl_metrics;

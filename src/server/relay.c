@@ -19,7 +19,15 @@
  * configurations are set to the same values, reads read. A long poll sent
  * again waits only what is left of its wait; an event stream resumes after
  * the last event it relayed. A wait for a leader ends after
- * SL_RELAY_HOLD_MS with 503 and Retry-After. */
+ * SL_RELAY_HOLD_MS with 503 and Retry-After.
+ *
+ * The leader is whatever URL the database names, so it is proven before it
+ * gets a byte of the request (F10: the client's token goes with it). With
+ * cluster.ca the relay speaks TLS only, and the leader's certificate must
+ * chain to that CA and name the URL's host; a plain http:// leader, or one
+ * whose handshake fails so, gets nothing, and the client 503
+ * leader_unverified. Without it (no tokens, or cluster.insecure) the relay
+ * goes as the URL says. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -37,6 +45,7 @@
 
 #include "duration.h"
 #include "server.h"
+#include "tls_client.h"
 
 #define RELAY_BODY_MAX (512u << 20) /* an answer bigger than this is refused (502) */
 #define RELAY_HEADERS_MAX 16384
@@ -50,6 +59,8 @@ struct sl_relay {
     rl_state st;
     int fd;
     struct event *ev;
+    sl_tls_conn *tls;      /* the leader over TLS; NULL: plain */
+    bool handshaking;      /* ... and it is not proven yet: nothing is sent */
     uint64_t epoch;        /* of the leader it was sent to */
     sl_buf out;            /* the request, as sent */
     llhttp_t parser;
@@ -349,6 +360,9 @@ static void close_upstream(sl_relay *r)
         event_free(r->ev);
         r->ev = NULL;
     }
+    sl_tls_conn_free(r->tls);
+    r->tls = NULL;
+    r->handshaking = false;
     if (r->fd >= 0) {
         close(r->fd);
         r->fd = -1;
@@ -437,11 +451,21 @@ static void upstream_failed(sl_relay *r, bool reached)
     sl_role_wait(r->srv); /* again in SL_RELAY_RETRY_MS, or when the leader changes */
 }
 
+static ssize_t up_recv(sl_relay *r, void *buf, size_t n)
+{
+    return r->tls ? sl_tls_conn_recv(r->tls, buf, n) : recv(r->fd, buf, n, 0);
+}
+
+static ssize_t up_send(sl_relay *r, const void *buf, size_t n)
+{
+    return r->tls ? sl_tls_conn_send(r->tls, buf, n) : send(r->fd, buf, n, MSG_NOSIGNAL);
+}
+
 static void on_readable(sl_relay *r)
 {
     char buf[16384];
     for (;;) {
-        ssize_t n = recv(r->fd, buf, sizeof(buf), 0);
+        ssize_t n = up_recv(r, buf, sizeof(buf));
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
         if (n < 0 && errno == EINTR)
@@ -489,11 +513,66 @@ static void on_readable(sl_relay *r)
 }
 
 static void io_cb(evutil_socket_t fd, short what, void *arg);
+static void on_writable(sl_relay *r);
+
+static void watch(sl_relay *r, short what)
+{
+    event_del(r->ev);
+    event_assign(r->ev, r->srv->base, r->fd, what | EV_PERSIST, io_cb, r);
+    event_add(r->ev, NULL);
+}
+
+/* The leader was not proven: it gets nothing, the client a 503 that says
+ * so, the log an error (once in a while: every relay finds the same), and
+ * sluice_relay_refused_total one more. */
+static void refuse(sl_relay *r, const char *why)
+{
+    sl_server *srv = r->srv;
+    srv->metrics.relay_refused++;
+    int64_t now = mono_ms();
+    if (!srv->refusal_logged_ms || now - srv->refusal_logged_ms >= SL_RELAY_REFUSAL_LOG_MS) {
+        srv->refusal_logged_ms = now;
+        sl_log(SL_LOG_ERROR,
+               "relay: the leader named by the database, %s, was not proven to belong to the "
+               "cluster (%s): nothing was sent to it, and its requests are answered 503",
+               srv->view.leader, why);
+    }
+    close_upstream(r);
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "this server could not prove that the leader belongs to the cluster (%s), so the "
+             "request was not sent to it; try another server, and tell an operator (the "
+             "servers' logs say more)",
+             why);
+    answer_error(r, 503, "leader_unverified", msg);
+}
+
+/* A step of the TLS handshake; the request goes only once it succeeded. */
+static void handshake(sl_relay *r)
+{
+    char why[300] = "";
+    switch (sl_tls_conn_handshake(r->tls, why, sizeof(why))) {
+    case SL_TLS_DONE:
+        r->handshaking = false;
+        watch(r, EV_WRITE);
+        on_writable(r);
+        return;
+    case SL_TLS_AGAIN:
+        watch(r, sl_tls_conn_wants_write(r->tls) ? EV_WRITE : EV_READ);
+        return;
+    case SL_TLS_BROKEN: /* it died, or is starting: as a connection that failed */
+        upstream_failed(r, false);
+        return;
+    case SL_TLS_REFUSED:
+        refuse(r, why);
+        return;
+    }
+}
 
 static void on_writable(sl_relay *r)
 {
     while (sl_buf_size(&r->out)) {
-        ssize_t n = send(r->fd, sl_buf_data(&r->out), sl_buf_size(&r->out), MSG_NOSIGNAL);
+        ssize_t n = up_send(r, sl_buf_data(&r->out), sl_buf_size(&r->out));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -505,16 +584,16 @@ static void on_writable(sl_relay *r)
         sl_buf_consume(&r->out, (size_t)n);
     }
     r->st = r->st == RL_SENDING ? RL_READING : r->st;
-    event_del(r->ev);
-    event_assign(r->ev, r->srv->base, r->fd, EV_READ | EV_PERSIST, io_cb, r);
-    event_add(r->ev, NULL);
+    watch(r, EV_READ);
 }
 
 static void io_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     sl_relay *r = arg;
-    if (what & EV_WRITE)
+    if (r->handshaking)
+        handshake(r);
+    else if (what & EV_WRITE)
         on_writable(r);
     else if (what & EV_READ)
         on_readable(r);
@@ -526,6 +605,9 @@ static void drained(void *arg)
     if (r->paused && r->ev) {
         r->paused = false;
         event_add(r->ev, NULL);
+        /* Bytes TLS already decrypted bring no event of the socket's. */
+        if (r->tls && sl_tls_conn_pending(r->tls))
+            event_active(r->ev, EV_READ, 0);
     }
 }
 
@@ -543,6 +625,12 @@ static int connect_leader(sl_relay *r)
         return -1;
     }
     r->fd = fd;
+    if (srv->leader_tls) {
+        r->tls = sl_tls_conn_new(srv->peer_tls, fd, srv->leader_name);
+        if (!r->tls)
+            abort();
+        r->handshaking = true;
+    }
     r->ev = event_new(srv->base, fd, EV_WRITE | EV_PERSIST, io_cb, r);
     if (!r->ev)
         abort();
@@ -550,8 +638,25 @@ static int connect_leader(sl_relay *r)
     return 0;
 }
 
+/* Why the leader the database names may not have the request (NULL: it
+ * may, once a TLS leader's certificate proved it in the handshake). */
+static const char *unprovable(const sl_server *srv)
+{
+    if (srv->leader_tls && !srv->peer_tls)
+        return "its URL is https:// and this server has no cluster.ca to check its certificate "
+               "against";
+    if (!srv->leader_tls && sl_tls_client_verifies(srv->peer_tls))
+        return "its URL is plain http://, and with cluster.ca this server relays only over TLS";
+    return NULL;
+}
+
 static void send_to_leader(sl_relay *r)
 {
+    const char *why = unprovable(r->srv);
+    if (why) {
+        refuse(r, why);
+        return;
+    }
     build_request(r);
     r->sends++;
     sl_buf_clear(&r->hdrs);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "tls_client.h"
 
 static bool same_str(const char *a, const char *b)
 {
@@ -68,6 +69,34 @@ static void keep_fixed(sl_conf *next, const sl_conf *run)
                             "shared mode)");
 }
 
+/* Shared mode: what relays prove the leader with (cluster.ca) and the
+ * certificate they show it (cluster.cert, else tls.cert). None without
+ * cluster.ca unless cluster.insecure: then a relay to an https:// leader
+ * is encrypted but proves nothing, as the operator said. */
+static int peer_tls(sl_server *srv, bool reload)
+{
+    const sl_conf *c = srv->conf;
+    if (!sl_conf_store_shared(c->store) || (!c->cluster_ca && !c->cluster_insecure)) {
+        sl_tls_client_free(srv->peer_tls);
+        srv->peer_tls = NULL;
+        return 0;
+    }
+    sl_tls_client_conf t = {.ca = c->cluster_ca,
+                            .cert = c->cluster_cert ? c->cluster_cert : c->tls_cert,
+                            .key = c->cluster_cert ? c->cluster_key : c->tls_key};
+    char err[512] = "";
+    sl_tls_client *next = sl_tls_client_new(&t, err, sizeof(err));
+    if (!next) {
+        sl_log(SL_LOG_ERROR, reload ? "reload: cluster TLS: %s; the files in use are kept"
+                                    : "cluster TLS: %s",
+               err);
+        return -1;
+    }
+    sl_tls_client_free(srv->peer_tls); /* relays under way keep their reference */
+    srv->peer_tls = next;
+    return 0;
+}
+
 /* TLS's certificate, key and client CAs, read (again) from their files:
  * new connections get them, open ones keep theirs; a bad file keeps the
  * ones in use (on a reload) and says why. */
@@ -85,7 +114,7 @@ int sl_server_tls(sl_server *srv, bool reload)
     }
     if (reload && c->tls_cert)
         sl_log(SL_LOG_INFO, "reload: TLS certificate %s read again", c->tls_cert);
-    return 0;
+    return peer_tls(srv, reload);
 }
 
 /* HTTP or HTTPS is where the server listens: fixed, like listen. */
@@ -136,6 +165,13 @@ void sl_reload(sl_server *srv)
     if (open) {
         /* Removing the last token must not open a server off loopback. */
         sl_log(SL_LOG_ERROR, "reload: %s %s; the running configuration is kept", next.listen, open);
+        sl_conf_free(&next);
+        return;
+    }
+    const char *cluster = sl_conf_cluster_problem(&next);
+    if (cluster) {
+        /* Nor may a first token go out to a leader nobody proved. */
+        sl_log(SL_LOG_ERROR, "reload: this server %s; the running configuration is kept", cluster);
         sl_conf_free(&next);
         return;
     }

@@ -97,32 +97,38 @@ void sl_role_metrics(const sl_server *srv, sl_buf *out)
                 "leader went away.\n"
                 "# TYPE sluice_relay_retries_total counter\nsluice_relay_retries_total %" PRIu64
                 "\n"
+                "# HELP sluice_relay_refused_total Relayed requests answered 503 "
+                "leader_unverified: the leader the database names was not proven (cluster.ca).\n"
+                "# TYPE sluice_relay_refused_total counter\nsluice_relay_refused_total %" PRIu64
+                "\n"
                 "# HELP sluice_leader_heartbeat_age_seconds Age of the leader's last answered "
                 "heartbeat on this server; -1 when it does not lead.\n"
                 "# TYPE sluice_leader_heartbeat_age_seconds gauge\n"
                 "sluice_leader_heartbeat_age_seconds %.3f\n",
-                srv->view.epoch, m->leads, m->step_downs, m->relay_retries,
+                srv->view.epoch, m->leads, m->step_downs, m->relay_retries, m->relay_refused,
                 age < 0 ? -1.0 : (double)age / 1000.0);
 }
 
 /* ---- where relays go ----------------------------------------------------- */
 
-/* "http://host:port/..." into an address, once per leader change
- * (getaddrinfo may block on a name: not per request). */
+/* "http://host:port/..." or "https://..." into an address, once per
+ * leader change (getaddrinfo may block on a name: not per request). Which
+ * scheme the relay may use is relay.c's to decide. */
 static void resolve_leader(sl_server *srv)
 {
     srv->leader_resolved = false;
     const char *u = srv->view.leader;
-    if (strncmp(u, "http://", 7) != 0)
+    srv->leader_tls = strncmp(u, "https://", 8) == 0;
+    if (!srv->leader_tls && strncmp(u, "http://", 7) != 0)
         return;
-    u += 7;
+    u += srv->leader_tls ? 8 : 7;
     size_t n = strcspn(u, "/");
     if (n == 0 || n >= sizeof(srv->leader_host))
         return;
     memcpy(srv->leader_host, u, n);
     srv->leader_host[n] = '\0';
     char host[256];
-    const char *port = "80";
+    const char *port = srv->leader_tls ? "443" : "80";
     memcpy(host, u, n);
     host[n] = '\0';
     char *h = host;
@@ -140,6 +146,7 @@ static void resolve_leader(sl_server *srv)
         port = colon + 1;
     }
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    snprintf(srv->leader_name, sizeof(srv->leader_name), "%s", h);
     if (getaddrinfo(h, port, &hints, &res) != 0 || !res) {
         sl_log(SL_LOG_WARN, "the leader's address %s does not resolve", srv->view.leader);
         return;
@@ -293,7 +300,8 @@ int sl_role_start(sl_server *srv)
     if (srv->conf->advertise)
         snprintf(srv->advertise, sizeof(srv->advertise), "%s", srv->conf->advertise);
     else
-        snprintf(srv->advertise, sizeof(srv->advertise), "http://%s", srv->conf->listen);
+        snprintf(srv->advertise, sizeof(srv->advertise), "%s://%s",
+                 srv->conf->tls_cert ? "https" : "http", srv->conf->listen);
     srv->role_pipe[0] = srv->role_pipe[1] = -1;
     sl_elector_opts o = {srv->advertise, srv->conf->leader_timeout_ms, changed, srv};
     char err[600];

@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "server.h"
+#include "tls_client.h"
 
 int64_t sl_server_now(sl_server *srv)
 {
@@ -441,6 +442,7 @@ void sl_server_free(sl_server *srv)
     sl_server_end_answers(srv);
     if (srv->http)
         sl_http_free(srv->http);
+    sl_tls_client_free(srv->peer_tls);
     sl_reply_free_scratch();
     struct event *evs[] = {srv->commit_ev, srv->timer_ev, srv->retry_ev,
                            srv->prune_ev,  srv->sigint_ev, srv->sigterm_ev, srv->sighup_ev};

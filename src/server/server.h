@@ -50,6 +50,7 @@ typedef enum {
 
 #define SL_RELAY_HOLD_MS 10000 /* a request waits this long for a leader, then 503 */
 #define SL_RELAY_RETRY_MS 50   /* a relay that could not reach the leader tries again */
+#define SL_RELAY_REFUSAL_LOG_MS 10000 /* a refused leader is logged at most this often */
 
 /* A request's auth: who it is and what it may touch. */
 typedef struct sl_auth {
@@ -112,7 +113,11 @@ typedef struct sl_server {
     struct sockaddr_storage leader_addr; /* where relays go */
     socklen_t leader_addrlen;
     char leader_host[256];    /* the leader's host:port (Host header) */
+    char leader_name[256];    /* its host alone: what its certificate must name */
+    bool leader_tls;          /* its URL is https:// */
     bool leader_resolved;
+    struct sl_tls_client *peer_tls; /* relays over TLS (NULL: none; see reload.c) */
+    int64_t refusal_logged_ms; /* a refused leader was last logged then (monotonic) */
     sl_relay *relays;
     /* The per-lock history (history_run.c). */
     struct sl_history *history;

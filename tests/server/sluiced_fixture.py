@@ -360,6 +360,10 @@ class Sluiced:
             cmd += ["--config", self.config_path]
         if self.durability:
             cmd += ["--durability", self.durability]
+        if self.store_kind == "postgres":
+            # Tokens in shared mode over plain HTTP: loopback, the test's own
+            # database (docs/shared-mode.md, "Servers over TLS").
+            cmd += ["--cluster-insecure"]
         return cmd + self.args
 
     def _start_peers(self):
