@@ -69,6 +69,14 @@ static const cyaml_schema_field_t tls_fields[] = {
     CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t cluster_fields[] = {
+    STR("ca", OPT, raw_cluster, ca),
+    STR("cert", OPT, raw_cluster, cert),
+    STR("key", OPT, raw_cluster, key),
+    STR("insecure", OPT, raw_cluster, insecure),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t sem_fields[] = {
     STR("name", CYAML_FLAG_DEFAULT, raw_sem, name),
     STR("limit", CYAML_FLAG_DEFAULT, raw_sem, limit),
@@ -120,6 +128,7 @@ static const cyaml_schema_field_t top_fields[] = {
     STR("backdate_skew", OPT, raw_conf, backdate_skew),
     CYAML_FIELD_MAPPING_PTR("limits", OPT_NULL, raw_conf, limits, limits_fields),
     CYAML_FIELD_MAPPING_PTR("tls", OPT_NULL, raw_conf, tls, tls_fields),
+    CYAML_FIELD_MAPPING_PTR("cluster", OPT_NULL, raw_conf, cluster, cluster_fields),
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
     CYAML_FIELD_SEQUENCE("tokens", OPT_NULL, raw_conf, tokens, &token_schema, 0, CYAML_UNLIMITED),
@@ -232,6 +241,19 @@ static int conv_tls(loader *ld, const raw_tls *t, sl_conf *n)
     return 0;
 }
 
+static int conv_cluster(loader *ld, const raw_cluster *c, sl_conf *n)
+{
+    if (c->ca)
+        sl__conf_replace_str(&n->cluster_ca, c->ca);
+    if (c->cert)
+        sl__conf_replace_str(&n->cluster_cert, c->cert);
+    if (c->key)
+        sl__conf_replace_str(&n->cluster_key, c->key);
+    if (c->insecure && sl__conf_bool(ld, "cluster.insecure", c->insecure, &n->cluster_insecure) != 0)
+        return -1;
+    return 0;
+}
+
 static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
 {
     if (r->listen)
@@ -308,6 +330,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         }
     }
     if (r->tls && conv_tls(ld, r->tls, n) != 0)
+        return -1;
+    if (r->cluster && conv_cluster(ld, r->cluster, n) != 0)
         return -1;
     /* The file's lists replace the ones before, when it has any. */
     if (r->semaphores_count && sl__conf_semaphores(ld, r, n) != 0)

@@ -41,12 +41,17 @@ typedef struct raw_tls {
     char *cert, *key, *client_ca, *min_version;
 } raw_tls;
 
+typedef struct raw_cluster {
+    char *ca, *cert, *key, *insecure;
+} raw_cluster;
+
 typedef struct raw_conf {
     char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
     char *backdate_skew;
     char *advertise, *leader_timeout;
     raw_limits *limits;
     raw_tls *tls;
+    raw_cluster *cluster;
     raw_sem *semaphores;
     unsigned semaphores_count;
     raw_token *tokens;

@@ -534,7 +534,7 @@ static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
      "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, advertise, leader_timeout, durability, "
-     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, semaphores, tokens, allowed_hosts, insecure_open (libcyaml: Load: Unexpected key: "
+     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, cluster, semaphores, tokens, allowed_hosts, insecure_open (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
@@ -1491,10 +1491,65 @@ static void tls_section_loads_and_checks(void **state)
     sl_conf_free(&c);
 }
 
+/* cluster: the four keys load; a CA without TLS on, a cert without its key
+ * are refused; shared mode with tokens or TLS and nothing to prove the
+ * leader with is refused unless cluster.insecure says so (F10). */
+static void cluster_section_loads_and_checks(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512];
+    static const char tls[] = "store: postgres://u@h/db\ntls:\n  cert: /s.pem\n  key: /s.key\n";
+    char text[512];
+    snprintf(text, sizeof(text), "%scluster:\n  ca: /ca.pem\n  cert: /c.pem\n  key: /c.key\n",
+             tls);
+    assert_int_equal(load_text(&c, text, err, sizeof(err)), 0);
+    assert_string_equal(c.cluster_ca, "/ca.pem");
+    assert_string_equal(c.cluster_cert, "/c.pem");
+    assert_string_equal(c.cluster_key, "/c.key");
+    assert_false(c.cluster_insecure);
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    assert_null(sl_conf_cluster_problem(&c));
+    free(c.cluster_ca); /* TLS without a CA to prove leaders with */
+    c.cluster_ca = NULL;
+    assert_non_null(strstr(sl_conf_cluster_problem(&c), "without cluster.ca"));
+    c.cluster_insecure = true;
+    assert_null(sl_conf_cluster_problem(&c));
+    sl_conf_free(&c);
+
+    assert_int_not_equal(load_text(&c, "cluster:\n  ca: /ca.pem\n", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "cluster.ca"));
+    assert_non_null(strstr(err, "needs TLS on"));
+    sl_conf_free(&c);
+    snprintf(text, sizeof(text), "%scluster:\n  cert: /c.pem\n", tls);
+    assert_int_not_equal(load_text(&c, text, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "cluster.key"));
+    sl_conf_free(&c);
+    assert_int_not_equal(load_text(&c, "cluster:\n  insecure: maybe\n", err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "cluster.insecure"));
+    sl_conf_free(&c);
+
+    /* Tokens on PostgreSQL over plain HTTP: refused; on SQLite: no relays. */
+    static const char tokens[] = "tokens:\n  - {name: a, token: s, admin: true}\n";
+    snprintf(text, sizeof(text), "store: postgres://u@h/db\n%s", tokens);
+    assert_int_equal(load_text(&c, text, err, sizeof(err)), 0);
+    assert_non_null(strstr(sl_conf_cluster_problem(&c), "--cluster-insecure"));
+    sl_conf_free(&c);
+    snprintf(text, sizeof(text), "store: postgres://u@h/db\ncluster: {insecure: true}\n%s",
+             tokens);
+    assert_int_equal(load_text(&c, text, err, sizeof(err)), 0);
+    assert_null(sl_conf_cluster_problem(&c));
+    sl_conf_free(&c);
+    assert_int_equal(load_text(&c, tokens, err, sizeof(err)), 0);
+    assert_null(sl_conf_cluster_problem(&c));
+    sl_conf_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tls_section_loads_and_checks),
+        cmocka_unit_test(cluster_section_loads_and_checks),
         cmocka_unit_test(defaults_are_documented_values),
         cmocka_unit_test(full_file_loads_every_value),
         cmocka_unit_test(scheduling_rules_load),
