@@ -244,3 +244,20 @@ int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_to
     }
     return -1;
 }
+
+const char *sl_auth_tenant(const sl_conf *conf, const char *name)
+{
+    const char *best = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < conf->ntokens; i++) {
+        const sl_conf_token *t = &conf->tokens[i];
+        for (size_t j = 0; !t->admin && j < t->nprefixes; j++) {
+            size_t n = strlen(t->prefixes[j]);
+            if (strncmp(name, t->prefixes[j], n) == 0 && (!best || n > best_len)) {
+                best = t->prefixes[j];
+                best_len = n;
+            }
+        }
+    }
+    return best;
+}

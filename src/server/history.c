@@ -47,6 +47,7 @@ typedef struct hwslot {
 
 typedef struct hlock {
     char *key;
+    char *tenant; /* whose lock it is, for making room (sl_hist_tenant_fn) */
     hseries s[SERIES];
     sl_hist_vals now;    /* the current values, as of the last sampling */
     int64_t active_ms;   /* its last event, or the last sampling that found it in use */
@@ -78,6 +79,8 @@ struct sl_history {
     size_t ncum;
     json_t *cum_index;
     hcum other; /* the locks that went or made room, summed */
+    sl_hist_tenant_fn tenant_fn;
+    void *tenant_ud;
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -141,6 +144,7 @@ sl_history *sl_history_new(int64_t step_ms, int64_t retention_ms)
 static void lock_free(hlock *l)
 {
     free(l->key);
+    free(l->tenant);
     for (int s = 0; s < SERIES; s++) {
         free(l->s[s].ring);
         free(l->s[s].deltas);
@@ -226,12 +230,58 @@ static void drop(sl_history *h, size_t i)
     }
 }
 
-/* The least recently active lock: the one that makes room. */
-static size_t stalest(const sl_history *h)
+static const char *tenant_of(const sl_history *h, const char *key)
 {
-    size_t best = 0;
-    for (size_t i = 1; i < h->nlocks; i++)
-        if (h->locks[i].active_ms < h->locks[best].active_ms)
+    const char *t = h->tenant_fn ? h->tenant_fn(h->tenant_ud, key) : NULL;
+    return t ? t : "";
+}
+
+void sl_history_set_tenants(sl_history *h, sl_hist_tenant_fn fn, void *ud)
+{
+    h->tenant_fn = fn;
+    h->tenant_ud = ud;
+    sl_history_retenant(h);
+}
+
+void sl_history_retenant(sl_history *h)
+{
+    for (size_t i = 0; i < h->nlocks; i++) {
+        free(h->locks[i].tenant);
+        h->locks[i].tenant = xstrdup(tenant_of(h, h->locks[i].key));
+    }
+}
+
+/* The tenant that gives up a lock so that one of `newcomer`'s can be
+ * tracked: the one with the most locks tracked, the newcomer's own on a
+ * tie. So a tenant tracking no more than its share (SL_HIST_LOCKS_MAX over
+ * the tenants in use) never loses a lock to another's churn. */
+static const char *yielding_tenant(const sl_history *h, const char *newcomer)
+{
+    json_t *counts = xobject();
+    const char *most = newcomer;
+    json_int_t top = 0;
+    for (size_t i = 0; i < h->nlocks; i++) {
+        const char *t = h->locks[i].tenant;
+        json_int_t n = json_integer_value(json_object_get(counts, t)) + 1;
+        if (json_object_set_new(counts, t, json_integer(n)) != 0)
+            abort();
+        if (n > top) {
+            top = n;
+            most = t;
+        }
+    }
+    json_int_t own = json_integer_value(json_object_get(counts, newcomer));
+    json_decref(counts);
+    return own == top ? newcomer : most;
+}
+
+/* The least recently active lock of that tenant: the one that makes room. */
+static size_t stalest(const sl_history *h, const char *tenant)
+{
+    size_t best = h->nlocks;
+    for (size_t i = 0; i < h->nlocks; i++)
+        if (strcmp(h->locks[i].tenant, tenant) == 0 &&
+            (best == h->nlocks || h->locks[i].active_ms < h->locks[best].active_ms))
             best = i;
     return best;
 }
@@ -241,11 +291,13 @@ static hlock *track(sl_history *h, const char *key, int64_t now)
     hlock *l = find(h, key);
     if (l)
         return l;
+    const char *tenant = tenant_of(h, key);
     if (h->nlocks == SL_HIST_LOCKS_MAX)
-        drop(h, stalest(h));
+        drop(h, stalest(h, yielding_tenant(h, tenant)));
     l = &h->locks[h->nlocks];
     memset(l, 0, sizeof(*l));
     l->key = xstrdup(key);
+    l->tenant = xstrdup(tenant);
     l->active_ms = now;
     for (int s = 0; s < SERIES; s++) {
         l->s[s].ring = xcalloc(h->n[s], sizeof(sl_hist_vals));

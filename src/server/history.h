@@ -20,8 +20,11 @@
  *
  * Bounds: SL_HIST_LOCKS_MAX locks at most. A lock is tracked from its first
  * event (or from a sampling that finds it in use); when the table is full
- * the lock least recently active (an event, or a sampling that found it in
- * use) makes room. A lock idle for the whole coarse window is dropped. */
+ * a lock makes room: of the tenant tracking the most locks (the newcomer's
+ * own tenant on a tie), its least recently active one (an event, or a
+ * sampling that found it in use). So one tenant's churn through many locks
+ * evicts only its own, never the statistics of a tenant within its share.
+ * A lock idle for the whole coarse window is dropped. */
 #ifndef SL_SERVER_HISTORY_H
 #define SL_SERVER_HISTORY_H
 
@@ -92,6 +95,13 @@ bool sl_history_rebuilding(const sl_history *h);
 int64_t sl_history_step(const sl_history *h, sl_hist_window w);
 /* Samples the window holds (at most). */
 size_t sl_history_capacity(const sl_history *h, sl_hist_window w);
+
+/* Whose a lock is ("mtx/NAME", "sem/NAME"): a tenant's name, "" or NULL
+ * for nobody's in particular. Without one every lock is in one tenant. */
+typedef const char *(*sl_hist_tenant_fn)(void *ud, const char *key);
+void sl_history_set_tenants(sl_history *h, sl_hist_tenant_fn fn, void *ud);
+/* Asks the tenant of every tracked lock again (the tokens changed). */
+void sl_history_retenant(sl_history *h);
 
 /* Applies an event. live: it happens now (it also counts in the per-lock
  * histograms /metrics shows since the process started); else it is read

@@ -173,10 +173,18 @@ void sl_hist_stop(sl_server *srv)
     sl_history_reset(srv->history, sl_server_now(srv), false);
 }
 
+/* A lock's tenant, by the tokens' prefixes ("mtx/NAME": the name). */
+static const char *lock_tenant(void *ud, const char *key)
+{
+    const sl_server *srv = ud;
+    return strlen(key) > 4 ? sl_auth_tenant(srv->conf, key + 4) : NULL;
+}
+
 void sl_hist_start(sl_server *srv)
 {
     int64_t step = step_ms();
     srv->history = sl_history_new(step, srv->conf->event_retention_ms);
+    sl_history_set_tenants(srv->history, lock_tenant, srv);
     srv->hist_ev = event_new(srv->base, -1, EV_PERSIST, sample_cb, srv);
     srv->hist_page_ev = evtimer_new(srv->base, page_cb, srv);
     if (!srv->hist_ev || !srv->hist_page_ev)

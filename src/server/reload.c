@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "history.h"
 #include "server.h"
 #include "tls_client.h"
 
@@ -184,6 +185,8 @@ void sl_reload(sl_server *srv)
     sl_waits_reauth(srv, &old);
     sl_streams_reauth(srv, &old);
     sl_conf_free(&old);
+    if (srv->history)
+        sl_history_retenant(srv->history);
     sl_log_set_level(srv->conf->log_level);
     sl_store_set_scan_budget(srv->store, srv->conf->max_event_scan);
     sl_http_opts limits = sl_server_http_opts(srv);

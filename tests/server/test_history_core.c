@@ -323,6 +323,55 @@ static void locks_are_bounded_and_idle_ones_dropped(void **state)
     sl_history_free(h);
 }
 
+/* F13: team-a/ and team-b/ are tenants; anything else is nobody's. */
+static const char *two_tenants(void *ud, const char *key)
+{
+    (void)ud;
+    if (strncmp(key + 4, "team-a/", 7) == 0)
+        return "team-a/";
+    if (strncmp(key + 4, "team-b/", 7) == 0)
+        return "team-b/";
+    return NULL;
+}
+
+/* F13: one tenant's churn through more locks than the table holds evicts
+ * only its own: team-b's wait, older than all of team-a's locks, stays. */
+static void one_tenant_evicts_only_its_own(void **state)
+{
+    (void)state;
+    sl_history *h = sl_history_new(STEP, DAY);
+    sl_history_set_tenants(h, two_tenants, NULL);
+    sl_history_reset(h, T0, false);
+    ev(h, T0, SL_HIST_ACQUIRED, false, 40, "mtx/team-b/hist", 1);
+    char key[32];
+    for (int i = 0; i < SL_HIST_LOCKS_MAX + 100; i++) {
+        snprintf(key, sizeof(key), "mtx/team-a/l%d", i);
+        ev(h, T0 + 1 + i, SL_HIST_ACQUIRED, false, 1, key, 1);
+    }
+    assert_int_equal(sl_history_nlocks(h), SL_HIST_LOCKS_MAX);
+    sl_hist_waits w;
+    sl_history_waits(h, "mtx/team-b/hist", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 1);
+    assert_int_equal(w.max_ms, 40);
+    /* team-a's oldest made room for its newest. */
+    sl_history_waits(h, "mtx/team-a/l0", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 0);
+    sl_history_waits(h, "mtx/team-a/l1099", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 1);
+    /* A tenant over its share still yields to a newcomer of a tenant with
+     * fewer: nobody's lock takes the room of team-a's stalest. */
+    ev(h, T0 + 2000, SL_HIST_ACQUIRED, false, 3, "mtx/ops", 1);
+    sl_history_waits(h, "mtx/ops", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 1);
+    sl_history_waits(h, "mtx/team-a/l101", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 0);
+    sl_history_waits(h, "mtx/team-a/l102", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 1);
+    sl_history_waits(h, "mtx/team-b/hist", SL_HIST_1H, T0 + 5000, &w);
+    assert_int_equal(w.count, 1);
+    sl_history_free(h);
+}
+
 /* The windows reach no further back than the event log. */
 static void windows_fit_the_retention(void **state)
 {
@@ -487,6 +536,7 @@ int main(void)
         cmocka_unit_test(metrics_count_live_grants_only),
         cmocka_unit_test(metrics_keep_series_of_live_locks_only),
         cmocka_unit_test(sampling_is_due_at_boundaries_and_for_new_locks),
+        cmocka_unit_test(one_tenant_evicts_only_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
