@@ -6,8 +6,9 @@
  * generator needs: one request at a time on a keep-alive connection over a
  * blocking socket, responses framed by Content-Length, by chunked transfer
  * coding (sluiced answers long polls with the headers first and a chunked body
- * later) or by the connection closing. No TLS, no redirects, no pipelining, no
- * transfer codings but chunked.
+ * later) or by the connection closing. Over TLS too (tls.h: OpenSSL, the
+ * server's certificate verified). No redirects, no pipelining, no transfer
+ * codings but chunked.
  *
  * Two layers:
  *  - sl_http_parser: a push parser with no I/O. Feed it bytes as they come, in
@@ -43,6 +44,7 @@ enum {
     SL_HTTP_ENOMEM = -7,
     SL_HTTP_EINVAL = -8, /* a bad argument (a request over SL_HTTP_MAX_REQUEST, CR in a path) */
     SL_HTTP_EINTERRUPTED = -9, /* sl_http_conn_interrupt() was called */
+    SL_HTTP_ETLS = -10,        /* TLS failed: a certificate refused, a protocol error */
 };
 
 /* The error code in words ("malformed response", ...). Static text. */
@@ -129,6 +131,7 @@ const sl_http_response *sl_http_parser_response(const sl_http_parser *p);
 /* ---- a connection ------------------------------------------------------ */
 
 typedef struct sl_http_conn sl_http_conn;
+typedef struct sl_tls_client sl_tls_client; /* tls.h */
 
 /* A connection to host:port (a numeric IPv4/IPv6 address or a name),
  * connected lazily by the first send. timeout_ms bounds every wait for the
@@ -136,6 +139,18 @@ typedef struct sl_http_conn sl_http_conn;
  * caller owns *out and frees it with sl_http_conn_free(). */
 int sl_http_conn_new(const char *host, const char *port, int timeout_ms,
                      sl_http_conn **out /* OUT */);
+/* The same over TLS when tls is not NULL: each connect is followed by a
+ * handshake (verified as tls says; host is the name the certificate must
+ * carry). tls must outlive the connection. */
+int sl_http_conn_new_tls(const char *host, const char *port, int timeout_ms, sl_tls_client *tls,
+                         sl_http_conn **out /* OUT */);
+/* TLS: a reconnect offers the session of the previous connection (session
+ * resumption: an abbreviated handshake). Off by default. */
+void sl_http_conn_set_resume(sl_http_conn *c, bool resume);
+/* TLS: handshakes completed on c so far, and how many of them resumed a
+ * session. Both 0 in clear. */
+void sl_http_conn_tls_counts(const sl_http_conn *c, uint64_t *handshakes /* OUT */,
+                             uint64_t *resumed /* OUT */);
 /* Closes the socket and frees everything. NULL is fine. */
 void sl_http_conn_free(sl_http_conn *c);
 

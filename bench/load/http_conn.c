@@ -1,4 +1,5 @@
-/* http_conn.c - one keep-alive HTTP/1.1 connection over a blocking socket.
+/* http_conn.c - one keep-alive HTTP/1.1 connection over a blocking socket,
+ * in clear or over TLS (tls.h).
  *
  * One request at a time: the request goes out in a single send(), the
  * response is read into a fixed buffer and fed to the parser
@@ -9,7 +10,11 @@
  * The descriptor number stays the same for the connection's whole life:
  * a reconnect dup2()s the new socket onto it. That is what makes
  * sl_http_conn_interrupt() safe from another thread: the number it shuts
- * down can never have been closed and handed to someone else meanwhile. */
+ * down can never have been closed and handed to someone else meanwhile.
+ *
+ * Over TLS the handshake follows the connect (non-blocking, see tls.h) and
+ * every send and recv goes through the TLS stream instead; a connection
+ * that ends cleanly sends its close_notify. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,6 +28,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "tls.h"
 
 /* Reads of up to 64 KiB: a whole response in one recv() most of the time. */
 #define READ_BUF (64 * 1024)
@@ -35,9 +41,13 @@ struct sl_http_conn {
     struct sockaddr_storage addr;
     socklen_t addr_len;
     char host[300]; /* the Host field: host:port, [v6]:port */
+    char name[256]; /* the host as given: what the certificate must name */
+    sl_tls_client *tls; /* NULL: plain TCP */
+    bool resume;        /* offer the previous TLS session at a reconnect */
+    sl_tls_stream stream;
     size_t rpos, rlen;
     size_t stream_seen; /* body bytes that stream_read has returned, less those consumed */
-    char error[400];
+    char error[700];
     sl_http_parser parser;
     char rbuf[READ_BUF];
     char wbuf[SL_HTTP_MAX_REQUEST];
@@ -57,6 +67,12 @@ static int set_errno(sl_http_conn *c, int code, const char *what, int err)
 
 int sl_http_conn_new(const char *host, const char *port, int timeout_ms, sl_http_conn **out)
 {
+    return sl_http_conn_new_tls(host, port, timeout_ms, NULL, out);
+}
+
+int sl_http_conn_new_tls(const char *host, const char *port, int timeout_ms, sl_tls_client *tls,
+                         sl_http_conn **out)
+{
     struct addrinfo hints, *res = NULL;
     sl_http_conn *c;
     int n;
@@ -74,13 +90,15 @@ int sl_http_conn_new(const char *host, const char *port, int timeout_ms, sl_http
     c->addr_len = res->ai_addrlen;
     freeaddrinfo(res);
     n = snprintf(c->host, sizeof c->host, strchr(host, ':') ? "[%s]:%s" : "%s:%s", host, port);
-    if (n < 0 || (size_t)n >= sizeof c->host) {
+    if (n < 0 || (size_t)n >= sizeof c->host || strlen(host) >= sizeof c->name) {
         free(c);
         return SL_HTTP_EINVAL;
     }
     atomic_init(&c->fd, -1);
     atomic_init(&c->interrupted, false);
     c->timeout_ms = timeout_ms;
+    c->tls = tls;
+    memcpy(c->name, host, strlen(host) + 1);
     sl_http_parser_init(&c->parser, false);
     *out = c;
     return 0;
@@ -94,6 +112,7 @@ void sl_http_conn_free(sl_http_conn *c)
     fd = atomic_load(&c->fd);
     if (fd >= 0)
         close(fd);
+    sl_tls_stream_free(&c->stream);
     sl_http_parser_free(&c->parser);
     free(c);
 }
@@ -102,6 +121,8 @@ void sl_http_conn_free(sl_http_conn *c)
 static void drop(sl_http_conn *c)
 {
     int fd = atomic_load(&c->fd);
+    if (c->tls)
+        sl_tls_close(&c->stream);
     if (fd >= 0 && c->open)
         shutdown(fd, SHUT_RDWR);
     c->open = false;
@@ -119,6 +140,29 @@ static void set_timeouts(int s, int timeout_ms)
         setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* Linux: connect too */
     }
+}
+
+/* A failed TLS call (errno set by tls.c) as one of our codes. */
+static int tls_error(sl_http_conn *c, const char *what)
+{
+    int err = errno;
+    if (atomic_load(&c->interrupted) || err == EINTR)
+        return set_error(c, SL_HTTP_EINTERRUPTED, what);
+    if (err == EPROTO)
+        return set_error(c, SL_HTTP_ETLS, c->stream.error);
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ETIMEDOUT)
+        return set_error(c, SL_HTTP_ETIMEDOUT, c->stream.error[0] ? c->stream.error : what);
+    return set_errno(c, SL_HTTP_EIO, what, err);
+}
+
+static int handshake(sl_http_conn *c)
+{
+    if (sl_tls_handshake(c->tls, &c->stream, atomic_load(&c->fd), c->name, c->resume,
+                         c->timeout_ms, &c->interrupted) == 0)
+        return 0;
+    int rc = tls_error(c, "the TLS handshake");
+    drop(c);
+    return rc;
 }
 
 static int connect_socket(sl_http_conn *c)
@@ -156,7 +200,7 @@ static int connect_socket(sl_http_conn *c)
         drop(c);
         return set_error(c, SL_HTTP_EINTERRUPTED, "before connecting");
     }
-    return 0;
+    return c->tls ? handshake(c) : 0;
 }
 
 /* The request line and fields: no CR, LF, space or control character may
@@ -200,13 +244,16 @@ static int send_all(sl_http_conn *c, size_t len)
     size_t off = 0;
     int fd = atomic_load(&c->fd);
     while (off < len) {
-        ssize_t n = send(fd, c->wbuf + off, len - off, MSG_NOSIGNAL);
+        ssize_t n = c->tls ? sl_tls_send(&c->stream, c->wbuf + off, len - off)
+                           : send(fd, c->wbuf + off, len - off, MSG_NOSIGNAL);
         if (n >= 0) {
             off += (size_t)n;
             continue;
         }
-        if (errno == EINTR)
+        if (errno == EINTR && !c->tls)
             continue;
+        if (c->tls && errno == EPROTO)
+            return tls_error(c, "while sending");
         if (atomic_load(&c->interrupted))
             return set_error(c, SL_HTTP_EINTERRUPTED, "while sending");
         if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -256,7 +303,8 @@ static int read_more(sl_http_conn *c)
 {
     int fd = atomic_load(&c->fd);
     for (;;) {
-        ssize_t n = recv(fd, c->rbuf, sizeof c->rbuf, 0);
+        ssize_t n = c->tls ? sl_tls_recv(&c->stream, c->rbuf, sizeof c->rbuf)
+                           : recv(fd, c->rbuf, sizeof c->rbuf, 0);
         if (n > 0) {
             c->rpos = 0;
             c->rlen = (size_t)n;
@@ -268,8 +316,10 @@ static int read_more(sl_http_conn *c)
             int rc = sl_http_parser_eof(&c->parser);
             return rc == 1 ? 1 : set_error(c, rc, c->parser.why);
         }
-        if (errno == EINTR)
+        if (errno == EINTR && !c->tls)
             continue;
+        if (c->tls && errno == EPROTO)
+            return tls_error(c, "while reading");
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return set_error(c, SL_HTTP_ETIMEDOUT, "waiting for the response");
         return set_errno(c, SL_HTTP_EIO, "recv", errno);
@@ -367,6 +417,17 @@ void sl_http_conn_interrupt(sl_http_conn *c)
     fd = atomic_load(&c->fd);
     if (fd >= 0)
         shutdown(fd, SHUT_RDWR);
+}
+
+void sl_http_conn_set_resume(sl_http_conn *c, bool resume)
+{
+    c->resume = resume;
+}
+
+void sl_http_conn_tls_counts(const sl_http_conn *c, uint64_t *handshakes, uint64_t *resumed)
+{
+    *handshakes = c->stream.handshakes;
+    *resumed = c->stream.resumptions;
 }
 
 const char *sl_http_conn_error(const sl_http_conn *c)

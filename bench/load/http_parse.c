@@ -525,6 +525,8 @@ const char *sl_http_strerror(int code)
         return "invalid request";
     case SL_HTTP_EINTERRUPTED:
         return "interrupted";
+    case SL_HTTP_ETLS:
+        return "TLS failed";
     default:
         return "unknown error";
     }
