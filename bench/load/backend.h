@@ -62,7 +62,8 @@ typedef struct sl_load_backend {
      * sl_workload_kind); 0 means all. A run it has none for is printed as
      * "-" instead of being run. */
     unsigned workloads;
-    /* Opens a session to address ("host:port" for sluice) for a holder
+    /* Opens a session to address ("host:port", "http://host:port" or
+     * "https://host:port" for sluice; "rediss://" for Redis over TLS) for a holder
      * named holder. On failure *out is NULL and err (cap bytes) says why. */
     int (*session_open)(const char *address, const char *holder, void **out /* OUT */, char *err,
                         size_t cap);
@@ -84,7 +85,19 @@ typedef struct sl_load_backend {
     int (*history_mark)(void *s, uint64_t *mark /* OUT */);
     int (*history_check)(void *s, uint64_t mark, const sl_load_lock *locks, int nlocks,
                          sl_load_history *out /* OUT */);
+    /* Optional (NULL: the connect workloads have no equivalent): one request
+     * on a new connection: connect, handshake when over TLS, one request
+     * (sluice: GET /healthz; Redis: PING), its answer, close. resume: offer
+     * the TLS session of the session's previous connection. 1 when the
+     * handshake resumed a session, 0 when it did not (or in clear), or a
+     * negative code. */
+    int (*connect_once)(void *s, bool resume);
 } sl_load_backend;
+
+typedef struct sl_tls_client sl_tls_client; /* tls.h */
+/* Whom https:// and rediss:// addresses are checked against: set by main
+ * before any session opens; NULL refuses such addresses. */
+extern sl_tls_client *sl_load_tls;
 
 extern const sl_load_backend sl_load_backend_sluice;
 /* Built only when hiredis was found (SL_LOAD_HAVE_REDIS). */

@@ -18,7 +18,12 @@
  *
  * A client holds one grant at a time, so the session remembers which key the
  * grant is on; the grant's handle is the token. The scripts are loaded once
- * per session (SCRIPT LOAD) and run by their SHA, as the libraries do. */
+ * per session (SCRIPT LOAD) and run by their SHA, as the libraries do.
+ *
+ * A rediss:// address speaks TLS (redis_tls.h: our socket and TLS stream,
+ * hiredis's command formatting and reply parser); every command goes
+ * through command(), which picks the connection. connect_once: the
+ * session's connection closed and opened again, then PING. */
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -32,6 +37,7 @@
 
 #include "address.h"
 #include "backend.h"
+#include "redis_tls.h"
 
 /* Above any wait on one command (there are no blocking commands here), so
  * that only a dead server times out. */
@@ -65,7 +71,9 @@ void sl_load_redis_configure(int poll, int lease)
 }
 
 typedef struct session {
-    redisContext *ctx;
+    redisContext *ctx; /* in clear: hiredis's connection; NULL over TLS */
+    sl_resp_tls *tls;  /* over TLS */
+    char host[256], port[8];
     int fd;                  /* the socket, for interrupt() from another thread */
     atomic_bool interrupted; /* every later call fails */
     uint64_t rng;            /* splitmix64 state, seeded from getrandom */
@@ -86,12 +94,28 @@ static int failf(session *s, const char *fmt, ...)
     return -1;
 }
 
+/* One command on whichever connection the session has. */
+static redisReply *command(session *s, const char *fmt, ...)
+{
+    va_list ap;
+    void *r;
+    va_start(ap, fmt);
+    r = s->tls ? sl_resp_tls_vcommand(s->tls, fmt, ap) : redisvCommand(s->ctx, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static const char *io_error(const session *s)
+{
+    return s->tls ? sl_resp_tls_error(s->tls) : s->ctx ? s->ctx->errstr : "not connected";
+}
+
 /* A command's failure: the connection's (then NULL reply) or Redis's. */
 static int reply_fail(session *s, const char *what, const redisReply *r)
 {
     if (!r)
         return failf(s, "%s: %s", what,
-                     atomic_load(&s->interrupted) ? "interrupted" : s->ctx->errstr);
+                     atomic_load(&s->interrupted) ? "interrupted" : io_error(s));
     if (r->type == REDIS_REPLY_ERROR)
         return failf(s, "%s: %s", what, r->str);
     return failf(s, "%s: unexpected reply of type %d", what, r->type);
@@ -115,7 +139,7 @@ static void new_token(session *s, char *out)
 
 static int load_script(session *s, const char *script, char *sha)
 {
-    redisReply *r = redisCommand(s->ctx, "SCRIPT LOAD %s", script);
+    redisReply *r = command(s, "SCRIPT LOAD %s", script);
     if (!r || r->type != REDIS_REPLY_STRING || r->len != 40) {
         reply_fail(s, "SCRIPT LOAD", r);
         freeReplyObject(r);
@@ -133,18 +157,47 @@ static void session_close(void *vs)
         return;
     if (s->ctx)
         redisFree(s->ctx);
+    sl_resp_tls_free(s->tls);
     free(s);
+}
+
+/* In clear: hiredis's connection, s->fd its socket. */
+static int connect_plain(session *s, char *err, size_t cap)
+{
+    struct timeval tv = {.tv_sec = SOCKET_TIMEOUT_S, .tv_usec = 0};
+    if (s->ctx)
+        redisFree(s->ctx);
+    s->ctx = redisConnectWithTimeout(s->host, atoi(s->port), tv);
+    if (!s->ctx || s->ctx->err) {
+        snprintf(err, cap, "cannot connect to Redis at %s:%s: %s", s->host, s->port,
+                 s->ctx ? s->ctx->errstr : "out of memory");
+        return -1;
+    }
+    /* interrupt() may shut down the previous number in a race with a
+     * reconnect (connect workloads only): it comes only at the end of a
+     * run that failed. */
+    s->fd = s->ctx->fd;
+    if (redisSetTimeout(s->ctx, tv) != REDIS_OK) {
+        snprintf(err, cap, "Redis at %s:%s: %s", s->host, s->port, s->ctx->errstr);
+        return -1;
+    }
+    return 0;
 }
 
 static int session_open(const char *address, const char *holder, void **out, char *err, size_t cap)
 {
-    struct timeval tv = {.tv_sec = SOCKET_TIMEOUT_S, .tv_usec = 0};
     char host[256], port[SL_LOAD_PORT_MAX];
     session *s;
+    bool tls;
     (void)holder; /* the token, not a name, says who holds */
     *out = NULL;
-    if (sl_load_address(address, host, sizeof host, port) < 0) {
-        snprintf(err, cap, "\"%s\" is not HOST:PORT", address);
+    if (sl_load_url(address, "redis", "rediss", &tls, host, sizeof host, port) < 0) {
+        snprintf(err, cap, "\"%s\" is not HOST:PORT, redis://HOST:PORT or rediss://HOST:PORT",
+                 address);
+        return -1;
+    }
+    if (tls && !sl_load_tls) {
+        snprintf(err, cap, "%s: rediss needs --tls-ca FILE (or --tls-insecure)", address);
         return -1;
     }
     s = calloc(1, sizeof *s);
@@ -158,18 +211,17 @@ static int session_open(const char *address, const char *holder, void **out, cha
         free(s);
         return -1;
     }
-    s->ctx = redisConnectWithTimeout(host, atoi(port), tv);
-    if (!s->ctx || s->ctx->err) {
-        snprintf(err, cap, "cannot connect to Redis at %s: %s", address,
-                 s->ctx ? s->ctx->errstr : "out of memory");
+    snprintf(s->host, sizeof s->host, "%s", host);
+    snprintf(s->port, sizeof s->port, "%s", port);
+    if (tls ? sl_resp_tls_connect(host, port, SOCKET_TIMEOUT_S * 1000, sl_load_tls, &s->tls, err,
+                                  cap) < 0
+            : connect_plain(s, err, cap) < 0) {
         session_close(s);
         return -1;
     }
-    s->fd = s->ctx->fd;
-    if (redisSetTimeout(s->ctx, tv) != REDIS_OK ||
-        load_script(s, unlock_script, s->unlock_sha) < 0 ||
+    if (load_script(s, unlock_script, s->unlock_sha) < 0 ||
         load_script(s, sem_acquire_script, s->sem_sha) < 0) {
-        snprintf(err, cap, "Redis at %s: %s", address, s->error[0] ? s->error : s->ctx->errstr);
+        snprintf(err, cap, "Redis at %s: %s", address, s->error);
         session_close(s);
         return -1;
     }
@@ -194,7 +246,7 @@ static int try_acquire(session *s, const sl_load_lock *lock, const char *token)
     redisReply *r;
     int rc;
     if (lock->kind == SL_LOAD_MUTEX) {
-        r = redisCommand(s->ctx, "SET %s %s NX PX %d", lock->name, token, lease_ms);
+        r = command(s, "SET %s %s NX PX %d", lock->name, token, lease_ms);
         if (r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0)
             rc = 1;
         else if (r && r->type == REDIS_REPLY_NIL)
@@ -202,7 +254,7 @@ static int try_acquire(session *s, const sl_load_lock *lock, const char *token)
         else
             rc = reply_fail(s, "SET NX", r);
     } else {
-        r = redisCommand(s->ctx, "EVALSHA %s 1 %s %d %s %d", s->sem_sha, lock->name, lock->limit,
+        r = command(s, "EVALSHA %s 1 %s %d %s %d", s->sem_sha, lock->name, lock->limit,
                          token, lease_ms);
         if (r && r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
             rc = (int)r->integer;
@@ -243,9 +295,9 @@ static int release(void *vs, const sl_load_grant *grant)
     if (atomic_load(&s->interrupted))
         return failf(s, "interrupted");
     if (mutex)
-        r = redisCommand(s->ctx, "EVALSHA %s 1 %s %s", s->unlock_sha, s->key, token);
+        r = command(s, "EVALSHA %s 1 %s %s", s->unlock_sha, s->key, token);
     else
-        r = redisCommand(s->ctx, "ZREM %s %s", s->key, token);
+        r = command(s, "ZREM %s %s", s->key, token);
     if (!r || r->type != REDIS_REPLY_INTEGER)
         rc = reply_fail(s, mutex ? "unlock script" : "ZREM", r);
     else if (r->integer != 1)
@@ -262,7 +314,7 @@ static int release(void *vs, const sl_load_grant *grant)
 static int semaphore_create(void *vs, const char *name, int limit)
 {
     session *s = vs;
-    redisReply *r = redisCommand(s->ctx, "DEL %s", name);
+    redisReply *r = command(s, "DEL %s", name);
     int rc = 0;
     (void)limit; /* every acquire passes it to the script */
     if (!r || r->type != REDIS_REPLY_INTEGER)
@@ -275,7 +327,7 @@ static int semaphore_create(void *vs, const char *name, int limit)
 static int semaphore_delete(void *vs, const char *name)
 {
     session *s = vs;
-    redisReply *r = redisCommand(s->ctx, "ZCARD %s", name);
+    redisReply *r = command(s, "ZCARD %s", name);
     int rc = 0;
     if (!r || r->type != REDIS_REPLY_INTEGER)
         rc = reply_fail(s, "ZCARD", r);
@@ -283,7 +335,7 @@ static int semaphore_delete(void *vs, const char *name)
         rc = failf(s, "semaphore %s still has %lld slot(s) taken after the run", name, r->integer);
     freeReplyObject(r);
     if (rc == 0) {
-        r = redisCommand(s->ctx, "DEL %s", name);
+        r = command(s, "DEL %s", name);
         if (!r || r->type != REDIS_REPLY_INTEGER)
             rc = reply_fail(s, "DEL", r);
         freeReplyObject(r);
@@ -297,7 +349,31 @@ static void interrupt(void *vs)
 {
     session *s = vs;
     atomic_store(&s->interrupted, true);
-    shutdown(s->fd, SHUT_RDWR);
+    if (s->tls)
+        sl_resp_tls_interrupt(s->tls);
+    else
+        shutdown(s->fd, SHUT_RDWR);
+}
+
+/* The session's connection closed and opened again (over TLS, offering
+ * the previous session when resume is set), then PING. */
+static int connect_once(void *vs, bool resume)
+{
+    session *s = vs;
+    redisReply *r;
+    int rc;
+    if (atomic_load(&s->interrupted))
+        return failf(s, "interrupted");
+    if (s->tls ? sl_resp_tls_reconnect(s->tls, resume) < 0
+               : connect_plain(s, s->error, sizeof s->error) < 0)
+        return s->tls ? failf(s, "%s", sl_resp_tls_error(s->tls)) : -1;
+    r = command(s, "PING");
+    if (r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0)
+        rc = s->tls && sl_resp_tls_resumed(s->tls);
+    else
+        rc = reply_fail(s, "PING", r);
+    freeReplyObject(r);
+    return rc;
 }
 
 static const char *last_error(void *vs)
@@ -318,4 +394,5 @@ const sl_load_backend sl_load_backend_redis = {
     .error = last_error,
     .history_mark = NULL,
     .history_check = NULL,
+    .connect_once = connect_once,
 };

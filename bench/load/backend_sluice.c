@@ -8,7 +8,10 @@
  * per lock: every grant must go to the claim at the head of the lock's
  * queue, and never leave more holders than the limit. Events are the
  * server's own record, so this checks what clients cannot see (a grant to
- * two claims that the clients happened not to notice at the same moment). */
+ * two claims that the clients happened not to notice at the same moment).
+ * connect_once: GET /healthz on a new connection, closed after the answer
+ * (over TLS, a full or resumed handshake each time).
+ * An https:// address speaks TLS, verified as sl_load_tls says. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,9 @@
 #include "backend.h"
 #include "http.h"
 #include "json_scan.h"
+#include "tls.h"
+
+sl_tls_client *sl_load_tls;
 
 #define LONG_POLL "30s"
 /* Above the server's 30 s cap on a wait, so that a slow answer is late,
@@ -68,10 +74,16 @@ static int session_open(const char *address, const char *holder, void **out, cha
 {
     char host[256], port[SL_LOAD_PORT_MAX];
     session *s;
+    bool tls;
     int rc;
     *out = NULL;
-    if (sl_load_address(address, host, sizeof host, port) < 0) {
-        snprintf(err, cap, "\"%s\" is not HOST:PORT", address);
+    if (sl_load_url(address, "http", "https", &tls, host, sizeof host, port) < 0) {
+        snprintf(err, cap, "\"%s\" is not HOST:PORT, http://HOST:PORT or https://HOST:PORT",
+                 address);
+        return -1;
+    }
+    if (tls && !sl_load_tls) {
+        snprintf(err, cap, "%s: https needs --tls-ca FILE (or --tls-insecure)", address);
         return -1;
     }
     if (strlen(holder) >= SL_LOAD_NAME_MAX) {
@@ -83,7 +95,7 @@ static int session_open(const char *address, const char *holder, void **out, cha
         snprintf(err, cap, "out of memory");
         return -1;
     }
-    rc = sl_http_conn_new(host, port, SOCKET_TIMEOUT_MS, &s->conn);
+    rc = sl_http_conn_new_tls(host, port, SOCKET_TIMEOUT_MS, tls ? sl_load_tls : NULL, &s->conn);
     if (rc < 0) {
         snprintf(err, cap, "cannot use %s: %s", address, sl_http_strerror(rc));
         free(s);
@@ -191,6 +203,22 @@ static int release(void *vs, const sl_load_grant *grant)
 static void interrupt(void *vs)
 {
     sl_http_conn_interrupt(((session *)vs)->conn);
+}
+
+static int connect_once(void *vs, bool resume)
+{
+    session *s = vs;
+    const sl_http_response *r;
+    uint64_t before, after, hs;
+    int rc;
+    sl_http_conn_tls_counts(s->conn, &hs, &before);
+    sl_http_conn_set_resume(s->conn, resume);
+    rc = call(s, "GET", "/healthz", NULL, 200, &r);
+    sl_http_conn_close(s->conn);
+    if (rc < 0)
+        return rc;
+    sl_http_conn_tls_counts(s->conn, &hs, &after);
+    return after > before;
 }
 
 static const char *last_error(void *vs)
@@ -405,4 +433,5 @@ const sl_load_backend sl_load_backend_sluice = {
     .error = last_error,
     .history_mark = history_mark,
     .history_check = history_check,
+    .connect_once = connect_once,
 };

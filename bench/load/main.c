@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "address.h"
 #include "backend.h"
 #include "etcd_spawn.h"
 #include "sluiced_spawn.h"
@@ -19,6 +20,7 @@
 #include "redis_spawn.h"
 #endif
 #include "scale.h"
+#include "tls.h"
 #ifdef SL_LOAD_HAVE_PG
 #include "pg_spawn.h"
 #endif
@@ -28,28 +30,42 @@
 #define MAX_SECONDS 3600.0
 
 static const char usage[] =
-    "usage: sluice-load [options] [uncontended] [contended] [semaphore] [scale]\n"
+    "usage: sluice-load [options] [uncontended] [contended] [semaphore] [connect] [resume]\n"
+    "                   [scale]\n"
     "\n"
     "Loads a lock service with clients that acquire and release locks in a loop, and\n"
     "prints cycles/s, latency percentiles and CPU time per cycle of this program and of\n"
     "the server. Every run checks what the clients saw: never more holders than the\n"
     "limit, fencing tokens that only grow, grants in FIFO order in the server's event\n"
-    "log. With no workload named, all three run. scale (sluice only, named alone or\n"
-    "with others) fills sluiced with a million pending claims and measures memory,\n"
-    "latency and restarts (bench/README.md).\n"
+    "log. With no workload named, those three run. connect and resume (named only)\n"
+    "measure new connections: connect, handshake, one request, close; resume offers\n"
+    "the previous TLS session. scale (sluice only, named alone or with others) fills\n"
+    "sluiced with a million pending claims and measures memory, latency and restarts\n"
+    "(bench/README.md).\n"
     "\n"
     "  --sluiced PATH          start a throwaway sluiced (free port, temporary store)\n"
     "  --durability MODE       normal (default) or full, for that sluiced\n"
     "  --server HOST:PORT      else the service to load (default 127.0.0.1:7700); sluice:\n"
     "                          a comma-separated list spreads the clients over the\n"
-    "                          servers of a shared-mode cluster, round robin\n"
+    "                          servers of a shared-mode cluster, round robin;\n"
+    "                          https://HOST:PORT speaks TLS\n"
+    "  --tls                   the throwaway sluiced or redis-server serves TLS only,\n"
+    "                          with a self-signed certificate made for the run\n"
+    "  --plain-and-tls         two throwaway servers, one in clear and one over TLS;\n"
+    "                          each workload runs on both, one right after the other,\n"
+    "                          and the TLS/plain ratios are printed (sluice, redis)\n"
+    "  --tls-ca FILE           verify a TLS server against these CA certificates\n"
+    "                          (default: the system's, or the throwaway certificate)\n"
+    "  --tls-insecure          verify nothing (neither chain nor name): for a server\n"
+    "                          whose CA you do not have; says so in the output\n"
     "  --server-pid PID        its process, for its CPU time per cycle\n"
     "  --backend NAME          the service: sluice (default), redis (SET NX PX and a\n"
     "                          sorted-set semaphore, polled; no fencing tokens), or\n"
     "                          redis-durable (redis with --redis-durable), postgres\n"
     "                          (blocking advisory locks), postgres-poll (advisory\n"
     "                          locks, polled) or postgres-rows (a table of slots)\n"
-    "  --redis HOST:PORT       a running Redis, for --backend redis\n"
+    "  --redis HOST:PORT       a running Redis, for --backend redis (rediss://HOST:PORT:\n"
+    "                          over TLS)\n"
     "  --redis-server PATH     else start a throwaway one (free port, temporary\n"
     "                          directory, no snapshots; default /usr/bin/redis-server)\n"
     "  --redis-durable         that one with appendonly yes, appendfsync always\n"
@@ -72,6 +88,7 @@ static const char usage[] =
     "  --contended-clients N   clients on the one mutex (default 8)\n"
     "  --semaphore-clients N   clients on the semaphore (default 64)\n"
     "  --semaphore-limit N     its slots (default 10)\n"
+    "  --connect-clients N     clients of connect and resume (default 8)\n"
     "  --short                 smoke test: 1 s runs after 0.25 s of warm-up; uncontended\n"
     "                          with 1 and 8 clients, contended with 8, semaphore with 8\n"
     "                          clients on 4 slots (so that they still wait)\n"
@@ -95,8 +112,10 @@ typedef struct options {
     long server_pid;
     double duration, warmup;
     int connections[MAX_RUNS], nconnections;
-    int contended_clients, semaphore_clients, semaphore_limit;
-    bool want[3]; /* by sl_workload_kind */
+    int contended_clients, semaphore_clients, semaphore_limit, connect_clients;
+    bool tls, plain_and_tls, tls_insecure;
+    const char *tls_ca;
+    bool want[SL_WORKLOAD_KINDS]; /* by sl_workload_kind */
     bool scale;   /* scale.h's run, after the others */
     int scale_locks, scale_waiters;
 } options;
@@ -171,6 +190,7 @@ static void set_defaults(options *o)
     o->contended_clients = 8;
     o->semaphore_clients = 64;
     o->semaphore_limit = 10;
+    o->connect_clients = 8;
     o->scale_locks = 10000;
     o->scale_waiters = 100;
 }
@@ -197,9 +217,11 @@ static int parse_workloads(int argc, char **argv, options *o)
             o->scale = true;
             continue;
         }
-        for (k = 0; k < 3 && strcmp(argv[i], sl_workload_name((sl_workload_kind)k)) != 0; k++)
+        for (k = 0; k < SL_WORKLOAD_KINDS &&
+                    strcmp(argv[i], sl_workload_name((sl_workload_kind)k)) != 0;
+             k++)
             ;
-        if (k == 3) {
+        if (k == SL_WORKLOAD_KINDS) {
             fprintf(stderr, "sluice-load: unknown workload \"%s\"\n", argv[i]);
             return -1;
         }
@@ -233,6 +255,11 @@ enum {
     O_PG,
     O_PG_BINDIR,
     O_PG_POLL,
+    O_TLS,
+    O_PLAIN_AND_TLS,
+    O_TLS_CA,
+    O_TLS_INSECURE,
+    O_CONNECT_CLIENTS,
 };
 
 static const struct option long_options[] = {
@@ -261,6 +288,11 @@ static const struct option long_options[] = {
     {"pg", required_argument, NULL, O_PG},
     {"pg-bindir", required_argument, NULL, O_PG_BINDIR},
     {"pg-poll-ms", required_argument, NULL, O_PG_POLL},
+    {"tls", no_argument, NULL, O_TLS},
+    {"plain-and-tls", no_argument, NULL, O_PLAIN_AND_TLS},
+    {"tls-ca", required_argument, NULL, O_TLS_CA},
+    {"tls-insecure", no_argument, NULL, O_TLS_INSECURE},
+    {"connect-clients", required_argument, NULL, O_CONNECT_CLIENTS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -330,6 +362,20 @@ static int set_option(options *o, int ch, const char *arg)
         return 0;
     case O_PG_POLL:
         return parse_int(arg, 1, 60000, &o->pg_poll_ms);
+    case O_TLS:
+        o->tls = true;
+        return 0;
+    case O_PLAIN_AND_TLS:
+        o->plain_and_tls = true;
+        return 0;
+    case O_TLS_CA:
+        o->tls_ca = arg;
+        return 0;
+    case O_TLS_INSECURE:
+        o->tls_insecure = true;
+        return 0;
+    case O_CONNECT_CLIENTS:
+        return parse_int(arg, 1, SL_WORKLOAD_MAX_CLIENTS, &o->connect_clients);
     case 'h':
         fputs(usage, stdout);
         exit(0);
@@ -372,6 +418,40 @@ static bool is_pg(const char *backend)
 static bool is_etcd(const char *backend)
 {
     return strncmp(backend, "etcd", strlen("etcd")) == 0;
+}
+
+/* The throwaway server started here, if any (else the address is given). */
+static bool throwaway(const options *o)
+{
+    if (strcmp(o->backend, "redis") == 0)
+        return !o->redis;
+    return strcmp(o->backend, "sluice") == 0 && o->sluiced;
+}
+
+static int check_tls_options(const options *o)
+{
+    bool sluice_or_redis = strcmp(o->backend, "sluice") == 0 || strcmp(o->backend, "redis") == 0;
+    if ((o->tls || o->plain_and_tls) && (!sluice_or_redis || !throwaway(o))) {
+        fprintf(stderr, "sluice-load: --tls and --plain-and-tls start a throwaway sluiced "
+                        "(--sluiced PATH) or redis-server over TLS; for a server you started, "
+                        "give its address as https://HOST:PORT (sluice) or rediss://HOST:PORT "
+                        "(redis)\n");
+        return -1;
+    }
+    if (o->tls && o->plain_and_tls) {
+        fprintf(stderr, "sluice-load: --plain-and-tls already runs over TLS: drop --tls\n");
+        return -1;
+    }
+    if (o->tls_insecure && o->tls_ca) {
+        fprintf(stderr, "sluice-load: --tls-insecure checks no certificate: drop --tls-ca\n");
+        return -1;
+    }
+    if (o->scale && (o->tls || o->plain_and_tls || sl_load_url_is_tls(o->server))) {
+        fprintf(stderr, "sluice-load: scale runs in clear only (its fill pipelines requests on "
+                        "sockets of its own): run it without TLS\n");
+        return -1;
+    }
+    return 0;
 }
 
 static int parse_options(int argc, char **argv, options *o)
@@ -434,7 +514,7 @@ static int parse_options(int argc, char **argv, options *o)
                         "not one given with --redis\n");
         return -1;
     }
-    return 0;
+    return check_tls_options(o);
 }
 
 static int plan(const options *o, sl_workload *runs)
@@ -447,6 +527,10 @@ static int plan(const options *o, sl_workload *runs)
         runs[n++] = (sl_workload){SL_WORKLOAD_CONTENDED, o->contended_clients, 1};
     if (o->want[SL_WORKLOAD_SEMAPHORE])
         runs[n++] = (sl_workload){SL_WORKLOAD_SEMAPHORE, o->semaphore_clients, o->semaphore_limit};
+    if (o->want[SL_WORKLOAD_CONNECT])
+        runs[n++] = (sl_workload){SL_WORKLOAD_CONNECT, o->connect_clients, 1};
+    if (o->want[SL_WORKLOAD_RESUME])
+        runs[n++] = (sl_workload){SL_WORKLOAD_RESUME, o->connect_clients, 1};
     return n;
 }
 
@@ -454,6 +538,8 @@ static int plan(const options *o, sl_workload *runs)
 
 static bool has_equivalent(const sl_load_backend *b, sl_workload_kind kind)
 {
+    if (SL_WORKLOAD_IS_CONNECT(kind))
+        return b->connect_once != NULL;
     return b->workloads == 0 || (b->workloads & (1u << kind)) != 0;
 }
 
@@ -530,11 +616,31 @@ static void print_details(const sl_load_result *r)
     printf("\n");
 }
 
-static void print_checks(bool tokens, const sl_load_result *r)
+/* A connect run: how many handshakes resumed, then the tail. */
+static void print_connect_checks(const sl_load_result *r, bool tls)
+{
+    if (!tls)
+        printf("  %llu connections in the window, in clear\n", (unsigned long long)r->cycles);
+    else
+        printf("  %llu connections in the window, %llu of their TLS handshakes resumed a session%s\n",
+               (unsigned long long)r->cycles, (unsigned long long)r->resumed,
+               r->workload.kind == SL_WORKLOAD_RESUME && r->cycles && !r->resumed
+                   ? " (the server resumed none: this row is of full handshakes)"
+                   : "");
+    print_details(r);
+    if (r->errors)
+        printf("  %llu error(s), the first: %s\n", (unsigned long long)r->errors, r->first_error);
+}
+
+static void print_checks(bool tokens, bool tls, const sl_load_result *r)
 {
     char tok[80];
     printf("%s %d: %s\n", sl_workload_name(r->workload.kind), r->workload.clients,
            sl_load_result_ok(r) ? "ok" : "FAILED");
+    if (SL_WORKLOAD_IS_CONNECT(r->workload.kind)) {
+        print_connect_checks(r, tls);
+        return;
+    }
     if (tokens)
         snprintf(tok, sizeof tok, "tokens %s, %llu given twice%s",
                  r->token_violations ? "WENT BACKWARDS" : "increasing",
@@ -573,49 +679,96 @@ static int etcd_lease_ttl(const options *o)
     return need > ETCD_LEASE_TTL_S ? (int)need : ETCD_LEASE_TTL_S;
 }
 
-/* label: the backend's name in the table (redis-durable for redis on a
- * durable server). */
-static int run_all(const options *o, const char *label, const char *address, pid_t server_pid)
+/* One service to load: its name in the table (redis-durable for redis on
+ * a durable server, -tls added over TLS), where, and its process. */
+typedef struct target {
+    char label[40];
+    const char *address;
+    pid_t pid;
+    bool tls;
+} target;
+
+/* One run on one target, its row printed; 1 when it failed. */
+static int run_one(const options *o, const target *t, const sl_workload *w, int index,
+                   sl_load_result *res)
 {
-    sl_workload runs[MAX_RUNS + 2];
-    sl_load_result *results;
-    int n = plan(o, runs), i, failed = 0;
-    sl_load_config cfg = {
-        find_backend(o->backend), address, NULL, o->warmup, o->duration, server_pid};
+    sl_load_config cfg = {find_backend(o->backend), t->address, NULL, o->warmup, o->duration,
+                          t->pid};
     char prefix[64];
-    results = calloc((size_t)n, sizeof *results);
+    snprintf(prefix, sizeof prefix, "sluice-load/%ld/%d", (long)getpid(), index);
+    cfg.prefix = prefix;
+    res->workload = *w;
+    if (!has_equivalent(cfg.backend, w->kind) || (w->kind == SL_WORKLOAD_RESUME && !t->tls)) {
+        print_row_none(t->label, w);
+        return 0;
+    }
+    if (sl_workload_run(&cfg, w, res) < 0) {
+        fprintf(stderr, "sluice-load: %s %d cannot run: %s\n", sl_workload_name(w->kind),
+                w->clients, res->first_error);
+        res->errors = 1;
+        return 1;
+    }
+    print_row(t->label, res);
+    return !sl_load_result_ok(res);
+}
+
+/* Over TLS against in clear: cycles/s of each workload, run one right
+ * after the other. */
+static void print_tls_ratios(const target *t, const sl_workload *runs, int n,
+                             const sl_load_result *res)
+{
+    int i;
+    printf("\n%s / %s: cycles/s over TLS divided by the same workload's in clear (run just "
+           "before it)\n",
+           t[1].label, t[0].label);
+    for (i = 0; i < n; i++) {
+        const sl_load_result *p = &res[i * 2], *q = &res[i * 2 + 1];
+        double a = p->seconds > 0 ? (double)p->cycles / p->seconds : 0;
+        double b = q->seconds > 0 ? (double)q->cycles / q->seconds : 0;
+        if (runs[i].kind == SL_WORKLOAD_RESUME) /* no plain row: against connect's */
+            continue;
+        if (a > 0 && b > 0)
+            printf("  %-12s %5d clients  %10.0f / %10.0f cycles/s  %6.2fx\n",
+                   sl_workload_name(runs[i].kind), runs[i].clients, b, a, b / a);
+    }
+}
+
+static int run_all(const options *o, const target *t, int nt)
+{
+    sl_workload runs[MAX_RUNS + SL_WORKLOAD_KINDS];
+    sl_load_result *results;
+    const sl_load_backend *be = find_backend(o->backend);
+    int n = plan(o, runs), i, j, failed = 0;
+    results = calloc((size_t)(n * nt), sizeof *results);
     if (!results)
         return 2;
-    printf("sluice-load: %s at %s; %g s measured per run after %g s of warm-up; CPU per cycle "
-           "from getrusage and %s\n\n",
-           label, address, o->duration, o->warmup,
-           server_pid > 0 ? "/proc/PID/stat" : "(no server pid: use --server-pid)");
+    for (j = 0; j < nt; j++)
+        printf("sluice-load: %s at %s; %g s measured per run after %g s of warm-up; CPU per "
+               "cycle from getrusage and %s%s\n",
+               t[j].label, t[j].address, o->duration, o->warmup,
+               t[j].pid > 0 ? "/proc/PID/stat" : "(no server pid: use --server-pid)",
+               t[j].tls && sl_tls_client_insecure(sl_load_tls)
+                   ? "; TLS certificates NOT verified (--tls-insecure)"
+                   : "");
+    printf("\n");
     print_header();
-    for (i = 0; i < n; i++) {
-        snprintf(prefix, sizeof prefix, "sluice-load/%ld/%d", (long)getpid(), i);
-        cfg.prefix = prefix;
-        results[i].workload = runs[i];
-        if (!has_equivalent(cfg.backend, runs[i].kind)) {
-            print_row_none(label, &runs[i]);
-            continue;
-        }
-        if (sl_workload_run(&cfg, &runs[i], &results[i]) < 0) {
-            fprintf(stderr, "sluice-load: %s %d cannot run: %s\n", sl_workload_name(runs[i].kind),
-                    runs[i].clients, results[i].first_error);
-            failed = 1;
-            results[i].errors = 1;
-            continue;
-        }
-        print_row(label, &results[i]);
-        failed |= !sl_load_result_ok(&results[i]);
-    }
-    printf("\nchecks (over the whole run, warm-up and drain included) and details\n");
     for (i = 0; i < n; i++)
-        if (has_equivalent(cfg.backend, runs[i].kind))
-            print_checks(cfg.backend->tokens, &results[i]);
-        else
-            printf("%s %d: not run (%s has no equivalent)\n", sl_workload_name(runs[i].kind),
-                   runs[i].clients, label);
+        for (j = 0; j < nt; j++)
+            failed |= run_one(o, &t[j], &runs[i], i * nt + j, &results[i * nt + j]);
+    printf("\nchecks (over the whole run, warm-up and drain included) and details\n");
+    for (j = 0; j < nt; j++)
+        for (i = 0; i < n; i++) {
+            const sl_load_result *r = &results[i * nt + j];
+            if (nt > 1)
+                printf("%s ", t[j].label);
+            if (has_equivalent(be, runs[i].kind) && (runs[i].kind != SL_WORKLOAD_RESUME || t[j].tls))
+                print_checks(be->tokens, t[j].tls, r);
+            else
+                printf("%s %d: not run (%s has no equivalent)\n", sl_workload_name(runs[i].kind),
+                       runs[i].clients, t[j].label);
+        }
+    if (nt == 2)
+        print_tls_ratios(t, runs, n, results);
     free(results);
     return failed;
 }
@@ -625,7 +778,7 @@ static int run_all(const options *o, const char *label, const char *address, pid
 #define SLUICED_MAX_CLAIMS 10000000L
 static sl_spawn_opts sluiced_opts(const options *o)
 {
-    sl_spawn_opts so = {o->durability, 0, NULL};
+    sl_spawn_opts so = {o->durability, 0, NULL, false};
     long need = (long)o->scale_locks * (o->scale_waiters + 1) * 11 / 10 + 1000000;
     if (o->scale && need > SLUICED_MAX_CLAIMS)
         so.max_claims = (size_t)need;
@@ -663,15 +816,16 @@ static int run_scale(const options *o, const char *address, pid_t pid, sl_spawn 
 }
 
 /* Starts the throwaway server asked for (a sluiced, or a redis-server
- * unless --redis names one), or none; 0, or -1 after saying why. */
-static int start_server(const options *o, sl_spawn *spawn, bool *started)
+ * unless --redis names one), or none; over TLS when tls is set (sluiced
+ * and redis-server only). 0, or -1 after saying why. */
+static int start_server(const options *o, bool tls, sl_spawn *spawn, bool *started)
 {
     char err[512];
     int rc = 0;
     *started = false;
     if (strcmp(o->backend, "redis") == 0 && !o->redis) {
 #ifdef SL_LOAD_HAVE_REDIS
-        rc = sl_redis_spawn_start(o->redis_server, o->redis_durable, spawn, err, sizeof err);
+        rc = sl_redis_spawn_start(o->redis_server, o->redis_durable, tls, spawn, err, sizeof err);
 #endif
     } else if (is_pg(o->backend) && !o->pg) {
 #ifdef SL_LOAD_HAVE_PG
@@ -681,6 +835,7 @@ static int start_server(const options *o, sl_spawn *spawn, bool *started)
         rc = sl_etcd_spawn_start(o->etcd_server, spawn, err, sizeof err);
     } else if (o->sluiced) {
         sl_spawn_opts so = sluiced_opts(o);
+        so.tls = tls;
         rc = sl_spawn_start_opts(o->sluiced, &so, spawn, err, sizeof err);
     } else {
         return 0;
@@ -721,17 +876,55 @@ static int stop_server(const options *o, sl_spawn *spawn)
     return rc;
 }
 
+/* The TLS client context for https:// and rediss:// addresses: the CA
+ * given, else the throwaway server's certificate, else the system's trust
+ * store; none is made when nothing speaks TLS. 0, or -1 after saying why. */
+static int setup_tls(const options *o, const target *t, int nt, const sl_spawn *tls_spawn)
+{
+    char err[600];
+    bool any = false;
+    int i;
+    for (i = 0; i < nt; i++)
+        any |= t[i].tls;
+    if (!any)
+        return 0;
+    const char *ca = o->tls_ca ? o->tls_ca : tls_spawn && tls_spawn->ca[0] ? tls_spawn->ca : NULL;
+    if (sl_tls_client_new(ca, o->tls_insecure, &sl_load_tls, err, sizeof err) < 0) {
+        fprintf(stderr, "sluice-load: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void set_target(target *t, const char *label, const char *address, pid_t pid)
+{
+    t->tls = sl_load_url_is_tls(address);
+    snprintf(t->label, sizeof t->label, "%s%s", label, t->tls ? "-tls" : "");
+    t->address = address;
+    t->pid = pid;
+}
+
+static bool any_workload(const options *o)
+{
+    int k;
+    for (k = 0; k < SL_WORKLOAD_KINDS; k++)
+        if (o->want[k])
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     options o;
-    sl_spawn spawn;
+    sl_spawn spawn[2]; /* [1]: the TLS one of --plain-and-tls */
+    target t[2];
     const char *address, *label;
-    bool started;
+    bool started[2] = {false, false};
     pid_t pid;
-    int rc;
+    int rc, nt = 1, i;
     if (parse_options(argc, argv, &o) < 0)
         return 2;
-    memset(&spawn, 0, sizeof spawn);
+    memset(spawn, 0, sizeof spawn);
     address = o.server;
     label = o.backend;
     pid = (pid_t)o.server_pid;
@@ -752,19 +945,33 @@ int main(int argc, char **argv)
         sl_load_etcd_configure(o.etcd_poll_ms, etcd_lease_ttl(&o));
         address = o.etcd;
     }
-    if (start_server(&o, &spawn, &started) < 0)
+    if (start_server(&o, o.tls, &spawn[0], &started[0]) < 0)
         return 2;
-    if (started) {
-        address = spawn.address;
-        pid = spawn.pid;
+    if (started[0]) {
+        address = spawn[0].url[0] ? spawn[0].url : spawn[0].address;
+        pid = spawn[0].pid;
     }
-    rc = o.want[0] || o.want[1] || o.want[2] ? run_all(&o, label, address, pid) : 0;
-    if (o.scale) {
-        int src = run_scale(&o, address, pid, started ? &spawn : NULL);
+    set_target(&t[0], label, address, pid);
+    rc = 0;
+    if (o.plain_and_tls) {
+        nt = 2;
+        if (start_server(&o, true, &spawn[1], &started[1]) < 0)
+            rc = 2;
+        else
+            set_target(&t[1], label, spawn[1].url, spawn[1].pid);
+    }
+    if (rc == 0 && setup_tls(&o, t, nt, o.plain_and_tls ? &spawn[1] : &spawn[0]) < 0)
+        rc = 2;
+    if (rc == 0 && any_workload(&o))
+        rc = run_all(&o, t, nt);
+    if (rc != 2 && o.scale) {
+        int src = run_scale(&o, address, pid, started[0] ? &spawn[0] : NULL);
         rc = src > rc ? src : rc;
     }
-    if (started && stop_server(&o, &spawn) < 0)
-        rc = rc ? rc : 1;
+    for (i = 0; i < 2; i++)
+        if (started[i] && stop_server(&o, &spawn[i]) < 0)
+            rc = rc ? rc : 1;
+    sl_tls_client_free(sl_load_tls);
     if (rc == 1)
         fprintf(stderr, "sluice-load: FAILED: a check or a request failed (see above)\n");
     return rc;

@@ -7,7 +7,9 @@
  * one fsynced on every write (--appendonly yes --appendfsync always: the
  * durable comparison for sluiced, which commits every change). It waits
  * until PING answers, and at the end sends SIGTERM, requires exit status 0
- * and removes the directory. */
+ * and removes the directory. With tls, it serves TLS only (--tls-port; the
+ * plain port off) with a throwaway self-signed certificate in that
+ * directory (out->ca), and out->url is rediss://127.0.0.1:PORT. */
 #ifndef SL_BENCH_REDIS_SPAWN_H
 #define SL_BENCH_REDIS_SPAWN_H
 
@@ -17,8 +19,8 @@
 #include "sluiced_spawn.h"
 
 /* 0, or -1 with the reason in err (cap bytes) and nothing left behind. */
-int sl_redis_spawn_start(const char *binary, bool durable, sl_spawn *out /* OUT */, char *err,
-                         size_t cap);
+int sl_redis_spawn_start(const char *binary, bool durable, bool tls, sl_spawn *out /* OUT */,
+                         char *err, size_t cap);
 /* 0 when redis-server exited with status 0, else -1 with the reason. */
 int sl_redis_spawn_stop(sl_spawn *s, char *err, size_t cap);
 

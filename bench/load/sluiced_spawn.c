@@ -14,6 +14,7 @@
 
 #include "http.h"
 #include "sluiced_spawn.h"
+#include "tls.h"
 
 #define READY_TIMEOUT_MS 10000
 #define STOP_TIMEOUT_MS 30000 /* LeakSanitizer's report at exit may take a while */
@@ -58,11 +59,18 @@ static int write_config(const char *dir, size_t max_claims, char *path, size_t c
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static pid_t launch(const char *binary, const sl_spawn_opts *o, const char *address,
-                    const char *dir)
+int sl_spawn_make_cert(sl_spawn *s, char *key_path, size_t kcap, char *err, size_t cap)
 {
-    char listen[80], store[300], config[300];
-    char *argv[16];
+    snprintf(s->ca, sizeof s->ca, "%s/cert.pem", s->dir);
+    snprintf(key_path, kcap, "%s/key.pem", s->dir);
+    return sl_tls_make_self_signed(s->ca, key_path, err, cap);
+}
+
+static pid_t launch(const char *binary, const sl_spawn_opts *o, const sl_spawn *s)
+{
+    const char *address = s->address, *dir = s->dir;
+    char listen[80], store[300], config[300], key[300];
+    char *argv[20];
     int n = 0;
     pid_t pid;
     snprintf(listen, sizeof listen, "%s", address);
@@ -82,6 +90,13 @@ static pid_t launch(const char *binary, const sl_spawn_opts *o, const char *addr
         argv[n++] = "--config";
         argv[n++] = config;
     }
+    if (o->tls) { /* the certificate sl_spawn_start_opts made */
+        snprintf(key, sizeof key, "%s/key.pem", dir);
+        argv[n++] = "--tls-cert";
+        argv[n++] = (char *)s->ca;
+        argv[n++] = "--tls-key";
+        argv[n++] = key;
+    }
     argv[n] = NULL;
     pid = fork();
     if (pid == 0) {
@@ -97,13 +112,13 @@ static pid_t launch(const char *binary, const sl_spawn_opts *o, const char *addr
     return pid;
 }
 
-/* One GET /healthz: true when it answers 200. */
-static bool healthy(const char *port)
+/* One GET /healthz: true when it answers 200 (over TLS when tls is set). */
+static bool healthy(const char *port, sl_tls_client *tls)
 {
     sl_http_conn *c;
     const sl_http_response *r;
     bool ok;
-    if (sl_http_conn_new("127.0.0.1", port, 1000, &c) < 0)
+    if (sl_http_conn_new_tls("127.0.0.1", port, 1000, tls, &c) < 0)
         return false;
     ok = sl_http_conn_request(c, "GET", "/healthz", NULL, 0, &r) == 0 && r->status == 200;
     sl_http_conn_free(c);
@@ -112,14 +127,14 @@ static bool healthy(const char *port)
 
 /* 0 once healthy; -1 when the server exited (*status says how) or never
  * answered. */
-static int wait_ready(pid_t pid, const char *port, int *status)
+static int wait_ready(pid_t pid, const char *port, sl_tls_client *tls, int *status)
 {
     int waited;
     *status = -1;
     for (waited = 0; waited < READY_TIMEOUT_MS; waited += POLL_MS) {
         if (waitpid(pid, status, WNOHANG) == pid)
             return -1;
-        if (healthy(port))
+        if (healthy(port, tls))
             return 0;
         sl_spawn_sleep_ms(POLL_MS);
     }
@@ -161,7 +176,7 @@ int sl_spawn_terminate(pid_t pid)
 
 int sl_spawn_start(const char *binary, const char *durability, sl_spawn *out, char *err, size_t cap)
 {
-    sl_spawn_opts o = {durability, 0, NULL};
+    sl_spawn_opts o = {durability, 0, NULL, false};
     return sl_spawn_start_opts(binary, &o, out, err, cap);
 }
 
@@ -169,11 +184,18 @@ int sl_spawn_start_opts(const char *binary, const sl_spawn_opts *opts, sl_spawn 
                         size_t cap)
 {
     const char *tmp = getenv("TMPDIR");
+    sl_tls_client *tls = NULL;
+    char key[300];
     int attempt, status = -1;
     memset(out, 0, sizeof *out);
     snprintf(out->dir, sizeof out->dir, "%s/sluice-load-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(out->dir)) {
         snprintf(err, cap, "mkdtemp %s: %s", out->dir, strerror(errno));
+        return -1;
+    }
+    if (opts->tls && (sl_spawn_make_cert(out, key, sizeof key, err, cap) < 0 ||
+                      sl_tls_client_new(out->ca, false, &tls, err, cap) < 0)) {
+        sl_spawn_remove_dir(out->dir);
         return -1;
     }
     for (attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -183,11 +205,14 @@ int sl_spawn_start_opts(const char *binary, const sl_spawn_opts *opts, sl_spawn 
             break;
         snprintf(port, sizeof port, "%d", p);
         snprintf(out->address, sizeof out->address, "127.0.0.1:%d", p);
-        out->pid = launch(binary, opts, out->address, out->dir);
+        snprintf(out->url, sizeof out->url, "%s%s", opts->tls ? "https://" : "", out->address);
+        out->pid = launch(binary, opts, out);
         if (out->pid < 0)
             break;
-        if (wait_ready(out->pid, port, &status) == 0)
+        if (wait_ready(out->pid, port, tls, &status) == 0) {
+            sl_tls_client_free(tls);
             return 0;
+        }
         if (status == -1) /* still running but not answering: give up on it */
             status = sl_spawn_terminate(out->pid);
         out->pid = 0;
@@ -198,6 +223,7 @@ int sl_spawn_start_opts(const char *binary, const sl_spawn_opts *opts, sl_spawn 
     else
         snprintf(err, cap, "%s did not answer /healthz within %d s", binary,
                  READY_TIMEOUT_MS / 1000);
+    sl_tls_client_free(tls);
     sl_spawn_remove_dir(out->dir);
     return -1;
 }
@@ -249,7 +275,7 @@ int sl_spawn_halt(sl_spawn *s, bool crash)
 int sl_spawn_relaunch(const char *binary, const sl_spawn_opts *opts, sl_spawn *s, char *err,
                       size_t cap)
 {
-    s->pid = launch(binary, opts, s->address, s->dir);
+    s->pid = launch(binary, opts, s);
     if (s->pid > 0)
         return 0;
     snprintf(err, cap, "cannot start %s again: %s", binary, strerror(errno));

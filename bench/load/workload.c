@@ -40,7 +40,7 @@ typedef struct client {
     pthread_t thread;
     bool started;
     sl_hist cycle, handoff;
-    uint64_t cycles, transitions, changes, grants;
+    uint64_t cycles, transitions, changes, grants, resumed;
     uint64_t holder_violations, token_violations;
     uint64_t *tokens; /* every token learnt, up to MAX_TOKENS_PER_CLIENT */
     size_t ntokens, cap;
@@ -91,6 +91,10 @@ const char *sl_workload_name(sl_workload_kind kind)
         return "contended";
     case SL_WORKLOAD_SEMAPHORE:
         return "semaphore";
+    case SL_WORKLOAD_CONNECT:
+        return "connect";
+    case SL_WORKLOAD_RESUME:
+        return "resume";
     }
     return "?";
 }
@@ -203,12 +207,30 @@ static int cycle(client *c)
     return 0;
 }
 
+/* connect -> one request -> close, on a new connection. */
+static int connect_cycle(client *c)
+{
+    const sl_load_backend *be = c->run->cfg->backend;
+    int64_t t0 = now_ns(), t1;
+    int rc = be->connect_once(c->session, c->run->w->kind == SL_WORKLOAD_RESUME);
+    if (rc < 0)
+        return client_fail(c, "connect");
+    t1 = now_ns();
+    if (in_window(c->run, t1)) {
+        c->cycles++;
+        c->resumed += rc == 1;
+        sl_hist_record(&c->cycle, (uint64_t)(t1 - t0));
+    }
+    return 0;
+}
+
 static void *client_main(void *arg)
 {
     client *c = arg;
     run *r = c->run;
+    bool connect = SL_WORKLOAD_IS_CONNECT(r->w->kind);
     while (!atomic_load(&r->stop) && now_ns() < r->until_ns)
-        if (cycle(c) < 0)
+        if ((connect ? connect_cycle(c) : cycle(c)) < 0)
             break;
     atomic_fetch_sub(&r->running, 1);
     return NULL;
@@ -229,8 +251,8 @@ static int set_locks(run *r)
         lw->lock.kind = w->kind == SL_WORKLOAD_SEMAPHORE ? SL_LOAD_SEMAPHORE : SL_LOAD_MUTEX;
         if (w->kind == SL_WORKLOAD_UNCONTENDED)
             snprintf(lw->lock.name, sizeof lw->lock.name, "%s/u-%d", r->cfg->prefix, i);
-        else if (w->kind == SL_WORKLOAD_CONTENDED)
-            snprintf(lw->lock.name, sizeof lw->lock.name, "%s/one", r->cfg->prefix);
+        else if (w->kind == SL_WORKLOAD_CONTENDED || SL_WORKLOAD_IS_CONNECT(w->kind))
+            snprintf(lw->lock.name, sizeof lw->lock.name, "%s/one", r->cfg->prefix); /* unused */
         else
             snprintf(lw->lock.name, sizeof lw->lock.name, "%s/pool", r->cfg->prefix);
         lw->lock.limit = w->kind == SL_WORKLOAD_SEMAPHORE ? w->limit : 1;
@@ -424,6 +446,7 @@ static void collect(run *r, sl_load_result *out)
         out->transitions += c->transitions;
         out->changes += c->changes;
         out->grants += c->grants;
+        out->resumed += c->resumed;
         out->holder_violations += c->holder_violations;
         out->token_violations += c->token_violations;
         out->tokens_truncated = out->tokens_truncated || c->truncated;
@@ -448,7 +471,7 @@ static void check_history(run *r, void *control, uint64_t mark, sl_load_result *
     const sl_load_backend *be = r->cfg->backend;
     sl_load_lock *locks;
     int i;
-    if (!be->history_check || out->errors)
+    if (!be->history_check || out->errors || SL_WORKLOAD_IS_CONNECT(r->w->kind))
         return;
     locks = calloc((size_t)r->nlocks, sizeof *locks);
     if (!locks)
@@ -479,7 +502,7 @@ static int run_clients(run *r, sl_load_result *out)
         be->session_open(address_of(r->cfg->address, 0, first, sizeof first), "load-control",
                          &control, out->first_error, sizeof out->first_error) < 0)
         goto done;
-    if (be->history_mark && be->history_mark(control, &mark) < 0)
+    if (be->history_mark && !SL_WORKLOAD_IS_CONNECT(w->kind) && be->history_mark(control, &mark) < 0)
         goto control_failed;
     if (w->kind == SL_WORKLOAD_SEMAPHORE &&
         be->semaphore_create(control, r->locks[0].lock.name, w->limit) < 0)

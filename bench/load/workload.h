@@ -6,6 +6,12 @@
  *   uncontended  each client on a mutex of its own;
  *   contended    every client on one mutex;
  *   semaphore    every client on one semaphore of `limit` slots.
+ * And two that take no lock and measure what a new connection costs (the
+ * backend's connect_once): a cycle is connect, handshake when over TLS,
+ * one request, its answer, close:
+ *   connect      a full handshake every time;
+ *   resume       the TLS session of the client's previous connection
+ *                offered (an abbreviated handshake when the server takes it).
  *
  * Timing (CLOCK_MONOTONIC, one clock for every thread):
  *   cycle    from just before acquire() to just after release() returned;
@@ -44,7 +50,13 @@ typedef enum {
     SL_WORKLOAD_UNCONTENDED,
     SL_WORKLOAD_CONTENDED,
     SL_WORKLOAD_SEMAPHORE,
+    SL_WORKLOAD_CONNECT,
+    SL_WORKLOAD_RESUME,
 } sl_workload_kind;
+#define SL_WORKLOAD_KINDS 5
+
+/* The connect workloads: a new connection per cycle, no lock. */
+#define SL_WORKLOAD_IS_CONNECT(k) ((k) == SL_WORKLOAD_CONNECT || (k) == SL_WORKLOAD_RESUME)
 
 typedef struct sl_workload {
     sl_workload_kind kind;
@@ -76,6 +88,7 @@ typedef struct sl_load_result {
     uint64_t token_violations;
     uint64_t duplicate_tokens;
     bool tokens_truncated; /* a client saw more grants than it keeps for the duplicate check */
+    uint64_t resumed;     /* connect workloads: cycles in the window whose handshake resumed */
     bool history_checked;
     sl_load_history history;
     uint64_t errors; /* failed calls (each stops the run) */
@@ -92,7 +105,7 @@ typedef struct sl_load_result {
 int sl_workload_run(const sl_load_config *cfg, const sl_workload *w, sl_load_result *out);
 /* No error and no violation of any check. */
 bool sl_load_result_ok(const sl_load_result *r);
-/* "uncontended", "contended", "semaphore". */
+/* "uncontended", "contended", "semaphore", "connect", "resume". */
 const char *sl_workload_name(sl_workload_kind kind);
 
 #endif

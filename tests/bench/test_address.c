@@ -35,11 +35,44 @@ static void refused(void **state)
         assert_int_equal(sl_load_address(bad[i], host, sizeof host, port), -1);
 }
 
+static void urls(void **state)
+{
+    (void)state;
+    char host[64], port[SL_LOAD_PORT_MAX];
+    bool tls = true;
+    assert_int_equal(sl_load_url("127.0.0.1:7700", "http", "https", &tls, host, sizeof host, port),
+                     0);
+    assert_false(tls);
+    assert_string_equal(host, "127.0.0.1");
+    assert_int_equal(sl_load_url("http://h:1/", "http", "https", &tls, host, sizeof host, port), 0);
+    assert_false(tls);
+    assert_string_equal(host, "h");
+    assert_string_equal(port, "1");
+    assert_int_equal(
+        sl_load_url("https://[::1]:7443", "http", "https", &tls, host, sizeof host, port), 0);
+    assert_true(tls);
+    assert_string_equal(host, "::1");
+    assert_string_equal(port, "7443");
+    assert_int_equal(sl_load_url("rediss://h:6380", "redis", "rediss", &tls, host, sizeof host,
+                                 port),
+                     0);
+    assert_true(tls);
+    assert_true(sl_load_url_is_tls("https://h:1"));
+    assert_true(sl_load_url_is_tls("rediss://h:1"));
+    assert_false(sl_load_url_is_tls("http://h:1"));
+    assert_false(sl_load_url_is_tls("h:1"));
+    /* Another service's scheme, a path, no port. */
+    const char *bad[] = {"rediss://h:1", "ftp://h:1", "https://h:1/v1", "https://h", "https://"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(sl_load_url(bad[i], "http", "https", &tls, host, sizeof host, port), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accepted),
         cmocka_unit_test(refused),
+        cmocka_unit_test(urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
