@@ -717,19 +717,26 @@ static int run_one(const options *o, const target *t, const sl_workload *w, int 
 static void print_tls_ratios(const target *t, const sl_workload *runs, int n,
                              const sl_load_result *res)
 {
-    int i;
+    int i, j;
     printf("\n%s / %s: cycles/s over TLS divided by the same workload's in clear (run just "
-           "before it)\n",
+           "before it; resume against connect), and the server's CPU per cycle\n",
            t[1].label, t[0].label);
     for (i = 0; i < n; i++) {
-        const sl_load_result *p = &res[i * 2], *q = &res[i * 2 + 1];
-        double a = p->seconds > 0 ? (double)p->cycles / p->seconds : 0;
-        double b = q->seconds > 0 ? (double)q->cycles / q->seconds : 0;
-        if (runs[i].kind == SL_WORKLOAD_RESUME) /* no plain row: against connect's */
+        const sl_load_result *q = &res[i * 2 + 1], *p = &res[i * 2];
+        if (runs[i].kind == SL_WORKLOAD_RESUME) /* in clear: connect's row */
+            for (j = 0, p = NULL; j < n; j++)
+                if (runs[j].kind == SL_WORKLOAD_CONNECT)
+                    p = &res[j * 2];
+        if (!p || p->seconds <= 0 || q->seconds <= 0 || !p->cycles || !q->cycles)
             continue;
-        if (a > 0 && b > 0)
-            printf("  %-12s %5d clients  %10.0f / %10.0f cycles/s  %6.2fx\n",
-                   sl_workload_name(runs[i].kind), runs[i].clients, b, a, b / a);
+        double a = (double)p->cycles / p->seconds, b = (double)q->cycles / q->seconds;
+        printf("  %-12s %5d clients  %8.0f / %8.0f cycles/s  %6.2fx", sl_workload_name(runs[i].kind),
+               runs[i].clients, b, a, b / a);
+        if (p->server_cpu_s > 0 && q->server_cpu_s > 0) {
+            double sa = p->server_cpu_s / (double)p->cycles, sb = q->server_cpu_s / (double)q->cycles;
+            printf("   server CPU/cycle %7.1f / %7.1f us  %6.2fx", sb * 1e6, sa * 1e6, sb / sa);
+        }
+        printf("\n");
     }
 }
 
