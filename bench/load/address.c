@@ -6,8 +6,7 @@
 
 #include "address.h"
 
-int sl_load_address(const char *address, char *host, size_t hcap,
-                    char port[SL_LOAD_PORT_MAX])
+int sl_load_address(const char *address, char *host, size_t hcap, char port[SL_LOAD_PORT_MAX])
 {
     const char *colon = strrchr(address, ':');
     if (!colon || colon[1] < '0' || colon[1] > '9')

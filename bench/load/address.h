@@ -11,8 +11,7 @@
  * "::1:7700" work as well as "127.0.0.1:7700". The port is 1 to 65535,
  * written back in plain decimal. 0, or -1 when address is not HOST:PORT or
  * the host does not fit in hcap bytes. */
-int sl_load_address(const char *address, char *host, size_t hcap,
-                    char port[SL_LOAD_PORT_MAX]);
+int sl_load_address(const char *address, char *host, size_t hcap, char port[SL_LOAD_PORT_MAX]);
 
 /* An address with an optional scheme: "PLAIN://HOST:PORT" or a bare
  * HOST:PORT in clear, "SECURE://HOST:PORT" over TLS (http and https for

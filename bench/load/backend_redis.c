@@ -114,8 +114,7 @@ static const char *io_error(const session *s)
 static int reply_fail(session *s, const char *what, const redisReply *r)
 {
     if (!r)
-        return failf(s, "%s: %s", what,
-                     atomic_load(&s->interrupted) ? "interrupted" : io_error(s));
+        return failf(s, "%s: %s", what, atomic_load(&s->interrupted) ? "interrupted" : io_error(s));
     if (r->type == REDIS_REPLY_ERROR)
         return failf(s, "%s: %s", what, r->str);
     return failf(s, "%s: unexpected reply of type %d", what, r->type);
@@ -254,8 +253,8 @@ static int try_acquire(session *s, const sl_load_lock *lock, const char *token)
         else
             rc = reply_fail(s, "SET NX", r);
     } else {
-        r = command(s, "EVALSHA %s 1 %s %d %s %d", s->sem_sha, lock->name, lock->limit,
-                         token, lease_ms);
+        r = command(s, "EVALSHA %s 1 %s %d %s %d", s->sem_sha, lock->name, lock->limit, token,
+                    lease_ms);
         if (r && r->type == REDIS_REPLY_INTEGER && (r->integer == 0 || r->integer == 1))
             rc = (int)r->integer;
         else

@@ -40,8 +40,8 @@ struct sl_http_conn {
     int timeout_ms;
     struct sockaddr_storage addr;
     socklen_t addr_len;
-    char host[300]; /* the Host field: host:port, [v6]:port */
-    char name[256]; /* the host as given: what the certificate must name */
+    char host[300];     /* the Host field: host:port, [v6]:port */
+    char name[256];     /* the host as given: what the certificate must name */
     sl_tls_client *tls; /* NULL: plain TCP */
     bool resume;        /* offer the previous TLS session at a reconnect */
     sl_tls_stream stream;
@@ -157,8 +157,8 @@ static int tls_error(sl_http_conn *c, const char *what)
 
 static int handshake(sl_http_conn *c)
 {
-    if (sl_tls_handshake(c->tls, &c->stream, atomic_load(&c->fd), c->name, c->resume,
-                         c->timeout_ms, &c->interrupted) == 0)
+    if (sl_tls_handshake(c->tls, &c->stream, atomic_load(&c->fd), c->name, c->resume, c->timeout_ms,
+                         &c->interrupted) == 0)
         return 0;
     int rc = tls_error(c, "the TLS handshake");
     drop(c);

@@ -116,7 +116,7 @@ typedef struct options {
     bool tls, plain_and_tls, tls_insecure;
     const char *tls_ca;
     bool want[SL_WORKLOAD_KINDS]; /* by sl_workload_kind */
-    bool scale;   /* scale.h's run, after the others */
+    bool scale;                   /* scale.h's run, after the others */
     int scale_locks, scale_waiters;
 } options;
 
@@ -217,8 +217,8 @@ static int parse_workloads(int argc, char **argv, options *o)
             o->scale = true;
             continue;
         }
-        for (k = 0; k < SL_WORKLOAD_KINDS &&
-                    strcmp(argv[i], sl_workload_name((sl_workload_kind)k)) != 0;
+        for (k = 0;
+             k < SL_WORKLOAD_KINDS && strcmp(argv[i], sl_workload_name((sl_workload_kind)k)) != 0;
              k++)
             ;
         if (k == SL_WORKLOAD_KINDS) {
@@ -622,11 +622,12 @@ static void print_connect_checks(const sl_load_result *r, bool tls)
     if (!tls)
         printf("  %llu connections in the window, in clear\n", (unsigned long long)r->cycles);
     else
-        printf("  %llu connections in the window, %llu of their TLS handshakes resumed a session%s\n",
-               (unsigned long long)r->cycles, (unsigned long long)r->resumed,
-               r->workload.kind == SL_WORKLOAD_RESUME && r->cycles && !r->resumed
-                   ? " (the server resumed none: this row is of full handshakes)"
-                   : "");
+        printf(
+            "  %llu connections in the window, %llu of their TLS handshakes resumed a session%s\n",
+            (unsigned long long)r->cycles, (unsigned long long)r->resumed,
+            r->workload.kind == SL_WORKLOAD_RESUME && r->cycles && !r->resumed
+                ? " (the server resumed none: this row is of full handshakes)"
+                : "");
     print_details(r);
     if (r->errors)
         printf("  %llu error(s), the first: %s\n", (unsigned long long)r->errors, r->first_error);
@@ -692,8 +693,8 @@ typedef struct target {
 static int run_one(const options *o, const target *t, const sl_workload *w, int index,
                    sl_load_result *res)
 {
-    sl_load_config cfg = {find_backend(o->backend), t->address, NULL, o->warmup, o->duration,
-                          t->pid};
+    sl_load_config cfg = {
+        find_backend(o->backend), t->address, NULL, o->warmup, o->duration, t->pid};
     char prefix[64];
     snprintf(prefix, sizeof prefix, "sluice-load/%ld/%d", (long)getpid(), index);
     cfg.prefix = prefix;
@@ -730,10 +731,11 @@ static void print_tls_ratios(const target *t, const sl_workload *runs, int n,
         if (!p || p->seconds <= 0 || q->seconds <= 0 || !p->cycles || !q->cycles)
             continue;
         double a = (double)p->cycles / p->seconds, b = (double)q->cycles / q->seconds;
-        printf("  %-12s %5d clients  %8.0f / %8.0f cycles/s  %6.2fx", sl_workload_name(runs[i].kind),
-               runs[i].clients, b, a, b / a);
+        printf("  %-12s %5d clients  %8.0f / %8.0f cycles/s  %6.2fx",
+               sl_workload_name(runs[i].kind), runs[i].clients, b, a, b / a);
         if (p->server_cpu_s > 0 && q->server_cpu_s > 0) {
-            double sa = p->server_cpu_s / (double)p->cycles, sb = q->server_cpu_s / (double)q->cycles;
+            double sa = p->server_cpu_s / (double)p->cycles,
+                   sb = q->server_cpu_s / (double)q->cycles;
             printf("   server CPU/cycle %7.1f / %7.1f us  %6.2fx", sb * 1e6, sa * 1e6, sb / sa);
         }
         printf("\n");
@@ -768,7 +770,8 @@ static int run_all(const options *o, const target *t, int nt)
             const sl_load_result *r = &results[i * nt + j];
             if (nt > 1)
                 printf("%s ", t[j].label);
-            if (has_equivalent(be, runs[i].kind) && (runs[i].kind != SL_WORKLOAD_RESUME || t[j].tls))
+            if (has_equivalent(be, runs[i].kind) &&
+                (runs[i].kind != SL_WORKLOAD_RESUME || t[j].tls))
                 print_checks(be->tokens, t[j].tls, r);
             else
                 printf("%s %d: not run (%s has no equivalent)\n", sl_workload_name(runs[i].kind),
@@ -799,7 +802,8 @@ static int run_scale(const options *o, const char *address, pid_t pid, sl_spawn 
     sl_scale_config sc;
     if (strcmp(o->backend, "sluice") != 0) {
         printf("\nscale: not run: it measures sluiced with a million pending claims across "
-               "restarts, which %s has no equivalent for\n", o->backend);
+               "restarts, which %s has no equivalent for\n",
+               o->backend);
         return 0;
     }
     memset(&sc, 0, sizeof sc);

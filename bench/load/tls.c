@@ -341,7 +341,8 @@ static X509 *self_signed(EVP_PKEY *key)
         goto fail;
     name = X509_get_subject_name(x);
     if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                   (const unsigned char *)"sluice-load throwaway", -1, -1, 0) != 1 ||
+                                   (const unsigned char *)"sluice-load throwaway", -1, -1,
+                                   0) != 1 ||
         X509_set_issuer_name(x, name) != 1 ||
         add_ext(x, NID_basic_constraints, "critical,CA:TRUE") < 0 ||
         add_ext(x, NID_subject_alt_name, "IP:127.0.0.1,IP:::1,DNS:localhost") < 0 ||
@@ -363,8 +364,7 @@ static int write_pem(const char *path, mode_t mode, EVP_PKEY *key, X509 *cert)
             close(fd);
         return -1;
     }
-    ok = key ? PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL)
-             : PEM_write_X509(f, cert);
+    ok = key ? PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) : PEM_write_X509(f, cert);
     return fclose(f) == 0 && ok == 1 ? 0 : -1;
 }
 

@@ -502,7 +502,8 @@ static int run_clients(run *r, sl_load_result *out)
         be->session_open(address_of(r->cfg->address, 0, first, sizeof first), "load-control",
                          &control, out->first_error, sizeof out->first_error) < 0)
         goto done;
-    if (be->history_mark && !SL_WORKLOAD_IS_CONNECT(w->kind) && be->history_mark(control, &mark) < 0)
+    if (be->history_mark && !SL_WORKLOAD_IS_CONNECT(w->kind) &&
+        be->history_mark(control, &mark) < 0)
         goto control_failed;
     if (w->kind == SL_WORKLOAD_SEMAPHORE &&
         be->semaphore_create(control, r->locks[0].lock.name, w->limit) < 0)

@@ -88,7 +88,7 @@ typedef struct sl_load_result {
     uint64_t token_violations;
     uint64_t duplicate_tokens;
     bool tokens_truncated; /* a client saw more grants than it keeps for the duplicate check */
-    uint64_t resumed;     /* connect workloads: cycles in the window whose handshake resumed */
+    uint64_t resumed;      /* connect workloads: cycles in the window whose handshake resumed */
     bool history_checked;
     sl_load_history history;
     uint64_t errors; /* failed calls (each stops the run) */

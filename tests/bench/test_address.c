@@ -29,8 +29,8 @@ static void refused(void **state)
 {
     (void)state;
     char host[8], port[SL_LOAD_PORT_MAX];
-    const char *bad[] = {"", "7700", ":7700", "[]:7700", "h:", "h:0", "h:65536", "h:7x",
-                         "h:-1", "h: 1", "longhostname:1"};
+    const char *bad[] = {"",     "7700", ":7700", "[]:7700",       "h:", "h:0", "h:65536",
+                         "h:7x", "h:-1", "h: 1",  "longhostname:1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(sl_load_address(bad[i], host, sizeof host, port), -1);
 }
@@ -53,9 +53,8 @@ static void urls(void **state)
     assert_true(tls);
     assert_string_equal(host, "::1");
     assert_string_equal(port, "7443");
-    assert_int_equal(sl_load_url("rediss://h:6380", "redis", "rediss", &tls, host, sizeof host,
-                                 port),
-                     0);
+    assert_int_equal(
+        sl_load_url("rediss://h:6380", "redis", "rediss", &tls, host, sizeof host, port), 0);
     assert_true(tls);
     assert_true(sl_load_url_is_tls("https://h:1"));
     assert_true(sl_load_url_is_tls("rediss://h:1"));

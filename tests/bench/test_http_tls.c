@@ -397,12 +397,9 @@ static void handshake_interrupted(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(handshake_and_answer),
-        cmocka_unit_test(keep_alive),
-        cmocka_unit_test(session_resumption),
-        cmocka_unit_test(untrusted_certificate_refused),
-        cmocka_unit_test(unreadable_ca_file),
-        cmocka_unit_test(handshake_timeout),
+        cmocka_unit_test(handshake_and_answer),  cmocka_unit_test(keep_alive),
+        cmocka_unit_test(session_resumption),    cmocka_unit_test(untrusted_certificate_refused),
+        cmocka_unit_test(unreadable_ca_file),    cmocka_unit_test(handshake_timeout),
         cmocka_unit_test(handshake_interrupted),
     };
     return cmocka_run_group_tests(tests, start_sluiced, stop_sluiced);
