@@ -54,8 +54,13 @@ int sl_tls_client_new(const char *ca_file, bool insecure, sl_tls_client **out, c
                       size_t cap)
 {
     char why[256];
-    sl_tls_client *cl = calloc(1, sizeof *cl);
+    sl_tls_client *cl;
     *out = NULL;
+    if (ca_file && access(ca_file, R_OK) != 0) { /* OpenSSL would say only "system lib" */
+        snprintf(err, cap, "cannot read the CA file %s: %s", ca_file, strerror(errno));
+        return -1;
+    }
+    cl = calloc(1, sizeof *cl);
     if (!cl) {
         snprintf(err, cap, "out of memory");
         return -1;
