@@ -16,17 +16,27 @@ integrations/github-action/action.yml, run as GitHub's runner runs it
   auto, which builds the client from this source tree (cmake
   -DSLUICE_CLIENT_ONLY=ON) into the tool cache (sluice/VERSION/ARCH) and
   uses it; a cached sluice of another version is not used; a copy of the
-  action in a repository (./.github/actions/sluice) builds from `source:`.
+  action in a repository (./.github/actions/sluice) builds from `source:`;
+- TLS (GitHubActionTLSTest): a sluiced that asks for client certificates,
+  reached with ca-cert, client-cert and client-key given as PEM text (private
+  0600 files, removed after the step, failed or not, and the text kept from
+  the commands) or as files in the workspace; a missing CA or key refused.
 """
+import glob
+import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
+import tempfile
 import unittest
+import urllib.request
 
 from recipe_fixture import (ServerTestCase, base_env, claims_of, lock_names, main,
                             read, recipe, sluice_bin, tmpdir, wait_claim, wait_file)
 import gha_runner
+from test_tls import Server as TLSServer, make_ca, make_cert  # tests/server: certificates by openssl
 
 ACTION = recipe("github-action")
 CONFIG = """
@@ -310,6 +320,115 @@ class GitHubActionTest(ServerTestCase):
         res = self.action(d, 802, env=env, mutex="m802", run="true").run()
         self.assertEqual(res.rc, 0, res)
         self.assertIn("using " + where, res.out)
+
+
+class GitHubActionTLSTest(unittest.TestCase):
+    """The action against a sluiced over mTLS (tls.client_ca): the job reaches it with the
+    TLS inputs, as files or as secrets' PEM text."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="sluice-gha-tls-")
+        make_ca(cls.dir, "ca")
+        make_ca(cls.dir, "other")
+        make_cert(cls.dir, "srv", "ca", "sluiced")
+        make_cert(cls.dir, "runner", "ca", "ci-runner")
+        try:
+            cls.srv = TLSServer(cls.dir, ["--tls-cert", cls.path("srv.pem"), "--tls-key",
+                                          cls.path("srv.key"), "--tls-client-ca", cls.path("ca.pem")])
+        except BaseException:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            cls.srv.stop()
+        finally:
+            shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def path(cls, name):
+        return os.path.join(cls.dir, name)
+
+    @classmethod
+    def pem(cls, name):
+        return read(cls.path(name))
+
+    def action(self, work, run_id, **inputs):
+        env = base_env(None)
+        env["SLUICE_SERVER"] = "https://localhost:%d" % self.srv.port
+        run = gha_runner.ActionRun(ACTION, inputs, env, {"repository": "acme/shop",
+                                                         "run_id": run_id, "job": "tls"}, work)
+        self.addCleanup(run.kill)
+        return run
+
+    def claim(self, cid):
+        """A claim as the server has it, read over mTLS."""
+        ctx = ssl.create_default_context(cafile=self.path("ca.pem"))
+        ctx.load_cert_chain(self.path("runner.pem"), self.path("runner.key"))
+        with urllib.request.urlopen("https://localhost:%d/v1/claims/%s" % (self.srv.port, cid),
+                                    context=ctx, timeout=10) as r:
+            return json.loads(r.read())
+
+    def test_tls_inputs_as_pem_text(self):
+        # Secrets hold PEM text: each becomes a private file for the step's sluice.
+        d = tmpdir(self)
+        run = self.action(d, 2101, mutex="deploy/tls",
+                          **{"ca-cert": self.pem("ca.pem"), "client-cert": self.pem("runner.pem"),
+                             "client-key": self.pem("runner.key")},
+                          run='stat -c %a "$SLUICE_CACERT" "$SLUICE_CERT" "$SLUICE_KEY" > modes\n'
+                              'echo "$SLUICE_KEY" > key-path\n'
+                              'env > commands-env')
+        res = run.run()
+        self.assertEqual(res.rc, 0, res)
+        self.assertEqual(read(os.path.join(d, "modes")).split(), ["600"] * 3)
+        key_path = read(os.path.join(d, "key-path")).strip()
+        self.assertTrue(key_path.startswith(run.temp + "/sluice-tls."), key_path)
+        self.assertEqual(glob.glob(os.path.join(run.temp, "sluice-tls.*")), [], "left behind")
+        self.assertNotIn("PRIVATE KEY", read(os.path.join(d, "commands-env")))
+        claim = self.claim(res.outputs["claim-id"])
+        self.assertEqual(claim["state"], "released")
+        self.assertEqual(claim["holder"], "acme/shop/2101/tls")
+        self.assertEqual(res.outputs["fencing-token"], str(claim["locks"][0]["token"]))
+
+    def test_tls_inputs_as_files(self):
+        d = tmpdir(self)
+        os.makedirs(os.path.join(d, "certs"))
+        for name in ("ca.pem", "runner.pem", "runner.key"):
+            shutil.copy(self.path(name), os.path.join(d, "certs", name))
+        res = self.action(d, 2201, mutex="deploy/tls", run="true",
+                          **{"ca-cert": "certs/ca.pem", "client-cert": "certs/runner.pem",
+                             "client-key": os.path.join(d, "certs", "runner.key")}).run()
+        self.assertEqual(res.rc, 0, res)
+        self.assertEqual(self.claim(res.outputs["claim-id"])["state"], "released")
+        # The job's own SLUICE_* variables, with no input: as for sluice itself.
+        run = self.action(d, 2202, mutex="deploy/tls", run="true")
+        run.env.update(SLUICE_CACERT=self.path("ca.pem"), SLUICE_CERT=self.path("runner.pem"),
+                       SLUICE_KEY=self.path("runner.key"))
+        res = run.run()
+        self.assertEqual(res.rc, 0, res)
+
+    def test_tls_refusals(self):
+        d = tmpdir(self)
+        # A server certificate of a CA not given: sluice says so, and the step fails
+        # (timeout: sluice run keeps trying to reach a server until it runs out).
+        run = self.action(d, 2301, mutex="deploy/tls", run="touch ran", timeout="1s",
+                          **{"ca-cert": self.pem("other.pem"), "client-cert": self.pem("runner.pem"),
+                             "client-key": self.pem("runner.key")})
+        res = run.run()
+        self.assertNotEqual(res.rc, 0, res)
+        self.assertIn("SSL certificate problem", res.out)
+        self.assertFalse(os.path.exists(os.path.join(d, "ran")))
+        self.assertEqual(glob.glob(os.path.join(run.temp, "sluice-tls.*")), [], "left behind")
+        # A key without its certificate, and a file that is not there.
+        res = self.action(d, 2302, mutex="m", run="true",
+                          **{"client-key": self.pem("runner.key")}).run()
+        self.assertEqual(res.rc, 2, res)
+        self.assertIn("::error::client-key needs client-cert", res.out)
+        res = self.action(d, 2303, mutex="m", run="true", **{"ca-cert": "certs/nope.pem"}).run()
+        self.assertEqual(res.rc, 2, res)
+        self.assertIn("::error::ca-cert: no readable file at %s/certs/nope.pem" % d, res.out)
 
 
 if __name__ == "__main__":
