@@ -5,7 +5,8 @@
 // sleep), reads of the page in one evaluation, and screenshots.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -63,11 +64,33 @@ export async function until(fn, what, deadline = DEADLINE_MS) {
   }
 }
 
+// One request: fetch, or over HTTPS node's https with the test's CA (fetch
+// takes no CA of its own). {status, text}.
+async function send(url, { method = 'GET', headers = {}, body, ca } = {}) {
+  if (!ca) {
+    const res = await fetch(url, { method, headers, body });
+    return { status: res.status, text: await res.text() };
+  }
+  return new Promise((done, fail) => {
+    const req = httpsRequest(url, { method, headers, ca }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => done({ status: res.statusCode, text }));
+    });
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
 // A sluiced of its own: {base, api(method, path, body, token), raw(...)}.
-export async function startServer(name, configYaml) {
+// With tls {cert, key, ca} (PEM file paths) it serves HTTPS, and the test's
+// own requests check its certificate against ca.
+export async function startServer(name, configYaml, tls = null) {
   assert.ok(SLUICED, 'set SLUICED to the sluiced binary');
   const dir = join(tmpDir(), name);
   mkdirSync(dir);
+  const ca = () => tls && readFileSync(tls.ca);
   let port;
   let proc;
   let exited;
@@ -81,11 +104,12 @@ export async function startServer(name, configYaml) {
       writeFileSync(join(dir, 'sluice.yaml'), configYaml);
       args.push('--config', join(dir, 'sluice.yaml'));
     }
+    if (tls) args.push('--tls-cert', tls.cert, '--tls-key', tls.key);
     proc = spawn(SLUICED, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     exited = new Promise((r) => proc.on('exit', (code, sig) => r({ code, sig, done: true })));
-    base = `http://127.0.0.1:${port}`;
+    base = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
     const up = await Promise.race([
-      until(async () => (await fetch(`${base}/healthz`)).ok, `${name} to answer /healthz`).then(() => true),
+      until(async () => (await send(`${base}/healthz`, { ca: ca() })).status === 200, `${name} to answer /healthz`).then(() => true),
       exited.then(() => false),
     ]);
     if (up) break;
@@ -95,9 +119,8 @@ export async function startServer(name, configYaml) {
   const raw = async (method, path, body, token) => {
     const headers = { 'Content-Type': 'application/json' };
     if (token) headers.Authorization = `Bearer ${token}`;
-    const res = await fetch(base + path, { method, headers, body: body && JSON.stringify(body) });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
+    const res = await send(base + path, { method, headers, body: body && JSON.stringify(body), ca: ca() });
+    return { status: res.status, body: res.text ? JSON.parse(res.text) : null };
   };
   return {
     base,
@@ -110,9 +133,11 @@ export async function startServer(name, configYaml) {
   };
 }
 
-export async function launch() {
+// The browser of this test file, launched on first use; `extraArgs` count
+// only then (tls.test.mjs pins its server's key with them).
+export async function launch(extraArgs = []) {
   browser ??= await chromium.launchPersistentContext(join(tmpDir(), 'profile'), {
-    executablePath: CHROMIUM, headless: true, args: ARGS, viewport: DESKTOP,
+    executablePath: CHROMIUM, headless: true, args: [...ARGS, ...extraArgs], viewport: DESKTOP,
   });
   return browser;
 }
