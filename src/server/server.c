@@ -274,7 +274,7 @@ void sl_server_new_engine(sl_server *srv)
 
 static int open_store(sl_server *srv)
 {
-    char err[512];
+    char err[1024];
     sl_store_url_label(srv->conf->store, srv->store_label, sizeof(srv->store_label));
     sl_store_opts so = {srv->conf->store, srv->conf->durability};
     if (sl_store_open(&so, &srv->store, err, sizeof(err)) != 0) {

@@ -137,6 +137,19 @@ bool sl__pg_fenced(const PGresult *r)
     return PQresultStatus(r) == PGRES_COMMAND_OK && strcmp(PQcmdTuples((PGresult *)r), "0") == 0;
 }
 
+/* A TLS failure says what to check: libpq's own words name the symptom
+ * (certificate verify failed, a host that does not match), not the mend. */
+static void tls_hint(char *err, size_t cap)
+{
+    if (!strstr(err, "certificate") && !strstr(err, "SSL"))
+        return;
+    size_t n = strlen(err);
+    snprintf(err + n, cap > n ? cap - n : 0,
+             " (TLS to PostgreSQL: sslrootcert must name the CA that signed the database "
+             "server's certificate, and with sslmode=verify-full that certificate must name the "
+             "URL's host; docs/store.md, \"TLS\")");
+}
+
 PGconn *sl__pg_connect(const char *conninfo, char *err, size_t cap)
 {
     /* connect_timeout first, so that the URL may set its own: a link that
@@ -147,6 +160,7 @@ PGconn *sl__pg_connect(const char *conninfo, char *err, size_t cap)
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
         message(err, cap, "cannot connect", c, NULL);
+        tls_hint(err, cap);
         PQfinish(c);
         return NULL;
     }
@@ -353,6 +367,7 @@ int sl__pg_reconnect(sl_pg *pg, PGconn *c, char *err, size_t cap)
     PQreset(c);
     if (PQstatus(c) != CONNECTION_OK) {
         message(err, cap, "cannot connect again", c, NULL);
+        tls_hint(err, cap);
         return -1;
     }
     if (c == pg->wc && sl__pg_writer_settings(pg, err, cap) != 0)
@@ -373,7 +388,7 @@ int sl__pg_open(const char *url, const sl_store_opts *opts, sl_store **out, char
     if (!pg->conninfo)
         abort();
     pg->base.label = pg->label;
-    char why[512] = "";
+    char why[768] = "";
     if (!(pg->wc = sl__pg_connect(url, why, sizeof(why))) ||
         !(pg->rc = sl__pg_connect(url, why, sizeof(why))))
         return open_fail(pg, SL_STORE_EIO, err, errlen, why);

@@ -9,6 +9,11 @@ through runuser, and the directory is handed to that user. The binaries come
 from $PG_BINDIR, else `pg_config --bindir` when it has initdb, else the
 newest /usr/lib/postgresql/*/bin.
 
+With tls=True the server also serves TLS (ssl=on) with a certificate made at
+start by the openssl command, for IP:127.0.0.1 only, signed by a CA of its
+own (ca_file), so that a client can check it with sslmode=verify-full and a
+wrong host (localhost) or CA is refused.
+
 Waits are on the server's own answer (pg_isready), with deadlines; never on
 time alone."""
 import glob
@@ -53,7 +58,7 @@ class Postgres:
     """One throwaway cluster. start() makes and starts it; stop() stops it;
     close() stops it and removes its directory."""
 
-    def __init__(self, settings=None):
+    def __init__(self, settings=None, tls=False):
         self.bin = bindir()
         self.dir = tempfile.mkdtemp(prefix="sluice-pg-")
         self.data = os.path.join(self.dir, "data")
@@ -66,6 +71,8 @@ class Postgres:
             pw = pwd.getpwnam(SUPERUSER)
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         self.proc = None
+        self.tls = tls
+        self.ca_file = os.path.join(self.dir, "pg-ca.pem") if tls else None
 
     def _run(self, argv, **kw):
         if self.as_user:
@@ -80,6 +87,31 @@ class Postgres:
                          "-E", "UTF8", "--no-sync"], check=False)
         if out.returncode != 0:
             raise RuntimeError("initdb failed: %s%s" % (out.stdout, out.stderr))
+        if self.tls:
+            self._make_tls()
+
+    def _make_tls(self):
+        """A CA and the server's certificate (IP:127.0.0.1) in the data
+        directory, owned by the server's user, its key readable by it alone."""
+        def openssl(*args):
+            subprocess.run(["openssl", *args], cwd=self.dir, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        openssl("req", "-x509", *ec, "-keyout", "pg-ca.key", "-out", "pg-ca.pem", "-days", "2",
+                "-subj", "/CN=throwaway PostgreSQL CA")
+        with open(os.path.join(self.dir, "pg.ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\n")
+        openssl("req", *ec, "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=pg")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "pg-ca.pem", "-CAkey", "pg-ca.key",
+                "-days", "2", "-out", "server.crt", "-extfile", "pg.ext")
+        for name in ("server.crt", "server.key"):
+            dst = os.path.join(self.data, name)
+            shutil.move(os.path.join(self.dir, name), dst)
+            os.chmod(dst, 0o600)
+            if self.as_user:
+                pw = pwd.getpwnam(self.as_user)
+                os.chown(dst, pw.pw_uid, pw.pw_gid)
+        self.settings.setdefault("ssl", "on")
 
     def start(self):
         """Makes the cluster on first use, then starts it on a free port and
