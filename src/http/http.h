@@ -103,8 +103,13 @@ void sl_http_set_limits(sl_http *h, const sl_http_opts *opts);
 /* Listens on host:port (a name or an address, v4 or v6). -1 and a message
  * in err when it cannot. */
 int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_t cap);
+/* A second listener whose connections speak plain HTTP even when the
+ * server has TLS (local health checks on loopback: the caller decides
+ * where it may listen). Same handler, same limits. */
+int sl_http_listen_plain(sl_http *h, const char *host, unsigned port, char *err, size_t cap);
 /* The port listened on (the one the kernel chose for port 0). */
 unsigned sl_http_port(const sl_http *h);
+unsigned sl_http_plain_port(const sl_http *h);
 size_t sl_http_connections(const sl_http *h);
 /* Stops listening and closes every connection. Requests still being
  * answered get their gone callback first, then are dropped: call it only

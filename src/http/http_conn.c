@@ -726,7 +726,7 @@ out:
     maybe_free(c);
 }
 
-void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserved)
+void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserved, bool plain)
 {
     sl_http_conn *c = calloc(1, sizeof(*c));
     if (!c)
@@ -734,7 +734,7 @@ void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserve
     c->http = h;
     c->fd = fd;
     c->req.conn = c;
-    if (h->tls && sl__tls_open(c) != 0) {
+    if (h->tls && !plain && sl__tls_open(c) != 0) {
         close(fd);
         free(c);
         return;

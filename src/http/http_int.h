@@ -79,12 +79,19 @@ struct sl_http_conn {
     sl_http_conn *prev, *next;
 };
 
+/* A listening socket: the main one, and a plain one besides TLS. */
+typedef struct sl_http_listener {
+    sl_http *http;
+    int fd; /* -1: none */
+    unsigned port;
+    bool plain; /* its connections speak plain HTTP even when TLS is on */
+    struct event *ev;
+} sl_http_listener;
+
 struct sl_http {
     struct event_base *base;
     sl_http_opts opts;
-    int lfd;
-    unsigned port;
-    struct event *lev;
+    sl_http_listener main, plain;
     struct event *accept_retry; /* after EMFILE: listen again a moment later */
     sl_http_conn *head;
     size_t nconns;
@@ -109,7 +116,8 @@ void sl__http_output_added(sl_http_conn *c);
 void sl__http_update_timer(sl_http_conn *c);
 
 /* http_conn.c */
-void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserved);
+/* plain: without TLS even when the server has it (the plain listener). */
+void sl__http_conn_open(sl_http *h, int fd, const uint8_t addr[16], bool reserved, bool plain);
 /* Closes the socket; the connection is freed once nothing answers it. */
 void sl__http_conn_close(sl_http_conn *c);
 /* At the end: closes and frees it, a request still owed included (its gone

@@ -65,7 +65,7 @@ size_t sl_http_connections(const sl_http *h)
 
 unsigned sl_http_port(const sl_http *h)
 {
-    return h->port;
+    return h->main.port;
 }
 
 static void tune(int fd)
@@ -90,7 +90,7 @@ const char *sl_http_refusal_name(sl_http_refusal why)
 
 /* Over a cap: a 503 written at once (the socket is new, its buffer
  * empty) and the connection closed. */
-static void turn_away(sl_http *h, int fd, sl_http_refusal why)
+static void turn_away(sl_http *h, int fd, sl_http_refusal why, bool plain)
 {
     char body[320], msg[640];
     int bn = why == SL_HTTP_REFUSED_PER_CLIENT
@@ -109,7 +109,7 @@ static void turn_away(sl_http *h, int fd, sl_http_refusal why)
                      "%sContent-Length: %d\r\nConnection: close\r\n\r\n%s",
                      sl__http_date(h), bn, body);
     /* Over TLS a plain answer would be garbage before a handshake: closed only. */
-    if (!h->tls && n > 0 && (size_t)n < sizeof(msg)) {
+    if ((!h->tls || plain) && n > 0 && (size_t)n < sizeof(msg)) {
         ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
     }
@@ -145,22 +145,36 @@ static size_t from_addr(const sl_http *h, const uint8_t key[16])
 
 /* Where a new connection goes: turned away over a cap, or opened (on a
  * kept slot once only the last `reserved` are left). */
-static void admit_conn(sl_http *h, int fd, const struct sockaddr_storage *ss)
+static void admit_conn(sl_http *h, int fd, const struct sockaddr_storage *ss, bool plain)
 {
     uint8_t key[16];
     addr_key(ss, key);
     if (h->nconns >= h->opts.max_connections)
-        turn_away(h, fd, SL_HTTP_REFUSED_MAX);
+        turn_away(h, fd, SL_HTTP_REFUSED_MAX, plain);
     else if (h->opts.max_per_client && from_addr(h, key) >= h->opts.max_per_client)
-        turn_away(h, fd, SL_HTTP_REFUSED_PER_CLIENT);
+        turn_away(h, fd, SL_HTTP_REFUSED_PER_CLIENT, plain);
     else
-        sl__http_conn_open(h, fd, key, h->nconns + h->opts.reserved >= h->opts.max_connections);
+        sl__http_conn_open(h, fd, key, h->nconns + h->opts.reserved >= h->opts.max_connections,
+                           plain);
+}
+
+static void listeners_pause(sl_http *h, bool pause)
+{
+    sl_http_listener *ls[2] = {&h->main, &h->plain};
+    for (int i = 0; i < 2; i++)
+        if (ls[i]->ev) {
+            if (pause)
+                event_del(ls[i]->ev);
+            else
+                event_add(ls[i]->ev, NULL);
+        }
 }
 
 static void accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
     (void)what;
-    sl_http *h = arg;
+    sl_http_listener *l = arg;
+    sl_http *h = l->http;
     for (int i = 0; i < ACCEPTS_PER_TURN; i++) {
         struct sockaddr_storage ss = {0};
         socklen_t sl = sizeof(ss);
@@ -169,14 +183,14 @@ static void accept_cb(evutil_socket_t lfd, short what, void *arg)
             if (errno == EMFILE || errno == ENFILE) {
                 /* Out of descriptors: rest a moment rather than spin on a
                  * listener that stays readable. */
-                event_del(h->lev);
+                listeners_pause(h, true);
                 struct timeval tv = {0, ACCEPT_RETRY_MS * 1000};
                 evtimer_add(h->accept_retry, &tv);
             }
             return; /* EAGAIN: no more; other errors concern that client only */
         }
         tune(fd);
-        admit_conn(h, fd, &ss);
+        admit_conn(h, fd, &ss, l->plain);
     }
 }
 
@@ -184,8 +198,7 @@ static void accept_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    sl_http *h = arg;
-    event_add(h->lev, NULL);
+    listeners_pause(arg, false);
 }
 
 int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out)
@@ -195,7 +208,8 @@ int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out
         abort();
     h->base = base;
     h->opts = *opts;
-    h->lfd = -1;
+    h->main = (sl_http_listener){.http = h, .fd = -1};
+    h->plain = (sl_http_listener){.http = h, .fd = -1, .plain = true};
     sl__http_settings(&h->settings);
     h->accept_retry = evtimer_new(base, accept_retry_cb, h);
     if (!h->accept_retry)
@@ -204,7 +218,7 @@ int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out
     return 0;
 }
 
-int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_t cap)
+static int listen_on(sl_http_listener *l, const char *host, unsigned port, char *err, size_t cap)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
@@ -239,14 +253,29 @@ int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-        h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+        l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);
-    h->lfd = fd;
-    h->lev = event_new(h->base, fd, EV_READ | EV_PERSIST, accept_cb, h);
-    if (!h->lev)
+    l->fd = fd;
+    l->ev = event_new(l->http->base, fd, EV_READ | EV_PERSIST, accept_cb, l);
+    if (!l->ev)
         abort();
-    event_add(h->lev, NULL);
+    event_add(l->ev, NULL);
     return 0;
+}
+
+int sl_http_listen(sl_http *h, const char *host, unsigned port, char *err, size_t cap)
+{
+    return listen_on(&h->main, host, port, err, cap);
+}
+
+int sl_http_listen_plain(sl_http *h, const char *host, unsigned port, char *err, size_t cap)
+{
+    return listen_on(&h->plain, host, port, err, cap);
+}
+
+unsigned sl_http_plain_port(const sl_http *h)
+{
+    return h->plain.port;
 }
 
 void sl_http_set_limits(sl_http *h, const sl_http_opts *opts)
@@ -264,10 +293,13 @@ void sl_http_free(sl_http *h)
 {
     if (!h)
         return;
-    if (h->lev)
-        event_free(h->lev);
-    if (h->lfd >= 0)
-        close(h->lfd);
+    sl_http_listener *ls[2] = {&h->main, &h->plain};
+    for (int i = 0; i < 2; i++) {
+        if (ls[i]->ev)
+            event_free(ls[i]->ev);
+        if (ls[i]->fd >= 0)
+            close(ls[i]->fd);
+    }
     event_free(h->accept_retry);
     while (h->head)
         sl__http_conn_drop(h->head); /* unlinks and frees it */

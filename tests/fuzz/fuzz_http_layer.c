@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_check(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) == 0);
     size_t before = sl_http_connections(http);
     static const uint8_t addr[16] = {0}; /* a socketpair has none */
-    sl__http_conn_open(http, sv[0], addr, false);
+    sl__http_conn_open(http, sv[0], addr, false, false);
     size_t sent = 0, received = 0;
     bool shut = false, closed = false;
     char head[8];
