@@ -24,9 +24,9 @@ struct sl_http_req {
     size_t target_len;
     http_hdr hdr[SL_HTTP_HEADERS_MAX];
     size_t nhdr;
-    bool in_value;      /* the parser is inside a header value */
-    bool trailers;      /* past the headers: fields now are a chunked body's trailer */
-    size_t head_bytes;  /* the request line and headers so far */
+    bool in_value;     /* the parser is inside a header value */
+    bool trailers;     /* past the headers: fields now are a chunked body's trailer */
+    size_t head_bytes; /* the request line and headers so far */
     size_t body, body_len;
     sl_http_method method;
     uint8_t llmethod; /* llhttp's number for it: its name, for a relay */
@@ -41,7 +41,14 @@ struct sl_http_req {
 
 /* A connection's life: waiting for or reading a request, a request handed
  * to the handler and not yet answered, a streamed answer, closing. */
-typedef enum { CS_IDLE, CS_READING, CS_ANSWERING, CS_STREAMING, CS_DRAINING, CS_CLOSING } conn_state;
+typedef enum {
+    CS_IDLE,
+    CS_READING,
+    CS_ANSWERING,
+    CS_STREAMING,
+    CS_DRAINING,
+    CS_CLOSING
+} conn_state;
 
 struct sl_http_conn {
     sl_http *http;
@@ -53,22 +60,22 @@ struct sl_http_conn {
     char feed_prev;
     sl_http_req req;
     conn_state state;
-    bool started;         /* the request's first byte has come */
-    bool reading_paused;  /* EV_READ off: the input buffer is full while answering */
-    bool writing;         /* EV_WRITE on */
-    bool gone;            /* the client is gone (end of file, error, timeout) */
-    bool peer_eof;        /* the client closed its sending side */
-    bool close_after;     /* close once the output is written */
-    bool streaming_10;    /* a streamed answer to HTTP/1.0: ended by closing */
-    int busy;             /* callbacks under way: free only when 0 */
-    bool dead;            /* to be freed when nothing answers any more */
-    bool served;          /* a request was handed over: later ones are kept-alive */
-    bool reserved;        /* opened on a kept slot ... */
-    bool admitted;        /* ... and its first request was admitted */
-    uint8_t addr[16];     /* the client's address (IPv4 mapped into IPv6) */
-    int64_t opened_at;    /* ms: accepted */
-    uint64_t drain_left;  /* CS_DRAINING: body bytes still to drop */
-    int64_t started_at;   /* ms: the request's first byte, or the last activity */
+    bool started;        /* the request's first byte has come */
+    bool reading_paused; /* EV_READ off: the input buffer is full while answering */
+    bool writing;        /* EV_WRITE on */
+    bool gone;           /* the client is gone (end of file, error, timeout) */
+    bool peer_eof;       /* the client closed its sending side */
+    bool close_after;    /* close once the output is written */
+    bool streaming_10;   /* a streamed answer to HTTP/1.0: ended by closing */
+    int busy;            /* callbacks under way: free only when 0 */
+    bool dead;           /* to be freed when nothing answers any more */
+    bool served;         /* a request was handed over: later ones are kept-alive */
+    bool reserved;       /* opened on a kept slot ... */
+    bool admitted;       /* ... and its first request was admitted */
+    uint8_t addr[16];    /* the client's address (IPv4 mapped into IPv6) */
+    int64_t opened_at;   /* ms: accepted */
+    uint64_t drain_left; /* CS_DRAINING: body bytes still to drop */
+    int64_t started_at;  /* ms: the request's first byte, or the last activity */
     sl_http_gone_fn drained;
     void *drained_arg;
     SSL *ssl;             /* TLS: NULL on a plain connection */

@@ -220,7 +220,8 @@ int sl_http_new(struct event_base *base, const sl_http_opts *opts, sl_http **out
 
 static int listen_on(sl_http_listener *l, const char *host, unsigned port, char *err, size_t cap)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     char ps[16];
     snprintf(ps, sizeof(ps), "%u", port);

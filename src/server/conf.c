@@ -128,6 +128,7 @@ void sl_conf_free(sl_conf *c)
     free(c->listen);
     free(c->store);
     free(c->advertise);
+    free(c->plain_listen);
     free(c->tls_cert);
     free(c->tls_key);
     free(c->tls_client_ca);
@@ -149,6 +150,7 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
     dst->listen = dup_or_null(src->listen);
     dst->store = dup_or_null(src->store);
     dst->advertise = dup_or_null(src->advertise);
+    dst->plain_listen = dup_or_null(src->plain_listen);
     dst->tls_cert = dup_or_null(src->tls_cert);
     dst->tls_key = dup_or_null(src->tls_key);
     dst->tls_client_ca = dup_or_null(src->tls_client_ca);
@@ -482,6 +484,13 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         PROBLEM("is empty; write HOST:PORT, like 127.0.0.1:7700");
     if ((p = listen_problem(c->listen)))
         PROBLEM("\"%.100s\" %s", c->listen, p);
+    AT("plain_listen");
+    if (c->plain_listen && (p = listen_problem(c->plain_listen)))
+        PROBLEM("\"%.100s\" %s", c->plain_listen, p);
+    if (c->plain_listen && !sl_conf_listen_loopback(c->plain_listen))
+        PROBLEM("\"%.100s\" is not a loopback address: this listener serves without TLS, so it "
+                "may listen on loopback only; write 127.0.0.1:PORT or [::1]:PORT",
+                c->plain_listen);
     AT("store");
     if (!c->store || !*c->store)
         PROBLEM("is empty; write sqlite:PATH, like sqlite:/var/lib/sluice/sluice.db");

@@ -38,6 +38,7 @@ typedef struct sl_conf_token {
 
 typedef struct sl_conf {
     char *listen; /* "127.0.0.1:7700" */
+    char *plain_listen; /* a second, plain HTTP listener on loopback (beside TLS); NULL: none */
     char *store;  /* "sqlite:./sluice.db" */
     char *advertise;            /* shared mode: this server's URL for the others; NULL: from listen */
     int64_t leader_timeout_ms;  /* shared mode: T, the lock session's idle timeout (5 s) */

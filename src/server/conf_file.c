@@ -118,6 +118,7 @@ static const cyaml_schema_value_t token_schema = {
 
 static const cyaml_schema_field_t top_fields[] = {
     STR("listen", OPT, raw_conf, listen),
+    STR("plain_listen", OPT, raw_conf, plain_listen),
     STR("store", OPT, raw_conf, store),
     STR("advertise", OPT, raw_conf, advertise),
     STR("leader_timeout", OPT, raw_conf, leader_timeout),
@@ -262,6 +263,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         sl__conf_replace_str(&n->store, r->store);
     if (r->advertise)
         sl__conf_replace_str(&n->advertise, r->advertise);
+    if (r->plain_listen)
+        sl__conf_replace_str(&n->plain_listen, r->plain_listen);
     if (r->leader_timeout &&
         sl__conf_duration(ld, "leader_timeout", r->leader_timeout, &n->leader_timeout_ms) != 0)
         return -1;

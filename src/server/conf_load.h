@@ -48,7 +48,7 @@ typedef struct raw_cluster {
 typedef struct raw_conf {
     char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
     char *backdate_skew;
-    char *advertise, *leader_timeout;
+    char *advertise, *leader_timeout, *plain_listen;
     raw_limits *limits;
     raw_tls *tls;
     raw_cluster *cluster;

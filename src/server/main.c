@@ -8,7 +8,8 @@
 #include "server.h"
 
 static const char usage[] =
-    "usage: sluiced [--listen HOST:PORT] [--store URL] [--config FILE]\n"
+    "usage: sluiced [--listen HOST:PORT] [--plain-listen HOST:PORT] [--store URL]\n"
+    "               [--config FILE]\n"
     "               [--durability normal|full] [--log-level error|warn|info|debug]\n"
     "               [--advertise URL] [--leader-timeout DURATION] [--allow-open]\n"
     "               [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]\n"
@@ -21,6 +22,7 @@ static const char usage[] =
     "project's docs/api.md describes it) with a web dashboard at /.\n"
     "\n"
     "  --listen HOST:PORT   where to listen (default 127.0.0.1:7700, loopback only)\n"
+    "  --plain-listen H:P   beside TLS, a plain HTTP listener on loopback (health checks)\n"
     "  --store URL          where state lives: sqlite:PATH (default sqlite:./sluice.db)\n"
     "                       or a PostgreSQL database, postgres://USER@HOST:PORT/DB\n"
     "  --config FILE        a YAML configuration (docs/configuration.md); flags win\n"
@@ -57,7 +59,7 @@ static void replace(char **field, const char *value)
 }
 
 typedef struct flags {
-    const char *listen, *store, *config, *durability, *log_level, *advertise, *leader_timeout;
+    const char *listen, *plain_listen, *store, *config, *durability, *log_level, *advertise, *leader_timeout;
     const char *tls_cert, *tls_key, *tls_client_ca, *tls_min_version;
     const char *cluster_ca, *cluster_cert, *cluster_key;
     bool allow_open, cluster_insecure;
@@ -78,12 +80,14 @@ static int parse_flags(int argc, char **argv, flags *f)
         {"cluster-ca", required_argument, NULL, 'P'},
         {"cluster-cert", required_argument, NULL, 'Q'},
         {"cluster-key", required_argument, NULL, 'R'},
-        {"cluster-insecure", no_argument, NULL, 'I'},     {NULL, 0, NULL, 0},
+        {"cluster-insecure", no_argument, NULL, 'I'},
+        {"plain-listen", required_argument, NULL, 'p'},     {NULL, 0, NULL, 0},
     };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'l': f->listen = optarg; break;
+        case 'p': f->plain_listen = optarg; break;
         case 's': f->store = optarg; break;
         case 'c': f->config = optarg; break;
         case 'd': f->durability = optarg; break;
@@ -115,6 +119,8 @@ static int apply_flags(const flags *f, sl_conf *conf)
 {
     if (f->listen)
         replace(&conf->listen, f->listen);
+    if (f->plain_listen)
+        replace(&conf->plain_listen, f->plain_listen);
     if (f->store)
         replace(&conf->store, f->store);
     if (f->advertise)

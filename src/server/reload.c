@@ -52,6 +52,7 @@ static void keep_int(int64_t *dst, int64_t running, const char *what)
 static void keep_fixed(sl_conf *next, const sl_conf *run)
 {
     keep_str(&next->listen, run->listen, "listen");
+    keep_str(&next->plain_listen, run->plain_listen, "plain_listen");
     keep_str(&next->store, run->store, "store");
     keep_str(&next->advertise, run->advertise, "advertise");
     keep_int(&next->leader_timeout_ms, run->leader_timeout_ms, "leader_timeout");

@@ -1,5 +1,5 @@
-/* routes.c - from an HTTP request to a handler: method and path, auth, the request's time, and the helpers handlers share for query
- * parameters and JSON bodies. */
+/* routes.c - from an HTTP request to a handler: method and path, auth, the request's time, and the
+ * helpers handlers share for query parameters and JSON bodies. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +37,10 @@ static void word_list(const char *const *names, char *buf, size_t cap)
         n++;
     buf[0] = '\0';
     for (size_t i = 0; i < n && len < cap; i++) {
-        int w = snprintf(buf + len, cap - len, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+        int w = snprintf(buf + len, cap - len, "%s%s",
+                         i == 0       ? ""
+                         : i + 1 == n ? " and "
+                                      : ", ",
                          names[i]);
         if (w < 0)
             break;
@@ -82,8 +85,8 @@ int sl_query_uint_in(sl_ctx *c, const char *key, uint64_t min, uint64_t max, uin
     unsigned long long n = strtoull(v, &end, 10);
     if (!isdigit((unsigned char)v[0]) || *end || n < min || n > max) {
         sl_reply_error(c, 400, "bad_request",
-                       "query parameter %s=\"%s\" is not a whole number from %llu to %llu", key,
-                       v, (unsigned long long)min, (unsigned long long)max);
+                       "query parameter %s=\"%s\" is not a whole number from %llu to %llu", key, v,
+                       (unsigned long long)min, (unsigned long long)max);
         return -1;
     }
     *out = n;
@@ -100,8 +103,7 @@ json_t *sl_body_json(sl_ctx *c)
     size_t n = 0;
     const char *p = sl_http_req_body(c->req, &n);
     if (n > c->srv->conf->max_body) { /* the HTTP layer refuses these first */
-        sl_reply_error(c, 413, "too_large",
-                       "the body is %zu bytes; at most %zu are accepted", n,
+        sl_reply_error(c, 413, "too_large", "the body is %zu bytes; at most %zu are accepted", n,
                        c->srv->conf->max_body);
         return NULL;
     }
@@ -117,8 +119,8 @@ json_t *sl_body_json(sl_ctx *c)
     json_error_t jerr;
     json_t *body = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr);
     if (!body) {
-        sl_reply_error(c, 400, "bad_request", "malformed JSON at line %d, column %d: %s",
-                       jerr.line, jerr.column, jerr.text);
+        sl_reply_error(c, 400, "bad_request", "malformed JSON at line %d, column %d: %s", jerr.line,
+                       jerr.column, jerr.text);
         return NULL;
     }
     if (!json_is_object(body)) {
@@ -199,6 +201,22 @@ static void dispatch(sl_ctx *c)
                        p);
 }
 
+/* The plain listener beside TLS (plain_listen) is for local health checks:
+ * the rest of the API goes over TLS, where a client certificate, when the
+ * server asks for one, is checked. Answers 403 and returns true for what
+ * it does not serve. */
+static bool plain_beside_tls(sl_ctx *c)
+{
+    if (!c->srv->conf->tls_cert || sl_http_req_tls(c->req) || strcmp(c->path, "/healthz") == 0 ||
+        strcmp(c->path, "/metrics") == 0)
+        return false;
+    sl_reply_error(c, 403, "forbidden",
+                   "this listener (plain_listen) serves /healthz and /metrics only; use the TLS "
+                   "listener, https://%s",
+                   c->srv->conf->listen);
+    return true;
+}
+
 void sl_routes_handle(void *ud, sl_http_req *req)
 {
     sl_server *srv = ud;
@@ -216,6 +234,8 @@ void sl_routes_handle(void *ud, sl_http_req *req)
     c.path = path;
     /* Before any relay: the leader is sent none of the headers it reads. */
     if (sl_browser_check(&c) != 0)
+        return;
+    if (plain_beside_tls(&c))
         return;
     /* HEAD is a GET whose body the HTTP layer leaves out: every route that
      * takes GET takes HEAD (RFC 9110, 9.3.2). */

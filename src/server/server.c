@@ -163,6 +163,16 @@ static int open_http(sl_server *srv)
                srv->conf->listen, srv->http ? err : "out of memory");
         return -1;
     }
+    if (!srv->conf->plain_listen)
+        return 0;
+    /* The configuration's check holds it to loopback and HOST:PORT. */
+    snprintf(err, sizeof(err), "not HOST:PORT");
+    if (parse_listen(srv->conf->plain_listen, host, sizeof(host), &port) != 0 ||
+        sl_http_listen_plain(srv->http, host, port, err, sizeof(err)) != 0) {
+        sl_log(SL_LOG_ERROR, "cannot listen on %s (plain_listen): %s", srv->conf->plain_listen,
+               err);
+        return -1;
+    }
     return 0;
 }
 
@@ -409,6 +419,8 @@ int sl_server_run(sl_server *srv)
            SL_VERSION, srv->conf->tls_cert ? "https" : "http", srv->conf->listen, srv->store_label,
            srv->conf->durability == SL_DURABILITY_FULL ? "full" : "normal",
            srv->role == SL_ROLE_SINGLE ? "" : ", shared mode");
+    if (srv->conf->plain_listen)
+        sl_log(SL_LOG_INFO, "plain HTTP also on http://%s", srv->conf->plain_listen);
     int rc = event_base_dispatch(srv->base);
     /* Whatever the last turns changed is committed before the process ends. */
     sl_commit_drain(srv);

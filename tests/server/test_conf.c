@@ -533,7 +533,7 @@ typedef struct {
 static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
-     "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, store, advertise, leader_timeout, durability, "
+     "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, plain_listen, store, advertise, leader_timeout, durability, "
      "log_level, default_lease, default_timeout, backdate_skew, limits, tls, cluster, semaphores, tokens, allowed_hosts, insecure_open (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
@@ -586,6 +586,10 @@ static const bad_file bad_files[] = {
      "[a, b]), found a single value (libcyaml: ",
      false},
     {"listen: [a, b]\n", "config.yaml:1:9: listen: expected a single value, found a list", false},
+    {"plain_listen: 0.0.0.0:7701\n",
+     "config.yaml:1:15: plain_listen: \"0.0.0.0:7701\" is not a loopback address: this listener "
+     "serves without TLS, so it may listen on loopback only; write 127.0.0.1:PORT or [::1]:PORT",
+     false},
     {"limits: 5\n",
      "config.yaml:1:9: limits: expected keys with values (key: value, one per line), found a "
      "single value",

@@ -74,6 +74,7 @@ class Server:
 
 class TLSTestCase(unittest.TestCase):
     CLIENT_CA = False
+    PLAIN = False  # a plain listener on loopback beside TLS (plain_listen)
 
     @classmethod
     def setUpClass(cls):
@@ -91,6 +92,9 @@ class TLSTestCase(unittest.TestCase):
         args = ["--tls-cert", os.path.join(d, "live.pem"), "--tls-key", os.path.join(d, "live.key")]
         if cls.CLIENT_CA:
             args += ["--tls-client-ca", os.path.join(d, "ca.pem")]
+        if cls.PLAIN:
+            cls.plain_port = free_port()
+            args += ["--plain-listen", "127.0.0.1:%d" % cls.plain_port]
         cls.srv = Server(d, args)
 
     @classmethod
@@ -293,6 +297,33 @@ class TestClientCertificates(TLSTestCase):
                 with self.connect(self.context(ssl.TLSVersion.TLSv1_3)) as s:
                     self.get(s)
             self.assertEqual(e.exception.reason, "TLSV13_ALERT_CERTIFICATE_REQUIRED")
+
+
+class TestPlainListener(TLSTestCase):
+    """plain_listen: beside TLS, plain HTTP on loopback for local health checks."""
+    CLIENT_CA = True
+    PLAIN = True
+
+    def test_plain_beside_tls(self):
+        with socket.create_connection(("127.0.0.1", self.plain_port), timeout=DEADLINE_S) as s:
+            self.assertEqual(self.get(s, 2), ["HTTP/1.1 200 OK"] * 2)
+            # The rest of the API asks for TLS (and here a client certificate).
+            s.sendall(b"GET /v1/claims HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            self.assertEqual(self.read_answers(s, 1), ["HTTP/1.1 403 Forbidden"])
+        # The TLS listener still asks for TLS and a client certificate.
+        with self.connect(self.context(cert="alice")) as s:
+            self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+        self.assertIn("plain HTTP also on http://127.0.0.1:%d" % self.plain_port,
+                      self.srv.text())
+
+    def test_off_loopback_refused(self):
+        r = subprocess.run([binary(), "--listen", "127.0.0.1:%d" % free_port(),
+                            "--plain-listen", "0.0.0.0:%d" % free_port(),
+                            "--store", "sqlite:" + self.path("refused.db")],
+                           capture_output=True, text=True, timeout=DEADLINE_S)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("plain_listen", r.stderr)
+        self.assertIn("is not a loopback address", r.stderr)
 
 
 if __name__ == "__main__":
