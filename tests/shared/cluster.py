@@ -3,12 +3,18 @@ proxy of its own (tcp_proxy.py), a workload of lock clients that check
 fencing tokens at a shared resource, and the checks of the committed
 history. Used by test_faults.py (the smoke in CTest, the full matrix by
 hand); every wait is on a state the servers report, with a deadline.
+
+Cluster(tls=True) runs the servers as a deployment with tokens does
+(docs/shared-mode.md, "Servers over TLS"): HTTPS with certificates of a
+cluster CA made at start, cluster.ca, an admin token; every request of the
+test then goes over TLS with that token.
 """
 import http.client
 import json
 import os
 import random
 import signal
+import ssl
 import subprocess
 import sys
 import threading
@@ -29,11 +35,48 @@ def now():
     return time.monotonic()
 
 
+# Set by Cluster(tls=True): every request over TLS, with the token.
+TLS_CONTEXT = None
+TOKEN = "admin-secret-of-the-fault-suite"
+
+
+def connection(port, timeout):
+    if TLS_CONTEXT:
+        return http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout,
+                                           context=TLS_CONTEXT)
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+
+
+def auth(headers):
+    h = dict(headers or {})
+    if TLS_CONTEXT:
+        h["Authorization"] = "Bearer " + TOKEN
+    return h
+
+
+def make_tls(d, names):
+    """A cluster CA and a certificate for IP:127.0.0.1 per name, in d."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], cwd=d, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *ec, "-keyout", "cluster-ca.key", "-out", "cluster-ca.pem",
+            "-days", "2", "-subj", "/CN=cluster CA")
+    with open(os.path.join(d, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    for n in names:
+        openssl("req", *ec, "-keyout", n + ".key", "-out", n + ".csr", "-subj", "/CN=" + n)
+        openssl("x509", "-req", "-in", n + ".csr", "-CA", "cluster-ca.pem", "-CAkey",
+                "cluster-ca.key", "-days", "2", "-out", n + ".pem", "-extfile", "san.ext")
+    with open(os.path.join(d, "tokens.yaml"), "w") as f:
+        f.write('tokens:\n  - {name: admin, token: "%s", admin: true}\n' % TOKEN)
+
+
 def request(port, method, path, body=None, headers=None, timeout=15):
     """(status, headers, json or None); raises OSError/HTTPException."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn = connection(port, timeout)
     try:
-        h = dict(headers or {})
+        h = auth(headers)
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -57,7 +100,7 @@ class Server:
         self.cluster, self.n = cluster, n
         self.proxy = TcpProxy(cluster.pg.port)
         self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if cluster.tls else "http", self.port)
         self.proc = None
         self.runs = 0
         self.stopped = False
@@ -75,6 +118,12 @@ class Server:
                "--leader-timeout", "%dms" % self.cluster.leader_timeout_ms]
         if self.advertise:
             cmd += ["--advertise", self.advertise]
+        if self.cluster.tls:
+            d, name = self.cluster.dir, "server%d" % self.n
+            cmd += ["--tls-cert", os.path.join(d, name + ".pem"),
+                    "--tls-key", os.path.join(d, name + ".key"),
+                    "--cluster-ca", os.path.join(d, "cluster-ca.pem"),
+                    "--config", os.path.join(d, "tokens.yaml")]
         with open(self.log_path(), "wb") as log:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         wait_until(lambda: self.health() is not None, 10, what="server %d answering" % self.n)
@@ -138,11 +187,17 @@ class Server:
 
 
 class Cluster:
-    def __init__(self, n=3, leader_timeout_ms=2000, fsync=False):
+    def __init__(self, n=3, leader_timeout_ms=2000, fsync=False, tls=False):
+        global TLS_CONTEXT
         self.leader_timeout_ms = leader_timeout_ms
+        self.tls = tls
         self.pg = Postgres(settings={"fsync": "on" if fsync else "off",
                                      "synchronous_commit": "on"}).start()
         self.dir = self.pg.dir
+        if tls:
+            make_tls(self.dir, ["server%d" % (i + 1) for i in range(n)])
+            TLS_CONTEXT = ssl.create_default_context(
+                cafile=os.path.join(self.dir, "cluster-ca.pem"))
         self.pg.psql("CREATE DATABASE sluice")
         self.servers = [Server(self, i + 1) for i in range(n)]
         try:
@@ -353,9 +408,9 @@ class Workload:
                 time.sleep(0.05)
                 continue
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=3)
+                conn = connection(srv.port, 3)
                 headers = {"Last-Event-ID": str(last)} if last is not None else {}
-                conn.request("GET", "/v1/events/stream", headers=headers)
+                conn.request("GET", "/v1/events/stream", headers=auth(headers))
                 r = conn.getresponse()
                 if r.status != 200:
                     conn.close()

@@ -3,12 +3,16 @@ servers on a throwaway PostgreSQL, their URLs printed, one leading; kill -9
 of the leader shows another taking over; a stop (SIGTERM: the script traps
 it as it traps Ctrl-C's SIGINT, which a shell ignores in a job started in
 the background, as CI's may be) stops everything and removes the
-temporary directory.
+temporary directory. With --tls the servers answer over HTTPS with the CA
+it prints, and a follower relays to the leader over TLS.
 """
+import http.client
+import json
 import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -47,7 +51,7 @@ def epochs_shown(out):
 
 
 class TestClusterScript(unittest.TestCase):
-    def start(self):
+    def start(self, *args):
         """scripts/cluster on three free ports; again (twice at most) when it
         exits before it is ready: a port it chose for a server or for
         PostgreSQL was taken between the choice and the start by one of the
@@ -55,7 +59,7 @@ class TestClusterScript(unittest.TestCase):
         for attempt in range(3):
             base = free_base()
             env = dict(os.environ, SLUICE_CLUSTER_PORT=str(base))
-            proc = subprocess.Popen([os.path.join(ROOT, "scripts", "cluster")], env=env,
+            proc = subprocess.Popen([os.path.join(ROOT, "scripts", "cluster"), *args], env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True)
             out = []
@@ -101,6 +105,38 @@ class TestClusterScript(unittest.TestCase):
         self.assertFalse(os.path.exists(tmp), "the temporary directory is left behind")
         for p in ports:
             self.assertIsNone(health(p), "a server still answers after the stop")
+
+    def test_over_tls(self):
+        base, proc, out, reader = self.start("--tls")
+        try:
+            text = "".join(out)
+            self.assertIn("export SLUICE_SERVER=https://127.0.0.1:%d," % base, text)
+            ca = re.search(r"export SLUICE_CACERT=(\S+)", text).group(1)
+            ctx = ssl.create_default_context(cafile=ca)
+
+            def get(port, path):
+                conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+                try:
+                    conn.request("GET", path)
+                    r = conn.getresponse()
+                    return r.status, json.loads(r.read())
+                except (OSError, http.client.HTTPException, ValueError):
+                    return None, None
+                finally:
+                    conn.close()
+
+            ports = [base, base + 1, base + 2]
+            wait_until(lambda: sorted((get(p, "/healthz")[1] or {}).get("role", "?")
+                                      for p in ports) == ["follower", "follower", "leader"],
+                       20, what="one leader, two followers, over HTTPS")
+            follower = [p for p in ports if get(p, "/healthz")[1]["role"] == "follower"][0]
+            status, doc = get(follower, "/v1/status")  # relayed to the leader over TLS
+            self.assertEqual(status, 200, doc)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=60)
+            reader.join(10)
+        self.assertEqual(rc, 0, "".join(out))
 
 
 if __name__ == "__main__":

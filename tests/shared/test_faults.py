@@ -18,7 +18,9 @@ across every failover has no gap, and the resource saw no overlap and no
 stale token. Timings (fault to first grant under the new leader, the
 longest time any client went without an answer) are printed.
 
-SLUICED names the binary (CTest sets it).
+SLUICED names the binary (CTest sets it). SLUICE_FAULTS_TLS=1 runs the
+same with the servers over TLS, proving each other with a cluster CA, and
+an admin token on every request (shared/faults_smoke_tls).
 """
 import os
 import random
@@ -149,7 +151,8 @@ FAULTS = [
 
 def run_matrix(reps, randomize, out=sys.stdout):
     """Runs every fault reps times under one workload; returns (problems, rows)."""
-    c = Cluster(leader_timeout_ms=T_MS, fsync=True)
+    c = Cluster(leader_timeout_ms=T_MS, fsync=True,
+                tls=os.environ.get("SLUICE_FAULTS_TLS") == "1")
     timings = {name: [] for name, _ in FAULTS}
     gaps = {name: [] for name, _ in FAULTS}
     done = []  # (name, t0, epoch, t1)
@@ -191,6 +194,8 @@ def run_matrix(reps, randomize, out=sys.stdout):
             report = s.sanitizer_report()
             if report:
                 problems.append(report)
+            if c.tls and "was not proven" in s.log():
+                problems.append("server %d refused a leader of the cluster" % s.n)
         rows = []
         for name, _ in FAULTS:
             ts = [t for t in timings[name] if t is not None]
@@ -207,7 +212,8 @@ def run_matrix(reps, randomize, out=sys.stdout):
 def run_flapping(seconds, out=sys.stdout):
     """A random server killed (-9) or stopped (SIGTERM) every 1-3 s, and
     started again 1-3 s later, for seconds; then the same checks."""
-    c = Cluster(leader_timeout_ms=T_MS, fsync=True)
+    c = Cluster(leader_timeout_ms=T_MS, fsync=True,
+                tls=os.environ.get("SLUICE_FAULTS_TLS") == "1")
     try:
         work = Workload(c).start()
         progress(work, now(), 20)
