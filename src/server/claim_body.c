@@ -189,6 +189,22 @@ static int parse_tags(json_t *tags, sl_claim_body *b, char *err, size_t cap)
     return 0;
 }
 
+/* The code point of a bidirectional control character at s[i] (U+061C,
+ * U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069), else 0. They make
+ * a name display reordered (a holder "team-a/\u202ekcatta" reads
+ * "team-a/attack"), so a name could pass for another's on a dashboard. */
+static unsigned bidi_control_at(const unsigned char *s, size_t n, size_t i)
+{
+    if (i + 1 < n && s[i] == 0xd8 && s[i + 1] == 0x9c)
+        return 0x061c;
+    if (i + 2 >= n || s[i] != 0xe2)
+        return 0;
+    unsigned cp = 0x2000u + ((s[i + 1] & 0x3fu) << 6) + (s[i + 2] & 0x3fu);
+    bool bidi = cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+                (cp >= 0x2066 && cp <= 0x2069);
+    return bidi && (s[i + 1] & 0xc0) == 0x80 ? cp : 0;
+}
+
 /* A printable string of 1 to max characters (holder, rebalance_key): the
  * engine refuses others too, but cannot say where the fault is. */
 static int text_field(json_t *v, const char *name, size_t max, const char *what,
@@ -209,6 +225,12 @@ static int text_field(json_t *v, const char *name, size_t max, const char *what,
                        "%s has a control character (byte 0x%02x) at position %zu; use printable "
                        "characters only",
                        name, ch, i + 1);
+        unsigned cp = bidi_control_at((const unsigned char *)s, n, i);
+        if (cp)
+            return bad(err, cap,
+                       "%s has a bidirectional control character (U+%04X) at byte %zu: it "
+                       "makes a name display reordered; leave it out",
+                       name, cp, i + 1);
     }
     *out = s;
     return 0;

@@ -73,6 +73,15 @@ class TestClaimBodyMessages(ErrorCase):
     def test_strings(self):
         self.refused({"holder": "a\nb", "locks": [{"mutex": "m"}]},
                      "holder has a control character (byte 0x0a) at position 2")
+        # F15: a right-to-left override would show "team-a/\u202ekcatta" as team-a/attack.
+        self.refused({"holder": "team-a/\u202ekcatta", "locks": [{"mutex": "m"}]},
+                     "holder has a bidirectional control character (U+202E) at byte 8")
+        self.refused(self.claim(rebalance_key="a\u2066b"),
+                     "rebalance_key has a bidirectional control character (U+2066) at byte 2")
+        ok = self.srv.post("/v1/claims", {"holder": "caf\u00e9-\u2014-\u65e5",
+                                          "locks": [{"mutex": "text/unicode"}]})
+        self.assertEqual(ok.status, 201, ok)
+        self.srv.release(ok.json["id"])
         self.refused({"holder": "", "locks": [{"mutex": "m"}]}, "holder is empty")
         self.refused({"locks": [{"mutex": "m"}]}, "holder is required")
         self.refused({"holder": 7, "locks": [{"mutex": "m"}]}, "holder must be a string",
