@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -256,6 +257,37 @@ class ClusterTLSTest(unittest.TestCase):
         self.assertEqual(rogue.connections, 1)  # the https:// one: http:// is never tried
         self.assertNotIn(b"Authorization", rogue.received)
         self.assertNotIn(ADMIN.encode(), rogue.received)
+
+    def test_a_reload_may_not_add_tokens_without_cluster_ca(self):
+        """A server of the same database without tokens, TLS or cluster.ca
+        (it may start: there is no token to take) is refused the first token."""
+        conf = os.path.join(self.dir, "plain.yaml")
+        with open(conf, "w") as f:
+            f.write("log_level: info\n")
+        log = os.path.join(self.dir, "plain.log")
+        with open(log, "wb") as err:
+            proc = subprocess.Popen([binary(), "--listen", "127.0.0.1:%d" % free_port(),
+                                     "--store", self.store, "--config", conf],
+                                    stdin=subprocess.DEVNULL, stdout=err, stderr=err)
+
+        def text():
+            with open(log, errors="replace") as f:
+                return f.read()
+        try:
+            wait_until(lambda: "listening on http://" in text() or proc.poll() is not None,
+                       DEADLINE_S, what="the plain server listening")
+            self.assertIsNone(proc.poll(), text())
+            with open(conf, "w") as f:
+                f.write(CONFIG)
+            proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: "the running configuration is kept" in text(), DEADLINE_S,
+                       what="the reload refused")
+            self.assertIn("error reload: this server has tokens in shared mode", text())
+            self.assertNotIn("read again:", text())
+        finally:
+            proc.terminate()
+            rc = proc.wait(DEADLINE_S)
+        self.assertEqual(rc, 0, text())
 
 
 class StartupTest(unittest.TestCase):
