@@ -37,6 +37,12 @@ enum {
     SL_CLIENT_ETIMEOUT = -6, /* the request, or the wait, ran out of time */
 };
 
+/* An SL_CLIENT_ECONNECT from a TLS failure that trying again cannot mend
+ * has err->code "tls_verify" (the server's certificate was not accepted),
+ * "tls_refused" (the server refused this client's certificate, or its lack
+ * of one), "tls_protocol" (the server does not answer in TLS) or "tls_files"
+ * (a CA file, a certificate or a key that cannot be used); the message says
+ * which file and how to mend it. Other connection failures have code "". */
 typedef struct sl_client_error {
     int rc;             /* the SL_CLIENT_E* code */
     long status;        /* HTTP status when the server answered, else 0 */

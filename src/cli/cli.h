@@ -61,6 +61,9 @@ int cli_connect(cli *c, sl_client **out);
 /* Prints "sluice: WHAT: the library's message" and a hint on what to do to
  * stderr; returns the exit status for it (1, 2 or 3). */
 int cli_fail(const cli *c, const char *what, const sl_client_error *err);
+/* Whether err is a TLS failure that trying again cannot mend (err->code
+ * "tls_...": a certificate refused either way, no TLS at the URL). */
+bool cli_tls_failed(const sl_client_error *err);
 /* Prints "sluice: MESSAGE" and "try 'sluice COMMAND --help'" to stderr;
  * returns c->usage_status. */
 int cli_usage(const cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -376,6 +376,8 @@ static void progress(void *ud, const sl_client_claim *claim, const sl_client_err
 
 static bool retryable(int rc, const sl_client_error *err)
 {
+    if (cli_tls_failed(err))
+        return false; /* a certificate refused is refused again */
     if (rc == SL_CLIENT_ECONNECT || rc == SL_CLIENT_ETIMEOUT)
         return true;
     /* unavailable (the store cannot commit), or a proxy in front saying so. */
@@ -573,6 +575,10 @@ static int hold_run(hold *h, sl_client *cl)
             pthread_mutex_lock(&h->mu);
             line_clear(h);
             pthread_mutex_unlock(&h->mu);
+            if (cli_tls_failed(&err)) {
+                cli_fail(h->c, "cannot reach the server", &err);
+                return RUN_EXIT_UNREACHABLE;
+            }
             int st = cli_fail(h->c, "the claim was refused", &err);
             return st == h->c->usage_status ? h->c->usage_status : RUN_EXIT_REFUSED;
         }

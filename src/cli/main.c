@@ -40,6 +40,11 @@ static const char *server_url(const cli *c)
     return env && *env ? env : SL_CLIENT_DEFAULT_SERVER;
 }
 
+bool cli_tls_failed(const sl_client_error *err)
+{
+    return err->rc == SL_CLIENT_ECONNECT && strncmp(err->code, "tls_", 4) == 0;
+}
+
 int cli_fail(const cli *c, const char *what, const sl_client_error *err)
 {
     const char *msg = err->message[0] ? err->message : sl_client_strerror(err->rc);
@@ -47,6 +52,8 @@ int cli_fail(const cli *c, const char *what, const sl_client_error *err)
     switch (err->rc) {
     case SL_CLIENT_ECONNECT:
     case SL_CLIENT_ETIMEOUT:
+        if (cli_tls_failed(err))
+            return CLI_EXIT_UNREACHABLE; /* the message says what to give: the server is there */
         if (strchr(server_url(c), ','))
             fprintf(stderr,
                     "Is sluiced running at any of %s? Start them, or point sluice at them with "

@@ -117,6 +117,10 @@ typedef struct sl__response {
  * err filled; res->status is then the status if one had come (a stream
  * that broke). res->body is freed with sl__response_free. */
 int sl__http_do(sl_client *c, const sl__request *rq, sl__response *res, sl_client_error *err);
+/* tls.c: a TLS failure that trying again cannot mend, said in *err
+ * (SL_CLIENT_ECONNECT with err->code "tls_..."); SL_CLIENT_OK for any
+ * other failure. */
+int sl__tls_failure(const sl_client *c, CURLcode r, sl_client_error *err);
 void sl__response_free(sl__response *res);
 
 /* A JSON request: body (may be NULL) is sent, the answer parsed. On 2xx

@@ -279,6 +279,9 @@ static int64_t retry_after(sl_client *c)
 static int curl_failure(sl_client *c, CURLcode r, const xfer *x, sl_client_error *err)
 {
     c->unsent = never_sent(c, r);
+    int tls = sl__tls_failure(c, r, err);
+    if (tls != SL_CLIENT_OK)
+        return tls;
     switch (r) {
     case CURLE_OUT_OF_MEMORY:
         return sl__err_oom(err);

@@ -411,14 +411,15 @@ class GitHubActionTLSTest(unittest.TestCase):
 
     def test_tls_refusals(self):
         d = tmpdir(self)
-        # A server certificate of a CA not given: sluice says so, and the step fails
-        # (timeout: sluice run keeps trying to reach a server until it runs out).
-        run = self.action(d, 2301, mutex="deploy/tls", run="touch ran", timeout="1s",
+        # A server certificate of a CA not given: sluice says so, and the step fails at
+        # once (no retrying until SLUICE_CLAIM_TIMEOUT's 10 minutes).
+        run = self.action(d, 2301, mutex="deploy/tls", run="touch ran",
                           **{"ca-cert": self.pem("other.pem"), "client-cert": self.pem("runner.pem"),
                              "client-key": self.pem("runner.key")})
-        res = run.run()
-        self.assertNotEqual(res.rc, 0, res)
-        self.assertIn("SSL certificate problem", res.out)
+        res = run.run(timeout=30)
+        self.assertEqual(res.rc, 122, res)
+        self.assertIn("the certificate of https://localhost:%d was not accepted" % self.srv.port,
+                      res.out)
         self.assertFalse(os.path.exists(os.path.join(d, "ran")))
         self.assertEqual(glob.glob(os.path.join(run.temp, "sluice-tls.*")), [], "left behind")
         # A key without its certificate, and a file that is not there.

@@ -277,6 +277,42 @@ class TestClientCertificates(TLSTestCase):
         self.assertNotEqual(bad.returncode, 0)
         self.assertIn("needs its certificate", bad.stderr)
 
+    def test_the_cli_says_what_tls_refused(self):
+        # A TLS refusal is not a server out of reach: sluice says which certificate and
+        # what to give, and run gives up at once (it used to retry it for
+        # SLUICE_CLAIM_TIMEOUT, 10 minutes, asking whether sluiced was running).
+        cli = os.environ.get("SLUICE_CLI")
+        if not cli:
+            self.skipTest("SLUICE_CLI not set (CTest sets it)")
+        url = "https://localhost:%d" % self.srv.port
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+
+        def sluice(*args):
+            return subprocess.run([cli, "--server", url, *args], capture_output=True, text=True,
+                                  timeout=DEADLINE_S, env=env)
+
+        alice = ("--cert", self.path("alice.pem"), "--key", self.path("alice.key"))
+        out = sluice("--cacert", self.path("other.pem"), *alice, "run", "--mutex", "m", "--", "true")
+        self.assertEqual(out.returncode, 122, out.stderr)
+        self.assertIn("the certificate of %s was not accepted" % url, out.stderr)
+        self.assertIn("checked against the CA file %s" % self.path("other.pem"), out.stderr)
+        self.assertNotIn("running", out.stderr)
+        out = sluice("--cacert", self.path("ca.pem"), "sem", "list")
+        self.assertEqual(out.returncode, 3, out.stderr)
+        self.assertIn("it asks for a client certificate; give one of its tls.client_ca with "
+                      "--cert and --key", out.stderr)
+        self.assertNotIn("running", out.stderr)
+        out = sluice("--cacert", self.path("ca.pem"), "--cert", self.path("stranger.pem"),
+                     "--key", self.path("stranger.key"), "sem", "list")
+        self.assertEqual(out.returncode, 3, out.stderr)
+        self.assertIn("refused this client's certificate %s" % self.path("stranger.pem"), out.stderr)
+        out = sluice("--cacert", self.path("ca.pem"), "--cert", self.path("alice.pem"),
+                     "--key", self.path("stranger.key"), "sem", "list")
+        self.assertEqual(out.returncode, 3, out.stderr)
+        self.assertIn("cannot use the client certificate", out.stderr)
+        out = sluice("--cacert", self.path("ca.pem"), *alice, "run", "--mutex", "m", "--", "true")
+        self.assertEqual(out.returncode, 0, out.stderr)
+
     def test_no_certificate_refused(self):
         self.refused(None)
 
