@@ -99,9 +99,8 @@ int sl__tls_failure(const sl_client *c, CURLcode r, sl_client_error *err)
                             "%s does not answer in TLS (%s): is it served over plain HTTP? "
                             "then use an http:// URL",
                             c->server, why);
-        if (says(why, "alert") &&
-            (says(why, "certificate") || says(why, "unknown ca") ||
-             says(why, "handshake failure") || says(why, "access denied")))
+        if (says(why, "alert") && (says(why, "certificate") || says(why, "unknown ca") ||
+                                   says(why, "handshake failure") || says(why, "access denied")))
             return refused(c, why, err);
         return SL_CLIENT_OK;
     default:
