@@ -453,6 +453,10 @@ typedef struct sl_client_event {
     size_t nlocks;
     char *reason;
     char *json;
+    /* Who asked for it: a token's name, "anonymous" (a server without
+     * tokens) or "sluice" (the server's own rules); NULL for events
+     * recorded before servers recorded it. */
+    char *actor;
 } sl_client_event;
 
 typedef struct sl_client_event_page {

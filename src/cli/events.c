@@ -28,6 +28,7 @@
 #define W_CLAIM 22
 #define W_HOLDER 24
 #define W_LOCKS 24
+#define W_ACTOR 10
 
 enum { EF_SINCE = 1, EF_CLAIM, EF_LIMIT, EF_FOLLOW };
 
@@ -42,7 +43,7 @@ static const cli_flag event_flags[] = {
 typedef struct follow {
     cli *c;
     const char *claim;
-    int w_holder, w_locks; /* the widths so far */
+    int w_holder, w_locks, w_actor; /* the widths so far */
 } follow;
 
 static int widen(int w, const char *s)
@@ -90,13 +91,16 @@ static int on_event(void *ud, const sl_client_event *ev)
         cli_time_rfc3339(ev->time_ms, t, sizeof(t));
         event_locks(ev, &locks);
         const char *holder = ev->holder ? ev->holder : "-";
+        const char *actor = ev->actor ? ev->actor : "-";
         f->w_holder = widen(f->w_holder, holder);
         f->w_locks = widen(f->w_locks, locks.s);
+        f->w_actor = widen(f->w_actor, actor);
         cli_buf line = {0};
-        cli_buf_addf(&line, "%-*llu %-*s  %s%-*s%s %-*s  %-*s  %-*s  %s", W_SEQ,
+        cli_buf_addf(&line, "%-*llu %-*s  %s%-*s%s %-*s  %-*s  %-*s  %-*s  %s", W_SEQ,
                      (unsigned long long)ev->seq, W_TIME, t, col ? col : "", W_TYPE, ev->type,
                      col ? cli_color_off(f->c) : "", W_CLAIM, ev->claim ? ev->claim : "-",
-                     f->w_holder, holder, f->w_locks, locks.s, ev->reason ? ev->reason : "");
+                     f->w_holder, holder, f->w_locks, locks.s, f->w_actor, actor,
+                     ev->reason ? ev->reason : "");
         while (line.len && line.s[line.len - 1] == ' ')
             line.s[--line.len] = '\0';
         printf("%s\n", line.s);
@@ -142,8 +146,9 @@ static void print_page(cli *c, const sl_client_event_page *page)
         printf("%s], \"next\": %llu}\n", page->n ? "\n" : "", (unsigned long long)page->next);
         return;
     }
-    static const char *const h[] = {"SEQ", "TIME", "TYPE", "CLAIM", "HOLDER", "LOCKS", "REASON"};
-    cli_table *t = cli_table_new(c, 7, h);
+    static const char *const h[] = {"SEQ",    "TIME",  "TYPE",  "CLAIM",
+                                    "HOLDER", "LOCKS", "ACTOR", "REASON"};
+    cli_table *t = cli_table_new(c, 8, h);
     for (size_t i = 0; i < page->n; i++) {
         const sl_client_event *ev = &page->items[i];
         char tm[64];
@@ -156,6 +161,7 @@ static void print_page(cli *c, const sl_client_event_page *page)
         cli_table_cell(t, ev->claim ? ev->claim : "-", NULL);
         cli_table_cell(t, ev->holder ? ev->holder : "-", NULL);
         cli_table_cell(t, locks.s, NULL);
+        cli_table_cell(t, ev->actor ? ev->actor : "-", NULL);
         cli_table_cell(t, ev->reason ? ev->reason : "", NULL);
         cli_buf_free(&locks);
     }
@@ -223,12 +229,12 @@ int cli_events(cli *c, int argc, char **argv)
     if (since < 0)
         since = 0;
     if (do_follow) {
-        follow f = {c, claim, W_HOLDER, W_LOCKS};
+        follow f = {c, claim, W_HOLDER, W_LOCKS, W_ACTOR};
         sl_client_retry retry = {interval > 0 ? interval : 1, jit > 0 ? jit : 1};
         if (!c->json && c->style)
-            printf("\033[1m%-*s %-*s  %-*s %-*s  %-*s  %-*s  %s\033[0m\n", W_SEQ, "SEQ", W_TIME,
-                   "TIME", W_TYPE, "TYPE", W_CLAIM, "CLAIM", W_HOLDER, "HOLDER", W_LOCKS, "LOCKS",
-                   "REASON");
+            printf("\033[1m%-*s %-*s  %-*s %-*s  %-*s  %-*s  %-*s  %s\033[0m\n", W_SEQ, "SEQ",
+                   W_TIME, "TIME", W_TYPE, "TYPE", W_CLAIM, "CLAIM", W_HOLDER, "HOLDER", W_LOCKS,
+                   "LOCKS", W_ACTOR, "ACTOR", "REASON");
         fflush(stdout);
         if (sl_client_events_follow(cl, (uint64_t)since, &retry, on_event, &f, &err) !=
             SL_CLIENT_OK)

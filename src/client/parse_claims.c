@@ -277,6 +277,7 @@ void sl__event_clear(sl_client_event *ev)
     sl__pf_free_strings(ev->locks, ev->nlocks);
     free(ev->reason);
     free(ev->json);
+    free(ev->actor);
     memset(ev, 0, sizeof(*ev));
 }
 
@@ -293,6 +294,7 @@ int sl__parse_event(const json_t *o, sl_client_event *out, sl_client_error *err)
     out->holder = sl__pf_str(&p, o, "holder", false, false);
     out->locks = sl__pf_strings(&p, sl__pf_array(&p, o, "locks", false), "locks", &out->nlocks);
     out->reason = sl__pf_str(&p, o, "reason", false, true);
+    out->actor = sl__pf_str(&p, o, "actor", false, false);
     out->json = sl__pf_dump(&p, o);
     if (p.rc)
         sl__event_clear(out);

@@ -52,6 +52,7 @@ int sl_claims_end(sl_engine *eng, sl_claim *const *set, size_t n, sl_bulk how, i
     if (how != SL_BULK_RELEASE && how != SL_BULK_CLEAR)
         return SL_EINVAL;
     sl_engine_advance(eng, now);
+    sl__acting(set, n, true);
     /* The waiters first, then the holders: all before anyone is let in. */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < n; i++) {
@@ -64,6 +65,7 @@ int sl_claims_end(sl_engine *eng, sl_claim *const *set, size_t n, sl_bulk how, i
             bulk_count(&cnt, state);
         }
     cnt.left = n - cnt.withdrawn - cnt.released - cnt.canceled;
+    sl__acting(set, n, false);
     sl__settle(eng, now);
     if (out)
         *out = cnt;

@@ -558,6 +558,7 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     if (sl__hash_count(&eng->claims) >= eng->opts.claims_max)
         sl__purge_early(eng, sl__oldest_ended(eng)); /* found by check_req */
     sl_claim *c = sl__claim_alloc(eng, req, x->locks, x->n);
+    c->acting = true;
     c->state = SL_PENDING;
     c->priority = req->priority;
     c->arrived = c->life = now;
@@ -584,6 +585,7 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
         sl_event *ev = sl__event_add(eng, SL_EV_CLAIM_WAITING, c, now);
         ev->rule = sl_claim_main_rule(eng, c, &ev->rule_lock);
     }
+    c->acting = false;
     *out = c;
     return 0;
 }
@@ -651,9 +653,8 @@ void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason
     sl__claim_rearm(eng, c);
 }
 
-int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now)
+static void release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now)
 {
-    sl_engine_advance(eng, now);
     switch ((sl_state)c->state) {
     case SL_PENDING:
         sl__claim_end(eng, c, SL_WITHDRAWN,
@@ -670,9 +671,17 @@ int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now)
                       NULL, now);
         break;
     default:
-        return 0;
+        return;
     }
     sl__settle(eng, now);
+}
+
+int sl_claim_release(sl_engine *eng, sl_claim *c, sl_reason reason, int64_t now)
+{
+    sl_engine_advance(eng, now);
+    c->acting = true;
+    release(eng, c, reason, now);
+    c->acting = false;
     return 0;
 }
 
@@ -681,7 +690,9 @@ int sl_claim_cancel(sl_engine *eng, sl_claim *c, int64_t now)
     sl_engine_advance(eng, now);
     if (sl_state_ended((sl_state)c->state))
         return SL_ECONFLICT;
+    c->acting = true;
     sl__claim_end(eng, c, SL_CANCELED, SL_REASON_OPERATOR, NULL, now);
+    c->acting = false;
     sl__settle(eng, now);
     return 0;
 }
@@ -692,7 +703,9 @@ int sl_claim_renew(sl_engine *eng, sl_claim *c, int64_t now)
     if (c->state != SL_PENDING && c->state != SL_HELD)
         return SL_ECONFLICT;
     c->life = now;
+    c->acting = true;
     sl__event_add(eng, SL_EV_CLAIM_RENEWED, c, now);
+    c->acting = false;
     sl__claim_touch(eng, c);
     sl__claim_rearm(eng, c);
     return 0;

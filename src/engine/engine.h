@@ -591,7 +591,24 @@ typedef struct sl_event {
     sl_strategy strategy;
     int64_t lease_ms;
     const struct sl_sem_change *change; /* semaphore.updated: before and after */
+    /* Who asked for it: the actor of sl_engine_act_as for the transitions
+     * of the claims a call is about and for semaphore events, else
+     * SL_ACTOR_SERVER. Valid until sl_engine_changes_clear. */
+    const char *actor;
 } sl_event;
+
+/* The actor of the events no request asked for: what the engine's rules do
+ * by themselves (timers, and what a call does to claims other than the ones
+ * it is about: grants to waiters, supersession, preemption, drop_oldest). */
+#define SL_ACTOR_SERVER "sluice"
+
+/* Names who makes the calls that follow (the embedder's principal, copied),
+ * until the next act_as; NULL: nobody, SL_ACTOR_SERVER. The events of a
+ * mutating call carry it when they are about a claim the call names (the
+ * one it creates, releases, cancels or renews, the members of
+ * sl_claims_end) or a configuration it sets or deletes; every other event,
+ * the timers' included, carries SL_ACTOR_SERVER. */
+void sl_engine_act_as(sl_engine *eng, const char *actor);
 
 /* What a semaphore.updated changed. The opts carry no weights (NULL, 0):
  * `weights` says whether they changed. Valid until sl_engine_changes_clear. */

@@ -136,6 +136,7 @@ struct sl_claim {
     bool dirty;     /* on eng->chg_claims */
     bool candidate; /* on eng->cand during an admission pass */
     bool preempting; /* it revoked holders to get in: a skip queue keeps its slots */
+    bool acting;     /* the call under way is about it: its events carry the actor */
     uint16_t ntags, idlen;
     /* Last, next to the entries: what every queue comparison reads. With a
      * million waiters each tree level is a cache miss; keeping the ordering
@@ -186,6 +187,8 @@ struct sl_engine {
     sl_pvec chg_claims, chg_locks, chg_configs, purged, purged_claims, evicted, strings;
     sl_event *events;
     size_t nevents, capevents;
+    char *actor;              /* sl_engine_act_as's, owned; NULL: SL_ACTOR_SERVER */
+    const char *actor_batch;  /* its copy in the batch, made by the first event that needs it */
     sl_claim *grave;
     /* between the first sl_engine_restore_claim and restore_done: queues
      * are lists (sl__queue_restore), holders and claims possibly out of
@@ -305,6 +308,9 @@ void sl__changes_lock(sl_engine *eng, sl_lock *l);
 void sl__changes_config(sl_engine *eng, const char *name);
 char *sl__batch_strdup(sl_engine *eng, const char *s, size_t len);
 void sl__changes_free(sl_engine *eng);
+/* Marks (on) or unmarks the claims a call is about, after its timers fired:
+ * their events carry the actor (sl_engine_act_as). */
+void sl__acting(sl_claim *const *set, size_t n, bool on);
 
 /* idem.c */
 const char *sl__idem_key(const sl_hnode *n, size_t *len); /* eng->idems' key */

@@ -10,6 +10,33 @@
 
 #include "engine_int.h"
 
+void sl_engine_act_as(sl_engine *eng, const char *actor)
+{
+    if (actor == eng->actor || (actor && eng->actor && strcmp(actor, eng->actor) == 0))
+        return;
+    sl__free(&eng->mem, eng->actor);
+    eng->actor = actor ? sl__strndup(&eng->mem, actor, strlen(actor)) : NULL;
+    eng->actor_batch = NULL;
+}
+
+/* The actor for an event the call under way was asked for. Copied into the
+ * batch once, since a later act_as frees the engine's copy while the batch
+ * still holds events that point to it. */
+static const char *asked_by(sl_engine *eng)
+{
+    if (!eng->actor)
+        return SL_ACTOR_SERVER;
+    if (!eng->actor_batch)
+        eng->actor_batch = sl__batch_strdup(eng, eng->actor, strlen(eng->actor));
+    return eng->actor_batch;
+}
+
+void sl__acting(sl_claim *const *set, size_t n, bool on)
+{
+    for (size_t i = 0; i < n; i++)
+        set[i]->acting = on;
+}
+
 sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, int64_t now)
 {
     if (eng->nevents == eng->capevents) {
@@ -22,6 +49,7 @@ sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, i
     ev->time_ms = now;
     ev->type = type;
     ev->claim = c;
+    ev->actor = c && c->acting ? asked_by(eng) : SL_ACTOR_SERVER;
     return ev;
 }
 
@@ -30,6 +58,7 @@ sl_event *sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg
 {
     sl_event *ev = sl__event_add(eng, type, NULL, now);
     ev->name = sl__batch_strdup(eng, name, strlen(name));
+    ev->actor = asked_by(eng); /* only a call setting or deleting it makes one */
     if (cfg) {
         ev->limit = cfg->limit;
         ev->strategy = cfg->strategy;
@@ -108,6 +137,7 @@ static void batch_reset(sl_engine *eng)
     eng->chg_claims.n = eng->chg_locks.n = eng->chg_configs.n = 0;
     eng->purged.n = eng->purged_claims.n = eng->evicted.n = eng->strings.n = 0;
     eng->nevents = 0;
+    eng->actor_batch = NULL;
 }
 
 void sl_engine_changes_clear(sl_engine *eng)
@@ -127,6 +157,8 @@ void sl__changes_free(sl_engine *eng)
     sl__pvec_free(&eng->mem, &eng->evicted);
     sl__pvec_free(&eng->mem, &eng->strings);
     sl__free(&eng->mem, eng->events);
+    sl__free(&eng->mem, eng->actor);
+    eng->actor = NULL;
     eng->events = NULL;
     eng->capevents = 0;
 }

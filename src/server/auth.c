@@ -52,6 +52,11 @@ int sl_auth_check(sl_ctx *c)
     return -1;
 }
 
+const char *sl_auth_actor(const sl_ctx *c)
+{
+    return c->auth.token ? c->auth.token->name : SL_ACTOR_ANONYMOUS;
+}
+
 /* The token the request's Authorization header names, or NULL. */
 static const sl_conf_token *known_token(const sl_conf *conf, const sl_http_req *req)
 {

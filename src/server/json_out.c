@@ -344,8 +344,8 @@ json_t *sl_json_why(sl_server *srv, const sl_claim *claim)
 json_t *sl_json_event(const sl_store_event *ev)
 {
     json_t *locks = json_loads(ev->locks ? ev->locks : "[]", 0, NULL);
-    return json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s}", "seq", (json_int_t)ev->seq, "time",
+    return json_pack("{s:I,s:o,s:s,s:o,s:o,s:o,s:s,s:o}", "seq", (json_int_t)ev->seq, "time",
                      sl_json_time(ev->time_ms), "type", ev->type, "claim", str_or_null(ev->claim),
                      "holder", str_or_null(ev->holder), "locks", locks ? locks : json_array(),
-                     "reason", ev->reason ? ev->reason : "");
+                     "reason", ev->reason ? ev->reason : "", "actor", str_or_null(ev->actor));
 }

@@ -264,6 +264,10 @@ void sl_routes_handle(void *ud, sl_http_req *req)
         c.route = SL_ROUTE_UI;
         sl_route_ui(&c);
     } else if (sl_auth_check(&c) == 0) {
+        /* F11: what the request's engine calls do carries its principal;
+         * after it, what the server does on its own carries its own. */
+        sl_engine_act_as(srv->eng, sl_auth_actor(&c));
         dispatch(&c);
+        sl_engine_act_as(srv->eng, NULL);
     }
 }

@@ -331,6 +331,10 @@ int sl_auth_check(sl_ctx *c);
  * from a valid token and answers nothing. Returns true when the caller is
  * known (a valid token, or a server without tokens, admitted as admin). */
 bool sl_auth_identify(sl_ctx *c);
+/* The request's principal for events and the audit log: its token's name,
+ * SL_ACTOR_ANONYMOUS on a server without tokens (docs/api.md's `actor`). */
+#define SL_ACTOR_ANONYMOUS "anonymous"
+const char *sl_auth_actor(const sl_ctx *c);
 /* sl_http_opts.admit: whether a request on one of the connection slots
  * kept for clients with a token carries a valid one (ud: the server). */
 bool sl_auth_admit(void *ud, sl_http_req *req);

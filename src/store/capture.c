@@ -165,6 +165,8 @@ static int capture_event(sl_store *st, sl_engine *eng, const sl_event *ev, sl_st
         sl__batch_str(b, NULL);
         sl__batch_str(b, NULL);
     }
+    size_t alen = ev->actor ? strlen(ev->actor) : 0;
+    sl__batch_text(b, ev->actor, alen < SL_ACTOR_MAX ? alen : SL_ACTOR_MAX);
     b->nevents++;
     if (ev->time_ms > b->time_hi)
         b->time_hi = ev->time_ms;

@@ -45,6 +45,8 @@ static bool op_event(const sl_store_batch *b, const sb_op *op, sl_store_event *e
         ev->held = p[8].i != 0;
     else if (op->nparams > 8 && p[8].type != SB_NULL)
         return false;
+    if (op->nparams > 9 && !param_text(b, &p[9], SL_ACTOR_MAX, true, &ev->actor))
+        return false;
     return true;
 }
 

@@ -34,8 +34,9 @@ typedef enum {
                                * (rules appended later: older records lack it, and
                                * such a configuration has none) */
     SL_REC_CONFIG_DELETE = 6, /* name */
-    SL_REC_EVENT = 7,         /* seq, time, type, claim, holder, locks, reason, slots, held
-                               * (slots and held appended later: older records lack them) */
+    SL_REC_EVENT = 7,         /* seq, time, type, claim, holder, locks, reason, slots, held,
+                               * actor (slots and held appended later, actor later still:
+                               * older records lack them) */
     SL_REC_COUNTERS = 8,      /* next_seq, next_arrival, next_grant, token_floor */
     SL_REC_OP_MAX = 8,
 } sl_rec_op;

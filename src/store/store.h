@@ -168,6 +168,9 @@ typedef struct sl_store_event {
      * recorded. */
     const char *slots;
     int held;
+    /* Who asked for it (sl_event.actor); NULL in records written before
+     * events recorded it. */
+    const char *actor;
 } sl_store_event;
 
 /* Return 0 to take the event, SL_STORE_EVENT_SKIP to pass it over (a

@@ -393,6 +393,66 @@ static void event_and_state_names(void **state)
     assert_string_equal(sl_cancel_name(SL_CANCEL_IN_PROGRESS), "in-progress");
 }
 
+/* F11: an event names who asked for it. The claims a call is about carry
+ * the caller's actor; what the rules do to other claims (a grant after a
+ * release, a supersession) and what timers do carry the server's. */
+static void events_carry_their_actor(void **state)
+{
+    (void)state;
+    sl_engine *eng = t_engine();
+    sl_engine_act_as(eng, "team-a");
+    t_claim(eng, 1, "id=a m:x group=g");
+    sl_engine_act_as(eng, "team-b");
+    t_claim(eng, 2, "id=b m:x");
+    sl_engine_act_as(eng, "team-a");
+    t_release(eng, 3, "a");
+    const char *want[][2] = {{"claim.queued", "team-a"},   {"claim.acquired", "team-a"},
+                             {"claim.queued", "team-b"},   {"claim.waiting", "team-b"},
+                             {"claim.released", "team-a"}, {"claim.acquired", SL_ACTOR_SERVER}};
+    assert_int_equal(t_nevents(eng), 6);
+    for (size_t i = 0; i < 6; i++) {
+        assert_string_equal(sl_event_type_name(t_event_at(eng, i).type), want[i][0]);
+        assert_string_equal(t_event_at(eng, i).actor, want[i][1]);
+    }
+    sl_engine_changes_clear(eng);
+
+    /* A lease that runs out is the server's, though a request's call fires it;
+     * so is the supersession a new claim's cancel causes. */
+    sl_engine_act_as(eng, NULL);
+    t_claim(eng, 10, "id=c m:y lease=5");
+    t_claim(eng, 11, "id=d m:z group=g");
+    sl_engine_act_as(eng, "admin");
+    t_claim(eng, 20, "id=e m:w group=g cancel=in-progress");
+    assert_int_equal(sl_claim_cancel(eng, t_find(eng, "b"), 21), 0);
+    t_sem(eng, 22, "s", 3, SL_STRICT);
+    sl_engine_act_as(eng, "ops"); /* frees the engine's copy of "admin" */
+    const char *want2[][2] = {
+        {"claim.queued", SL_ACTOR_SERVER},   {"claim.acquired", SL_ACTOR_SERVER},
+        {"claim.queued", SL_ACTOR_SERVER},   {"claim.acquired", SL_ACTOR_SERVER},
+        {"claim.expired", SL_ACTOR_SERVER},  {"claim.queued", "admin"},
+        {"claim.revoking", SL_ACTOR_SERVER}, {"claim.waiting", "admin"},
+        {"claim.canceled", "admin"},         {"semaphore.updated", "admin"},
+    };
+    assert_int_equal(t_nevents(eng), 10);
+    for (size_t i = 0; i < 10; i++) {
+        assert_string_equal(sl_event_type_name(t_event_at(eng, i).type), want2[i][0]);
+        assert_string_equal(t_event_at(eng, i).actor, want2[i][1]);
+    }
+    sl_engine_changes_clear(eng);
+
+    /* A bulk end: its members are the caller's, the grant it makes is not. */
+    t_claim(eng, 30, "id=f m:v");
+    t_claim(eng, 31, "id=g m:v");
+    sl_claim *set[] = {t_find(eng, "f")};
+    sl_engine_changes_clear(eng);
+    sl_engine_act_as(eng, "team-c");
+    assert_int_equal(sl_claims_end(eng, set, 1, SL_BULK_RELEASE, 32, NULL), 0);
+    assert_int_equal(t_nevents(eng), 2);
+    assert_string_equal(t_event_at(eng, 0).actor, "team-c");
+    assert_string_equal(t_event_at(eng, 1).actor, SL_ACTOR_SERVER);
+    t_free(eng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +469,7 @@ int main(void)
         cmocka_unit_test(operator_cancel_of_held_and_revoking_claims),
         cmocka_unit_test(client_gone_is_recorded),
         cmocka_unit_test(event_and_state_names),
+        cmocka_unit_test(events_carry_their_actor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,7 +132,7 @@ static void sampling_times_do_not_matter(void **state)
 static sl_store_event sev(uint64_t seq, int64_t t, const char *type, const char *claim,
                           const char *locks, const char *slots, int held)
 {
-    sl_store_event e = {seq, t, type, claim, "holder", locks, "", slots, held};
+    sl_store_event e = {seq, t, type, claim, "holder", locks, "", slots, held, NULL};
     return e;
 }
 
