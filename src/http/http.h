@@ -129,6 +129,15 @@ const char *sl_http_req_header(const sl_http_req *r, const char *name);
 /* The body (Content-Length bytes; NUL-terminated for convenience). */
 const char *sl_http_req_body(const sl_http_req *r, size_t *len);
 
+/* A short text the handler keeps with the request until it is answered
+ * (copied; NULL clears it), such as who sent it, for whoever answers it
+ * later; NULL when none was set. */
+void sl_http_req_set_label(sl_http_req *r, const char *label);
+const char *sl_http_req_label(const sl_http_req *r);
+/* The client's address as text ("127.0.0.1", "::1"), into out. */
+#define SL_HTTP_ADDRESS_MAX 46 /* INET6_ADDRSTRLEN */
+void sl_http_req_address(const sl_http_req *r, char *out, size_t cap);
+
 /* fn(arg) runs once if the client goes away before the request's answer
  * ended; the request stays valid until answered. NULL clears it. */
 typedef void (*sl_http_gone_fn)(void *arg);

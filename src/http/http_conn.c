@@ -51,6 +51,7 @@ static void conn_free(sl_http_conn *c)
     sl_buf_free(&c->in);
     sl_buf_free(&c->out);
     sl_buf_free(&c->req.data);
+    sl_buf_free(&c->req.label);
     sl_buf_free(&c->peer);
     free(c);
 }

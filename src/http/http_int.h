@@ -37,6 +37,7 @@ struct sl_http_req {
     size_t out_hdr_len;
     sl_http_gone_fn gone;
     void *gone_arg;
+    sl_buf label; /* the handler's, NUL-ended; empty: none */
 };
 
 /* A connection's life: waiting for or reading a request, a request handed

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include "http_int.h"
@@ -60,6 +61,7 @@ static int on_message_begin(llhttp_t *p)
     r->refuse = 0;
     r->refuse_why = NULL;
     r->out_hdr_len = 0;
+    sl_buf_clear(&r->label);
     r->gone = NULL;
     r->method = SL_HTTP_OTHER;
     c->state = CS_READING;
@@ -322,3 +324,24 @@ bool sl_http_req_hung_up(const sl_http_req *r)
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+
+void sl_http_req_set_label(sl_http_req *r, const char *label)
+{
+    sl_buf_clear(&r->label);
+    if (label)
+        sl_buf_add(&r->label, label, strlen(label) + 1);
+}
+
+const char *sl_http_req_label(const sl_http_req *r)
+{
+    return sl_buf_size(&r->label) ? sl_buf_data(&r->label) : NULL;
+}
+
+void sl_http_req_address(const sl_http_req *r, char *out, size_t cap)
+{
+    static const uint8_t v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    const uint8_t *a = r->conn->addr;
+    bool v4 = memcmp(a, v4_mapped, sizeof(v4_mapped)) == 0;
+    if (!inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? a + 12 : a, out, (socklen_t)cap) && cap)
+        out[0] = '\0';
+}

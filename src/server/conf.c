@@ -135,6 +135,7 @@ void sl_conf_free(sl_conf *c)
     free(c->cluster_ca);
     free(c->cluster_cert);
     free(c->cluster_key);
+    free(c->audit_path);
     sl__conf_sems_free(c->semaphores, c->nsemaphores);
     sl__conf_tokens_free(c->tokens, c->ntokens);
     for (size_t i = 0; i < c->nallowed_hosts; i++)
@@ -157,6 +158,7 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
     dst->cluster_ca = dup_or_null(src->cluster_ca);
     dst->cluster_cert = dup_or_null(src->cluster_cert);
     dst->cluster_key = dup_or_null(src->cluster_key);
+    dst->audit_path = dup_or_null(src->audit_path);
     dst->semaphores = NULL;
     dst->tokens = NULL;
     dst->allowed_hosts = NULL;
@@ -520,6 +522,10 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
     if (c->tls_client_ca && !c->tls_cert)
         PROBLEM("is missing: client certificates (tls.client_ca) need TLS on; set tls.cert "
                 "and tls.key");
+    AT("audit.path");
+    if (c->audit_path && !*c->audit_path)
+        PROBLEM("is empty; give the file to append the audit log to, like "
+                "/var/log/sluice/audit.log");
     AT("tls.min_version");
     if (c->tls_min_version != 12 && c->tls_min_version != 13)
         PROBLEM("must be 1.2 or 1.3 (TLS 1.0 and 1.1 are not served)");
@@ -607,6 +613,11 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
             PROBLEM("is empty; give every token a name for the logs, like ci");
         if (!printable(t->name, true) || strlen(t->name) > SL_NAME_MAX)
             PROBLEM("\"%.100s\" is not a token name; use up to 253 visible ASCII characters",
+                    t->name);
+        /* Events name their actor (docs/api.md): these two must not be a token's. */
+        if (strcmp(t->name, "sluice") == 0 || strcmp(t->name, "anonymous") == 0)
+            PROBLEM("\"%s\" is the actor events name for the server itself and for requests "
+                    "on a server without tokens; give the token another name, like ci",
                     t->name);
         /* Never the secret itself in a message: they end up in logs. */
         AT("tokens[%zu].token", i);

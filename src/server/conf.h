@@ -67,6 +67,8 @@ typedef struct sl_conf {
     char *tls_key;       /* its PEM private key */
     char *tls_client_ca; /* mTLS: PEM CAs of the client certificates; NULL: none */
     int tls_min_version; /* 12 (TLS 1.2, the default) or 13 */
+    char *audit_path;    /* the audit log (audit.c): JSON lines appended; NULL: none */
+    bool audit_refuse;   /* refuse changes while it cannot be written (else go on) */
     /* Host names the server answers for besides its listen and advertise
      * hosts, localhost and IP addresses (browser.c); "*": any. */
     char **allowed_hosts;

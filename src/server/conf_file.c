@@ -77,6 +77,12 @@ static const cyaml_schema_field_t cluster_fields[] = {
     CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t audit_fields[] = {
+    STR("path", OPT, raw_audit, path),
+    STR("on_failure", OPT, raw_audit, on_failure),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t sem_fields[] = {
     STR("name", CYAML_FLAG_DEFAULT, raw_sem, name),
     STR("limit", CYAML_FLAG_DEFAULT, raw_sem, limit),
@@ -130,6 +136,7 @@ static const cyaml_schema_field_t top_fields[] = {
     CYAML_FIELD_MAPPING_PTR("limits", OPT_NULL, raw_conf, limits, limits_fields),
     CYAML_FIELD_MAPPING_PTR("tls", OPT_NULL, raw_conf, tls, tls_fields),
     CYAML_FIELD_MAPPING_PTR("cluster", OPT_NULL, raw_conf, cluster, cluster_fields),
+    CYAML_FIELD_MAPPING_PTR("audit", OPT_NULL, raw_conf, audit, audit_fields),
     CYAML_FIELD_SEQUENCE("semaphores", OPT_NULL, raw_conf, semaphores, &sem_schema, 0,
                          CYAML_UNLIMITED),
     CYAML_FIELD_SEQUENCE("tokens", OPT_NULL, raw_conf, tokens, &token_schema, 0, CYAML_UNLIMITED),
@@ -255,6 +262,23 @@ static int conv_cluster(loader *ld, const raw_cluster *c, sl_conf *n)
     return 0;
 }
 
+/* F11's audit log (audit.c). */
+static int conv_audit(loader *ld, const raw_audit *a, sl_conf *n)
+{
+    if (a->path)
+        sl__conf_replace_str(&n->audit_path, a->path);
+    if (!a->on_failure)
+        return 0;
+    if (strcmp(a->on_failure, "continue") == 0 || strcmp(a->on_failure, "refuse") == 0) {
+        n->audit_refuse = a->on_failure[0] == 'r';
+        return 0;
+    }
+    return sl__conf_fail(ld, "audit.on_failure",
+                         "\"%.100s\" is not a failure mode; use continue (requests go on while "
+                         "the audit log cannot be written) or refuse (changes are refused then)",
+                         a->on_failure);
+}
+
 static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
 {
     if (r->listen)
@@ -335,6 +359,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
     if (r->tls && conv_tls(ld, r->tls, n) != 0)
         return -1;
     if (r->cluster && conv_cluster(ld, r->cluster, n) != 0)
+        return -1;
+    if (r->audit && conv_audit(ld, r->audit, n) != 0)
         return -1;
     /* The file's lists replace the ones before, when it has any. */
     if (r->semaphores_count && sl__conf_semaphores(ld, r, n) != 0)

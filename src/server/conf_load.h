@@ -45,6 +45,10 @@ typedef struct raw_cluster {
     char *ca, *cert, *key, *insecure;
 } raw_cluster;
 
+typedef struct raw_audit {
+    char *path, *on_failure;
+} raw_audit;
+
 typedef struct raw_conf {
     char *listen, *store, *durability, *log_level, *default_lease, *default_timeout;
     char *backdate_skew;
@@ -52,6 +56,7 @@ typedef struct raw_conf {
     raw_limits *limits;
     raw_tls *tls;
     raw_cluster *cluster;
+    raw_audit *audit;
     raw_sem *semaphores;
     unsigned semaphores_count;
     raw_token *tokens;

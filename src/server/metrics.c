@@ -188,5 +188,15 @@ void sl_metrics_render(const sl_metrics *m, const sl_engine *eng, sl_buf *out)
         sl_buf_addf(out, "sluice_http_connections_refused_total{reason=\"%s\"} %llu\n",
                     sl_http_refusal_name((sl_http_refusal)w),
                     (unsigned long long)m->conns_refused[w]);
+    sl_buf_addf(out,
+                "# HELP sluice_audit_write_failures_total Writes to the audit log that failed "
+                "(the lines are kept and written again).\n"
+                "# TYPE sluice_audit_write_failures_total counter\n"
+                "sluice_audit_write_failures_total %llu\n"
+                "# HELP sluice_audit_lines_dropped_total Audit lines dropped: 1 MiB of lines "
+                "waited for the log already.\n"
+                "# TYPE sluice_audit_lines_dropped_total counter\n"
+                "sluice_audit_lines_dropped_total %llu\n",
+                (unsigned long long)m->audit_failures, (unsigned long long)m->audit_dropped);
     render_locks(out, eng);
 }

@@ -43,6 +43,7 @@ typedef struct sl_metrics {
     uint64_t leads, step_downs, relay_retries; /* shared mode */
     uint64_t relay_refused; /* relays refused: the leader was not proven */
     uint64_t conns_refused[SL_HTTP_REFUSED_COUNT]; /* connections closed, by why */
+    uint64_t audit_failures, audit_dropped; /* audit log: failed writes, lines dropped */
     sl_http_count http[SL_ROUTE_MAX][SL_STATUS_SLOTS];
 } sl_metrics;
 

@@ -150,7 +150,7 @@ static int load(sl_server *srv, sl_conf *next)
     return 0;
 }
 
-void sl_reload(sl_server *srv)
+static void reload_file(sl_server *srv)
 {
     if (!srv->config_path) {
         sl_server_tls(srv, true);
@@ -212,4 +212,12 @@ void sl_reload(sl_server *srv)
     }
     sl_log(SL_LOG_INFO, "reload: %s read again: %zu semaphores, %zu tokens",
            srv->config_path, srv->conf->nsemaphores, srv->conf->ntokens);
+}
+
+void sl_reload(sl_server *srv)
+{
+    reload_file(srv);
+    /* Whether the file loaded or not: a rotated audit log is let go. */
+    if (sl_audit_on(srv) || srv->conf->audit_path)
+        sl_audit_open(srv);
 }

@@ -84,6 +84,7 @@ static void send_bytes(sl_server *srv, sl_http_req *req, sl_route_id route, int 
                        const char *ctype, const void *body, size_t len)
 {
     sl_metrics_http(&srv->metrics, route, sl_http_req_method(req), status);
+    sl_audit_answer(srv, req, status, body, len, NULL);
     sl_http_reply(req, status, ctype, body, len);
 }
 

@@ -217,6 +217,11 @@ static bool plain_beside_tls(sl_ctx *c)
     return true;
 }
 
+static bool changes(sl_http_method m)
+{
+    return m == SL_HTTP_POST || m == SL_HTTP_PUT || m == SL_HTTP_PATCH || m == SL_HTTP_DELETE;
+}
+
 void sl_routes_handle(void *ud, sl_http_req *req)
 {
     sl_server *srv = ud;
@@ -265,7 +270,12 @@ void sl_routes_handle(void *ud, sl_http_req *req)
         sl_route_ui(&c);
     } else if (sl_auth_check(&c) == 0) {
         /* F11: what the request's engine calls do carries its principal;
-         * after it, what the server does on its own carries its own. */
+         * after it, what the server does on its own carries its own. The
+         * audit line, written when the answer goes, names it too. */
+        if (sl_audit_on(srv))
+            sl_http_req_set_label(req, sl_auth_actor(&c));
+        if (changes(c.method) && sl_audit_refuses(&c))
+            return;
         sl_engine_act_as(srv->eng, sl_auth_actor(&c));
         dispatch(&c);
         sl_engine_act_as(srv->eng, NULL);

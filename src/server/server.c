@@ -400,6 +400,8 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
     if (srv->role == SL_ROLE_SINGLE &&
         (sl_server_rebuild(srv) != 0 || sl_writer_start(srv) != 0))
         return -1;
+    if (sl_audit_open(srv) != 0)
+        return -1; /* a path that cannot be written is a mistake to mend now */
     if (open_http(srv) != 0)
         return -1;
     struct timeval prune = {SL_EVENT_PRUNE_EVERY_MS / 1000, 0};
@@ -465,6 +467,7 @@ void sl_server_free(sl_server *srv)
         sl_store_close(srv->store);
     sl_store_batch_free(srv->batch);
     sl_hist_free(srv);
+    sl_audit_close(srv);
     free(srv->wake_ids);
     sl_engine_free(srv->eng);
     if (srv->base)

@@ -37,6 +37,7 @@ typedef struct sl_stream sl_stream;
 typedef struct sl_reply sl_reply;
 typedef struct sl_writer sl_writer;
 typedef struct sl_relay sl_relay;
+typedef struct sl_audit sl_audit;
 
 #include <sys/socket.h>
 
@@ -99,6 +100,7 @@ typedef struct sl_server {
     sl_stream *streams;       /* GET /v1/events/stream open */
     size_t nstreams;
     sl_metrics metrics;
+    sl_audit *audit;          /* the audit log (audit.c); NULL: none */
     /* Shared mode (role.c, relay.c). */
     sl_role role;
     sl_elector *elector;
@@ -378,6 +380,21 @@ const char *sl_auth_tenant(const sl_conf *conf, const char *name);
  * token gone end, the others see what the token's new prefixes allow. */
 void sl_streams_reauth(sl_server *srv, const sl_conf *old);
 void sl_waits_reauth(sl_server *srv, const sl_conf *old);
+
+/* ---- audit.c: the audit log (F11) --------------------------------------- */
+/* Opens conf->audit_path (at start), or reopens it (SIGHUP: a rotated log,
+ * or a path the reload changed; none closes it). -1 when the file cannot
+ * be opened (logged); the log is failing then. */
+int sl_audit_open(sl_server *srv);
+void sl_audit_close(sl_server *srv);
+bool sl_audit_on(const sl_server *srv);
+/* Before a change: with on_failure: refuse, while the log cannot be
+ * written, answers 503 audit_unavailable and returns true. */
+bool sl_audit_refuses(sl_ctx *c);
+/* An answer goes out: its line, when the log keeps that request (claim:
+ * the claim's id when the body does not start with it, else NULL). */
+void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *body,
+                     size_t len, const char *claim);
 
 /* ---- idempotency.c: Idempotency-Key ------------------------------------- */
 typedef struct sl_idem_req {

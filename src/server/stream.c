@@ -176,6 +176,7 @@ static void start(void *arg, bool committed)
         static const char body[] = "{\"error\":{\"code\":\"unauthorized\",\"message\":\"the "
                                    "token is not one this server knows\"}}\n";
         sl_http_add_header(req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
+        sl_audit_answer(s->srv, req, 401, body, sizeof(body) - 1, NULL);
         sl_http_reply(req, 401, "application/json", body, sizeof(body) - 1);
         return;
     }

@@ -275,6 +275,12 @@ static void start(void *arg, bool committed)
     }
     sl_http_add_header(w->req, "Cache-Control", "no-store");
     sl_metrics_http(&w->srv->metrics, w->route, sl_http_req_method(w->req), w->status);
+    if (sl_audit_on(w->srv)) {
+        sl_claim_view v = {.id = NULL};
+        if (w->claim)
+            sl_claim_get(w->claim, &v);
+        sl_audit_answer(w->srv, w->req, w->status, NULL, 0, v.id);
+    }
     w->armed = true;
     evtimer_add(w->timer, &w->wait_tv);
     sl_http_stream_start(w->req, w->status, "application/json"); /* may find it gone */

@@ -291,13 +291,16 @@ class CommandsTest(ServerTestCase):
         c = self.srv.claim("ev-holder", [("m", "ev-m")])
         self.srv.release(c["id"])
         names, rows = self.table("events", "--since", str(since))
-        self.assertEqual(names, ["SEQ", "TIME", "TYPE", "CLAIM", "HOLDER", "LOCKS", "REASON"])
-        self.assertEqual([(r["SEQ"], r["TYPE"], r["CLAIM"], r["HOLDER"], r["LOCKS"])
+        self.assertEqual(names, ["SEQ", "TIME", "TYPE", "CLAIM", "HOLDER", "LOCKS", "ACTOR",
+                                 "REASON"])
+        self.assertEqual([(r["SEQ"], r["TYPE"], r["CLAIM"], r["HOLDER"], r["LOCKS"], r["ACTOR"])
                           for r in rows],
-                         [(str(since + 1), "claim.queued", c["id"], "ev-holder", "mtx/ev-m"),
-                          (str(since + 2), "claim.acquired", c["id"], "ev-holder", "mtx/ev-m"),
+                         [(str(since + 1), "claim.queued", c["id"], "ev-holder", "mtx/ev-m",
+                           "anonymous"),
+                          (str(since + 2), "claim.acquired", c["id"], "ev-holder", "mtx/ev-m",
+                           "anonymous"),
                           (str(since + 3), "claim.released", c["id"], "ev-holder",
-                           "mtx/ev-m")])
+                           "mtx/ev-m", "anonymous")])
         self.assertRegex(rows[0]["TIME"], RFC3339)
         page = self.ok("events", "--since", str(since), "--json").json()
         self.assertEqual(page, self.srv.events(since))
@@ -360,10 +363,10 @@ class CommandsTest(ServerTestCase):
         self.assertFalse([l for l in lines if old["id"] in l], lines)
         first = [l for l in lines if cid in l][0]
         self.assertRegex(first, r"^\d+ +\d{4}-\d\d-\d\dT\S+Z  claim\.queued +%s  fol-new +"
-                         r"mtx/fol-now\n$" % re.escape(cid))
+                         r"mtx/fol-now +anonymous\n$" % re.escape(cid))
         acquired = [l for l in lines if "claim.acquired" in l and cid in l][0]
         self.assertRegex(acquired, r"^\d+ +\S+  claim\.acquired +%s  fol-new +mtx/fol-now +"
-                         r"granted\n$" % re.escape(cid))
+                         r"anonymous +granted\n$" % re.escape(cid))
 
     def test_events_follow_columns_have_fixed_widths(self):
         since = self.srv.events()["next"]
@@ -388,10 +391,11 @@ class CommandsTest(ServerTestCase):
                     return row.index(r)
             return None
         # Up to the long holder, every column starts at the same offset, the
-        # reason included (HOLDER and LOCKS are 24 wide).
+        # reason included (HOLDER and LOCKS are 24 wide, ACTOR 10).
         first = rows[:9]
         self.assertEqual({reason_at(r) for r in first if reason_at(r)},
-                         {7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + 24 + 2 + 24 + 2}, "\n".join(first))
+                         {7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + 24 + 2 + 24 + 2 + 10 + 2},
+                         "\n".join(first))
         self.assertEqual(len({r.index("  h" if "  h " in r else "  a-" if "  a-" in r else
                                       "  mid") for r in first}), 1, "\n".join(first))
         # The long holder is printed whole; HOLDER widens to it from then on.

@@ -1030,7 +1030,9 @@ class TestEvents(ApiCase):
         self.assertEqual(page["next"], s0 + 6)
         for e in evs:
             self.assertEqual(set(e), {"seq", "time", "type", "claim", "holder", "locks",
-                                      "reason"})
+                                      "reason", "actor"})
+            self.assertEqual(e["actor"], "anonymous" if e["type"] != "claim.acquired" or
+                             e["claim"] == a["id"] else "sluice")
             self.assertRegex(e["time"], RFC3339_MS)
             self.assertEqual(e["locks"], ["mtx/" + m])
         self.assertEqual(evs[0]["holder"], "a")

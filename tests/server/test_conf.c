@@ -868,6 +868,13 @@ static const bad_file bad_files[] = {
     {"tokens:\n  - name: \"\"\n    token: t\n    admin: true\n",
      "config.yaml:2:11: tokens[0].name: is empty; give every token a name for the logs, like ci",
      true},
+    /* F11: events name the server and tokenless requests by these. */
+    {"tokens:\n  - name: sluice\n    token: t\n    admin: true\n",
+     "config.yaml:2:11: tokens[0].name: \"sluice\" is the actor events name for the server "
+     "itself and for requests on a server without tokens; give the token another name, like ci",
+     true},
+    {"tokens:\n  - name: anonymous\n    token: t\n    admin: true\n",
+     "config.yaml:2:11: tokens[0].name: \"anonymous\" is the actor events name", false},
     {"tokens:\n  - name: x\n    token: t\n    prefixes: [\"/x\"]\n",
      "config.yaml:4:16: tokens[0].prefixes[0]: \"/x\" is not a name prefix; use 1 to 253 "
      "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
