@@ -404,7 +404,8 @@ class CommandsTest(ServerTestCase):
         self.assertEqual(len({reason_at(r) for r in later if reason_at(r)}), 1,
                          "\n".join(later))
         self.assertEqual(reason_at(later[1]),
-                         7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + len(long_holder) + 2 + 24 + 2)
+                         7 + 1 + 24 + 2 + 17 + 1 + 22 + 2 + len(long_holder) + 2 + 24 + 2 +
+                         10 + 2)
 
     # ---- what people see on a terminal ----------------------------------------------------
 

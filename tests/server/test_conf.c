@@ -88,6 +88,8 @@ static void assert_defaults(const sl_conf *c)
     assert_null(c->semaphores);
     assert_int_equal(c->ntokens, 0);
     assert_null(c->tokens);
+    assert_null(c->audit_path); /* no audit log */
+    assert_false(c->audit_refuse);
 }
 
 /* ---- what loads ------------------------------------------------------------ */
@@ -127,6 +129,9 @@ static const char full_yaml[] = "listen: 0.0.0.0:8800\n"
                                 "  header_timeout: 250ms\n"
                                 "  event_retention: 48h\n"
                                 "  claim_retention: 1.5\n"
+                                "audit:\n"
+                                "  path: /var/log/sluice/audit.log\n"
+                                "  on_failure: refuse\n"
                                 "semaphores:\n"
                                 "  - name: db\n"
                                 "    limit: 3\n"
@@ -177,6 +182,8 @@ static void full_file_loads_every_value(void **state)
     assert_int_equal(c.max_connections_per_client, 0); /* none */
     assert_int_equal(c.event_retention_ms, 48LL * 3600 * 1000);
     assert_int_equal(c.claim_retention_ms, 1500); /* a bare number is seconds */
+    assert_string_equal(c.audit_path, "/var/log/sluice/audit.log");
+    assert_true(c.audit_refuse);
 
     assert_int_equal(c.nsemaphores, 4);
     assert_string_equal(c.semaphores[0].name, "db");
@@ -534,7 +541,7 @@ static const bad_file bad_files[] = {
     /* Structure: libcyaml refuses, the walk places it. */
     {"listen: 127.0.0.1:7700\nlisen: x\n",
      "config.yaml:2:1: unknown key \"lisen\"; the top-level keys are listen, plain_listen, store, advertise, leader_timeout, durability, "
-     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, cluster, semaphores, tokens, allowed_hosts, insecure_open (libcyaml: Load: Unexpected key: "
+     "log_level, default_lease, default_timeout, backdate_skew, limits, tls, cluster, audit, semaphores, tokens, allowed_hosts, insecure_open (libcyaml: Load: Unexpected key: "
      "lisen)",
      true},
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
@@ -868,6 +875,12 @@ static const bad_file bad_files[] = {
     {"tokens:\n  - name: \"\"\n    token: t\n    admin: true\n",
      "config.yaml:2:11: tokens[0].name: is empty; give every token a name for the logs, like ci",
      true},
+    /* F11: the audit log's settings. */
+    {"audit:\n  path: /tmp/a.log\n  on_failure: stop\n",
+     "config.yaml:3:15: audit.on_failure: \"stop\" is not a failure mode; use continue (requests "
+     "go on while the audit log cannot be written) or refuse (changes are refused then)",
+     true},
+    {"audit:\n  path: \"\"\n", "config.yaml:2:9: audit.path: is empty; give the file", false},
     /* F11: events name the server and tokenless requests by these. */
     {"tokens:\n  - name: sluice\n    token: t\n    admin: true\n",
      "config.yaml:2:11: tokens[0].name: \"sluice\" is the actor events name for the server "

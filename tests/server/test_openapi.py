@@ -43,8 +43,8 @@ OPERATIONS = {
 
 ERROR_CODES = {"bad_request", "unauthorized", "forbidden", "not_found", "conflict", "queue_full",
                "unknown_semaphore", "too_large", "method_not_allowed", "unavailable",
-               "no_leader", "leader_changed", "leader_lost", "not_leader", "leader_unverified",
-               "bad_gateway"}
+               "audit_unavailable", "no_leader", "leader_changed", "leader_lost", "not_leader",
+               "leader_unverified", "bad_gateway"}
 
 CLAIM_ID = "AAAAAAAAaaaaaaaaaaaaaa"
 
