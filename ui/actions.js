@@ -1,7 +1,7 @@
 // actions.js - what an operator may change from the dashboard: cancel a
 // claim (pending: it leaves the queue; held or revoking: it is revoked),
-// set a semaphore's limit, and clear a lock's queue (an admin's
-// DELETE /v1/queue?lock=KEY). Each asks first, saying what will happen in the
+// set a semaphore's limit, and clear a lock's queue (DELETE
+// /v1/queue?lock=KEY, with the operate permission). Each asks first, saying what will happen in the
 // terms of the model (docs/design.md): lowering a limit revokes nobody, 0
 // pauses, a cancel ends the claim `canceled` at once and what it held moves
 // on. A refusal (a limited token) is shown in words.
@@ -140,7 +140,7 @@ export function clearLines(key, l) {
   return [
     `${plural(n, 'claim')} waiting for ${key} ${n === 1 ? 'ends' : 'end'} canceled ("canceled by an operator"), all in one step, so that none is granted on the way out.`,
     `The ${plural(l.holders_count, 'holder')} keep${l.holders_count === 1 ? 's' : ''} ${l.holders_count === 1 ? 'its' : 'their'} slots. A claim that also waits for other locks leaves their queues too; its client learns that an operator stopped it the next time it asks.`,
-    'This needs an admin token.',
+    'This needs the operate permission on the lock (or an admin token).',
   ];
 }
 

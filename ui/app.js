@@ -12,7 +12,7 @@
 //
 // sluiced answers index.html for each of these paths (src/server/ui.c).
 import {
-  h, headers, state, TOKEN_KEY, AuthError, ApiError, showError, hideAuthPrompt, countdownText, LEASE_WARN_MS, words,
+  h, headers, state, TOKEN_KEY, whoami, AuthError, ApiError, showError, hideAuthPrompt, countdownText, LEASE_WARN_MS, words,
 } from './lib.js';
 import { viewOverview } from './overview.js';
 import { viewLock, lockRoute } from './lock.js';
@@ -81,6 +81,7 @@ async function render(focus = false) {
   const main = document.getElementById('view');
   const t0 = performance.now();
   try {
+    await whoami(); // what the token may do, before the view draws its actions
     const node = await r.view();
     // The user may have started typing while the view's data was on its way:
     // drop this draw rather than replace the field under their fingers.

@@ -7,7 +7,7 @@
 // its groups and inline limits, and who preempted it.
 import {
   h, api, ApiError, AuthError, clock, stamp, span, claimLink, lockChip, lockKey, lockApi, lockLink, fact,
-  holderCell, countdown, durations, refusal, LEASE_WARN_MS,
+  holderCell, countdown, durations, refusal, mayEnd, LEASE_WARN_MS,
 } from './lib.js';
 import { cancelClaim } from './actions.js';
 import { preemptWords, shareWords, rateLine, revokedNote } from './rules.js';
@@ -38,7 +38,7 @@ export async function viewClaim(ctx, id) {
   return h('section', { 'aria-labelledby': 'claim-title' },
     h('h1', { id: 'claim-title' }, 'Claim ', h('code', {}, claim.id)),
     facts(claim),
-    live && h('div', { class: 'actions' },
+    live && mayEnd(claim) && h('div', { class: 'actions' },
       h('button', {
         type: 'button', class: 'danger', 'data-action': 'cancel',
         onclick: async () => { if (await cancelClaim(claim)) ctx.rerender(); },

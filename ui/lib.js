@@ -227,6 +227,41 @@ export async function api(path, opts = {}) {
   return body;
 }
 
+// What the token may do (GET /v1/whoami), read once per token, so that the
+// pages leave out the actions it would be refused (a read-only dashboard
+// token shows no cancel, limit or clear buttons). null when not known (a
+// server without the route): every action is shown, and a refusal is told
+// in words.
+export async function whoami() {
+  if (state.whoamiFor !== state.token) {
+    state.whoamiFor = state.token;
+    state.whoami = null;
+    try {
+      state.whoami = await api('/v1/whoami');
+    } catch (e) {
+      state.whoamiFor = undefined; // asked again at the next draw
+      if (e instanceof AuthError) throw e;
+    }
+  }
+  return state.whoami;
+}
+
+// Whether the token has the permission (read, claim, operate, configure)
+// on every name given (lock names, or a holder); true when not known.
+export function may(perm, ...names) {
+  const w = state.whoami;
+  if (!w) return true;
+  const prefixes = w.permissions[perm] || [];
+  return names.every((n) => prefixes.some((p) => n.startsWith(p)));
+}
+
+// Whether the token may cancel a claim: its own (holder and locks under its
+// claim prefixes) or, with operate on every lock, anyone's.
+export function mayEnd(claim) {
+  const names = claim.locks.length ? claim.locks.map((l) => l.name) : [claim.holder];
+  return may('operate', ...names) || may('claim', claim.holder, ...names);
+}
+
 // An API error in words for a person: a 403 says what this token may not do.
 export function words(e, doing) {
   const what = doing ? `${doing}: ` : '';

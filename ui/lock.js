@@ -10,7 +10,7 @@
 // (DELETE /v1/queue?lock=KEY) behind a confirmation.
 import {
   h, api, ApiError, AuthError, ago, clock, level, claimLink, lockKey, lockApi, lockLink, headRow, fact,
-  holderCell, countdown, refusal, words, query, withQuery, showError,
+  holderCell, countdown, refusal, words, query, withQuery, showError, may,
 } from './lib.js';
 import { setLimit, clearQueue } from './actions.js';
 import { seriesChart, waitHistogram, waitFigures } from './charts.js';
@@ -69,12 +69,12 @@ export async function viewLock(ctx, key) {
       h('h2', {}, `Waiters (${l.pending_count}), in queue order`),
       waitersTable(l),
       moreButton(ctx, key, 'pending', l.pending.length, l.pending_count, 'waiters'),
-      l.pending_count > 0 && h('div', { class: 'actions' },
+      l.pending_count > 0 && may('operate', name) && h('div', { class: 'actions' },
         h('button', {
           type: 'button', class: 'danger', 'data-action': 'clear-queue',
           onclick: async () => { if (await clearQueue(key)) ctx.rerender(); },
         }, 'Clear the queue…'),
-        h('span', { class: 'muted' }, `Cancels the ${l.pending_count === 1 ? 'claim' : `${l.pending_count} claims`} waiting for ${key}; the holders keep their slots (admin token).`))]);
+        h('span', { class: 'muted' }, `Cancels the ${l.pending_count === 1 ? 'claim' : `${l.pending_count} claims`} waiting for ${key}; the holders keep their slots (the operate permission).`))]);
 }
 
 // An answer, or null when it cannot be read (a refusal hides only what it
@@ -110,7 +110,7 @@ function config(ctx, l, pattern) {
       class: 'bar', role: 'meter', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(pct),
       'aria-label': `${l.name} utilization`,
     }, h('div', { class: `bar-fill ${l.limit === 0 && l.used > 0 ? 'crit' : level(pct)}`, style: `width: ${pct.toFixed(1)}%` })),
-    l.kind === 'semaphore' && !l.inline && limitForm(ctx, l));
+    l.kind === 'semaphore' && !l.inline && may('configure', l.name) && limitForm(ctx, l));
 }
 
 function limitForm(ctx, l) {

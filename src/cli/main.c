@@ -73,6 +73,11 @@ int cli_fail(const cli *c, const char *what, const sl_client_error *err)
             fputs("Give an admin token (admin: true in the server's tokens) with --token or "
                   "SLUICE_TOKEN.\n",
                   stderr);
+        else if (err->status == 403 && strstr(msg, " permission"))
+            /* F7: in the token's prefixes, without the permission the act needs */
+            fputs("This token lacks that permission there: use a token that has it (read, "
+                  "claim, operate or configure in the server's tokens), or an admin token.\n",
+                  stderr);
         else if (err->status == 403 && strstr(msg, "is outside this token's prefixes"))
             /* the holder (its default is USER@HOST:PID): the token is fine */
             fputs("Give a holder under one of those prefixes with --holder or "

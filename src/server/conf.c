@@ -109,6 +109,27 @@ sl_weight *sl__conf_weights_copy(const sl_weight *w, size_t n)
     return out;
 }
 
+const char *sl_perm_name(sl_perm p)
+{
+    static const char *const names[SL_NPERMS] = {"read", "claim", "operate", "configure"};
+    return (unsigned)p < SL_NPERMS ? names[p] : "?";
+}
+
+static void prefix_list_free(sl_prefix_list *l)
+{
+    for (size_t j = 0; j < l->n; j++)
+        free(l->v[j]);
+    free(l->v);
+}
+
+static sl_prefix_list prefix_list_dup(const sl_prefix_list *l)
+{
+    sl_prefix_list d = {l->n ? sl__conf_xcalloc(l->n, sizeof(char *)) : NULL, l->n};
+    for (size_t j = 0; j < l->n; j++)
+        d.v[j] = dup_or_null(l->v[j]);
+    return d;
+}
+
 void sl__conf_tokens_free(sl_conf_token *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -117,6 +138,8 @@ void sl__conf_tokens_free(sl_conf_token *t, size_t n)
         for (size_t j = 0; j < t[i].nprefixes; j++)
             free(t[i].prefixes[j]);
         free(t[i].prefixes);
+        for (int p = 0; p < SL_NPERMS; p++)
+            prefix_list_free(&t[i].perms[p]);
     }
     free(t);
 }
@@ -188,6 +211,10 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
             d->prefixes = s->nprefixes ? sl__conf_xcalloc(s->nprefixes, sizeof(char *)) : NULL;
             for (size_t j = 0; j < s->nprefixes; j++)
                 d->prefixes[j] = dup_or_null(s->prefixes[j]);
+            for (int p = 0; p < SL_NPERMS; p++)
+                d->perms[p] = prefix_list_dup(&s->perms[p]);
+            d->priority_capped = s->priority_capped;
+            d->max_priority = s->max_priority;
         }
     }
 }
@@ -386,6 +413,41 @@ _Static_assert(SL_WEIGHTS_MAX == 256 && SL_NAME_MAX == 253, "MSG_WEIGHT*_FMT say
         return -1;                                                                                 \
     } while (0)
 #define AT(...) snprintf(path, PATH_CAP, __VA_ARGS__)
+
+/* The permission lists of tokens[i] (F7): each entry a name prefix, or ""
+ * for every name; none on an admin token, which may do everything. */
+static int perms_problem(const sl_conf_token *t, size_t i, char *path, char *msg)
+{
+    for (int p = 0; p < SL_NPERMS; p++) {
+        const sl_prefix_list *l = &t->perms[p];
+        AT("tokens[%zu].%s", i, sl_perm_name((sl_perm)p));
+        if (t->admin && l->n > 0)
+            PROBLEM("token \"%.100s\" is admin and has %s prefixes; an admin token may do "
+                    "everything, so remove them or set admin: false",
+                    t->name, sl_perm_name((sl_perm)p));
+        for (size_t j = 0; j < l->n; j++) {
+            AT("tokens[%zu].%s[%zu]", i, sl_perm_name((sl_perm)p), j);
+            if (*l->v[j] && !prefix_valid(l->v[j]))
+                PROBLEM("\"%.100s\" is not a name prefix; use " NAME_RULE
+                        " (a trailing '/' is fine), like \"team-a/\", or \"\" for every name",
+                        l->v[j]);
+        }
+    }
+    AT("tokens[%zu].max_priority", i);
+    if (t->admin && t->priority_capped)
+        PROBLEM("token \"%.100s\" is admin; an admin token's claims may ask any priority, so "
+                "remove max_priority or set admin: false",
+                t->name);
+    return 0;
+}
+
+static bool token_may_do_something(const sl_conf_token *t)
+{
+    bool any = t->admin || t->nprefixes > 0;
+    for (int p = 0; p < SL_NPERMS; p++)
+        any = any || t->perms[p].n > 0;
+    return any;
+}
 
 /* The weights of semaphores[i] (rebalanced only, which the caller checked). */
 static int weights_problem(const sl_sem_rules *r, size_t i, char *path, char *msg)
@@ -630,9 +692,10 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
                     "without spaces; like the output of `openssl rand -hex 32`",
                     t->name, SL_TOKEN_MAX);
         AT("tokens[%zu]", i);
-        if (!t->admin && t->nprefixes == 0)
+        if (!token_may_do_something(t))
             PROBLEM("token \"%.100s\" may do nothing; set admin: true, or list the name "
-                    "prefixes it may use, like prefixes: [\"team-a/\"]",
+                    "prefixes it may use, like prefixes: [\"team-a/\"] (every permission) or "
+                    "read: [\"team-a/\"] (read, claim, operate, configure: each on its own)",
                     t->name);
         if (t->admin && t->nprefixes > 0)
             PROBLEM("token \"%.100s\" is admin and has prefixes; an admin token may use every "
@@ -640,11 +703,13 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
                     t->name);
         for (size_t j = 0; j < t->nprefixes; j++) {
             AT("tokens[%zu].prefixes[%zu]", i, j);
-            if (!prefix_valid(t->prefixes[j]))
+            if (*t->prefixes[j] && !prefix_valid(t->prefixes[j]))
                 PROBLEM("\"%.100s\" is not a name prefix; use " NAME_RULE
-                        " (a trailing '/' is fine), like \"team-a/\"",
+                        " (a trailing '/' is fine), like \"team-a/\", or \"\" for every name",
                         t->prefixes[j]);
         }
+        if (perms_problem(t, i, path, msg) != 0)
+            return -1;
     }
 
     for (size_t i = 0; i < c->nallowed_hosts; i++) {

@@ -28,12 +28,32 @@ typedef struct sl_conf_sem {
     sl_sem_rules rules;
 } sl_conf_sem;
 
+/* F7: what a limited token may do under a prefix (docs/security.md). */
+typedef enum {
+    SL_PERM_READ,      /* see claims, locks, queues, history, events */
+    SL_PERM_CLAIM,     /* create claims; renew, release and cancel its own */
+    SL_PERM_OPERATE,   /* end other holders' claims, clear queues */
+    SL_PERM_CONFIGURE, /* PUT and DELETE semaphores */
+    SL_NPERMS
+} sl_perm;
+
+/* "read", "claim", "operate", "configure": the keys of a token entry. */
+const char *sl_perm_name(sl_perm p);
+
+typedef struct sl_prefix_list {
+    char **v;
+    size_t n;
+} sl_prefix_list;
+
 typedef struct sl_conf_token {
     char *name;      /* for logs; never the secret */
     char *token;     /* the bearer secret */
     bool admin;      /* all names and configuration */
-    char **prefixes; /* else: lock names under these prefixes only */
+    char **prefixes; /* else: every permission on names under these prefixes */
     size_t nprefixes;
+    sl_prefix_list perms[SL_NPERMS]; /* and each permission on its own list's (F7) */
+    bool priority_capped;            /* claims may ask a priority of at most: */
+    int32_t max_priority;
 } sl_conf_token;
 
 typedef struct sl_conf {

@@ -115,6 +115,13 @@ static const cyaml_schema_field_t token_fields[] = {
     STR("admin", OPT, raw_token, admin),
     CYAML_FIELD_SEQUENCE("prefixes", OPT_NULL, raw_token, prefixes, &prefix_schema, 0,
                          CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE("read", OPT_NULL, raw_token, read, &prefix_schema, 0, CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE("claim", OPT_NULL, raw_token, claim, &prefix_schema, 0, CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE("operate", OPT_NULL, raw_token, operate, &prefix_schema, 0,
+                         CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE("configure", OPT_NULL, raw_token, configure, &prefix_schema, 0,
+                         CYAML_UNLIMITED),
+    STR("max_priority", OPT, raw_token, max_priority),
     CYAML_FIELD_END,
 };
 

@@ -35,6 +35,10 @@ typedef struct raw_token {
     char *name, *token, *admin;
     char **prefixes;
     unsigned prefixes_count;
+    /* F7: prefixes per permission (sl_perm) */
+    char **read, **claim, **operate, **configure;
+    unsigned read_count, claim_count, operate_count, configure_count;
+    char *max_priority;
 } raw_token;
 
 typedef struct raw_tls {

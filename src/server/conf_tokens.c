@@ -6,6 +6,34 @@
 
 #include "conf_load.h"
 
+static sl_prefix_list prefix_list(char *const *v, unsigned count)
+{
+    sl_prefix_list l = {count ? sl__conf_xcalloc(count, sizeof(char *)) : NULL, count};
+    for (size_t j = 0; j < count; j++)
+        l.v[j] = sl__conf_xstrdup(v[j] ? v[j] : "");
+    return l;
+}
+
+/* F7: read, claim, operate and configure, each a list of prefixes, and the
+ * ceiling on its claims' priority. */
+static int conv_perms(loader *ld, const raw_token *rt, size_t i, sl_conf_token *t)
+{
+    t->perms[SL_PERM_READ] = prefix_list(rt->read, rt->read_count);
+    t->perms[SL_PERM_CLAIM] = prefix_list(rt->claim, rt->claim_count);
+    t->perms[SL_PERM_OPERATE] = prefix_list(rt->operate, rt->operate_count);
+    t->perms[SL_PERM_CONFIGURE] = prefix_list(rt->configure, rt->configure_count);
+    if (!rt->max_priority)
+        return 0;
+    char path[PATH_CAP];
+    uint64_t v = 0;
+    snprintf(path, sizeof(path), "tokens[%zu].max_priority", i);
+    if (sl__conf_count(ld, path, rt->max_priority, INT32_MAX, "100", &v) != 0)
+        return -1;
+    t->priority_capped = true;
+    t->max_priority = (int32_t)v;
+    return 0;
+}
+
 int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n)
 {
     char path[PATH_CAP];
@@ -26,6 +54,8 @@ int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n)
             for (size_t j = 0; j < rt->prefixes_count; j++)
                 t->prefixes[j] = sl__conf_xstrdup(rt->prefixes[j] ? rt->prefixes[j] : "");
         }
+        if (conv_perms(ld, rt, i, t) != 0)
+            return -1;
     }
     return 0;
 }

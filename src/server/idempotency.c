@@ -88,12 +88,12 @@ sl_claim *sl_idem_replay(sl_ctx *c, const sl_idem_req *idem, bool *conflict)
     /* The token is checked again as it is now: a reload may have narrowed
      * its prefixes since the claim was made (F9), and a replay shows the
      * claim as a read would. */
-    if (!sl_auth_allows_claim(c, claim) || !sl_auth_allows(c, v.holder)) {
+    if (!sl_auth_owns(c, claim)) {
         *conflict = true;
         sl_reply_error(c, 403, "forbidden",
                        "this Idempotency-Key made a claim that this token may no longer touch: "
-                       "its locks or holder are outside the token's prefixes now; send a new "
-                       "key for a claim within them");
+                       "its locks or holder are outside the token's claim prefixes now; send a "
+                       "new key for a claim within them");
         return NULL;
     }
     if (v.idem_fp != idem->fp) {

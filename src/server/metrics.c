@@ -14,7 +14,7 @@ static const char *const route_labels[SL_ROUTE_COUNT] = {
     "/v1/claims",    "/v1/claims/{id}", "/v1/claims/{id}/renew", "/v1/claims/{id}/why",
     "/v1/queue",     "/v1/events",     "/v1/events/stream",
     "/v1/claims/{id}/cancel", "relayed", "/v1/status",
-    "/v1/history",
+    "/v1/history",   "/v1/whoami",
 };
 
 const char *sl_route_label(sl_route_id r)

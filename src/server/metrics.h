@@ -68,6 +68,7 @@ typedef enum {
     SL_ROUTE_RELAYED, /* shared mode: relayed to the leader */
     SL_ROUTE_STATUS,
     SL_ROUTE_HISTORY,
+    SL_ROUTE_WHOAMI,
     SL_ROUTE_COUNT
 } sl_route_id;
 

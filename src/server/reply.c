@@ -232,7 +232,13 @@ void sl_reply_error(sl_ctx *c, int status, const char *code, const char *fmt, ..
 /* The engine's SL_EFORBIDDEN, in the words of tokens and prefixes. */
 static void reply_forbidden(sl_ctx *c, const sl_error *err)
 {
-    if (err->name[0])
+    if (err->name[0] && strlen(err->name) > 4 && sl_auth_allows(c, err->name + 4))
+        sl_reply_error(c, 403, "forbidden",
+                       "%s: this token may not claim %s: it may read it but has no claim "
+                       "permission on it (the locks a claim's tags and group add count like the "
+                       "locks it names)",
+                       err->field, err->name);
+    else if (err->name[0])
         sl_reply_error(c, 403, "forbidden",
                        "%s: this token may not use %s: it is outside the token's prefixes (the "
                        "locks a claim's tags and group add count like the locks it names)",

@@ -191,13 +191,15 @@ static void dispatch(sl_ctx *c)
         sl_route_status(c);
     else if (strcmp(p, "/v1/history") == 0)
         sl_route_history(c);
+    else if (strcmp(p, "/v1/whoami") == 0)
+        sl_route_whoami(c);
     else if (strcmp(p, "/metrics") == 0)
         sl_route_metrics(c);
     else
         sl_reply_error(c, 404, "not_found",
                        "no such endpoint: %s; the endpoints are /v1/semaphores, /v1/mutexes, "
-                       "/v1/claims, /v1/queue, /v1/events, /v1/history, /v1/status, /healthz and "
-                       "/metrics",
+                       "/v1/claims, /v1/queue, /v1/events, /v1/history, /v1/status, /v1/whoami, "
+                       "/healthz and /metrics",
                        p);
 }
 

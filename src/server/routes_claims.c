@@ -38,7 +38,7 @@ static void create(sl_ctx *c, sl_claim_body *b, const sl_idem_req *idem)
     /* Only an admin token sets `created` far back: no token is one when
      * the server has no tokens, so a plain client cannot jump the queue. */
     b->req.backdate_any = c->auth.token && c->auth.token->admin;
-    if (!sl_auth_allows_holder(c, b->req.holder))
+    if (!sl_auth_allows_holder(c, b->req.holder) || !sl_auth_allows_priority(c, b->req.priority))
         return;
     sl_auth_claim auth;
     sl_auth_bind_claim(c, &b->req, &auth);
@@ -123,6 +123,8 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
 {
     sl_claim_view v;
     sl_claim_get(claim, &v);
+    if (!sl_auth_require_end(c, claim, "releasing"))
+        return;
     if (!sl_state_ended(v.state)) {
         if (sl_refuse_if_store_failed(c))
             return;
@@ -137,11 +139,12 @@ static void claim_delete(sl_ctx *c, sl_claim *claim)
  * starts with P ends as its client's DELETE would end it: pending ones
  * withdrawn, held ones released, revoking ones canceled (the reason of
  * their revocation kept), one event each, counted under withdrawn,
- * released and canceled. A limited token's claims outside its prefixes are
- * left alone and not counted anywhere: `skipped`, kept for the clients that
- * read it, is 0, since a count of what the token may not see would spell
- * out other tenants' holder names a guess at a time (F8). Those it may see
- * it may end, so there is nothing else to count. The claims are gathered first, then
+ * released and canceled. A limited token's claims outside its read
+ * permission are left alone and not counted anywhere, since a count of
+ * what the token may not see would spell out other tenants' holder names a
+ * guess at a time (F8). Those it may see but not end (another holder's
+ * without the operate permission, F7) are left alone and counted as
+ * `skipped`. The claims are gathered first, then
  * ended in one engine step (sl_claims_end): the whole set leaves before
  * anyone is let in, so none of them is granted on the way out and none,
  * leaving, preempts a holder outside it. */
@@ -159,9 +162,15 @@ static void claims_delete_prefix(sl_ctx *c)
                        SL_HOLDER_MAX);
         return;
     }
+    if (!sl_auth_has(c, SL_PERM_CLAIM) && !sl_auth_has(c, SL_PERM_OPERATE)) {
+        sl_reply_error(c, 403, "forbidden",
+                       "ending claims needs the claim permission (for its own) or operate (for "
+                       "others'), and this token has neither: it may only read");
+        return;
+    }
     if (sl_refuse_if_store_failed(c))
         return;
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, skipped = 0;
     sl_claim **mine = NULL;
     size_t plen = strlen(prefix);
     for (const sl_claim *cl = sl_claim_next(c->srv->eng, NULL); cl;
@@ -172,6 +181,10 @@ static void claims_delete_prefix(sl_ctx *c)
             continue;
         if (!sl_auth_allows_claim(c, cl))
             continue;
+        if (!sl_auth_may_end(c, cl)) {
+            skipped++;
+            continue;
+        }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             sl_claim **grown = realloc(mine, cap * sizeof(*mine));
@@ -189,7 +202,7 @@ static void claims_delete_prefix(sl_ctx *c)
     sl_reply_json(c, 200,
                   json_pack("{s:I,s:I,s:I,s:I}", "released", (json_int_t)done.released,
                             "withdrawn", (json_int_t)done.withdrawn, "canceled",
-                            (json_int_t)done.canceled, "skipped", (json_int_t)0));
+                            (json_int_t)done.canceled, "skipped", (json_int_t)skipped));
 }
 
 /* POST /v1/claims/{id}/cancel: an operator's cancel. A live claim
@@ -208,7 +221,7 @@ static void claim_cancel(sl_ctx *c, const char *id)
     if (!sl_query_only(c, NULL))
         return;
     sl_claim *claim = find_claim(c, id);
-    if (!claim)
+    if (!claim || !sl_auth_require_end(c, claim, "canceling"))
         return;
     sl_claim_view v;
     sl_claim_get(claim, &v);
@@ -223,7 +236,7 @@ static void claim_cancel(sl_ctx *c, const char *id)
 
 static void claim_renew(sl_ctx *c, sl_claim *claim)
 {
-    if (sl_refuse_if_store_failed(c))
+    if (!sl_auth_require_end(c, claim, "renewing") || sl_refuse_if_store_failed(c))
         return;
     if (sl_claim_renew(c->srv->eng, claim, c->now) == 0) {
         sl_server_touch(c->srv);

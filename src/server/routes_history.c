@@ -107,11 +107,7 @@ static bool name_checked(sl_ctx *c, sl_kind kind, const char *name)
                        name);
         return false;
     }
-    if (sl_auth_allows(c, name))
-        return true;
-    sl_reply_error(c, 403, "forbidden",
-                   "this token may not touch \"%s\": it is outside its prefixes", name);
-    return false;
+    return sl_auth_require(c, SL_PERM_READ, name, "reading a lock's history");
 }
 
 void sl_route_history(sl_ctx *c)

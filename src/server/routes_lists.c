@@ -382,7 +382,24 @@ static bool clears(const sl_claim *cl, const char *key, const char *prefix)
 /* DELETE /v1/queue?lock=KEY&holder_prefix=P: an operator empties a queue,
  * every pending claim on the lock (and/or of the prefix) canceled "by an
  * operator", one event each (in the total order), then admission once for
- * the claims left. Admin only: it ends other people's work. */
+ * the claims left. It ends other people's work: an admin's, or a token's
+ * with the operate permission (F7), which cancels only the claims whose
+ * every lock it may operate. */
+static bool may_clear(sl_ctx *c, const char *lock)
+{
+    if (c->auth.admin)
+        return true;
+    if (lock)
+        return sl_auth_require(c, SL_PERM_OPERATE, lock + 4, "clearing a queue");
+    bool any = sl_auth_has(c, SL_PERM_OPERATE);
+    if (!any)
+        sl_reply_error(c, 403, "forbidden",
+                       "clearing a queue cancels other clients' claims: it needs the operate "
+                       "permission, and this token has none (an admin may give it operate "
+                       "prefixes)");
+    return any;
+}
+
 static void queue_clear(sl_ctx *c)
 {
     static const char *const known[] = {"lock", "holder_prefix", NULL};
@@ -403,18 +420,13 @@ static void queue_clear(sl_ctx *c)
                        SL_HOLDER_MAX);
         return;
     }
-    if (!c->auth.admin) {
-        sl_reply_error(c, 403, "forbidden",
-                       "clearing a queue cancels other clients' claims: it needs an admin token");
-        return;
-    }
-    if (sl_refuse_if_store_failed(c))
+    if (!may_clear(c, lock) || sl_refuse_if_store_failed(c))
         return;
     sl_engine *eng = c->srv->eng;
     size_t n = 0, cap = 0;
     sl_claim **all = NULL;
     for (const sl_claim *cl = sl_pending_next(eng, NULL); cl; cl = sl_pending_next(eng, cl)) {
-        if (!clears(cl, lock, prefix))
+        if (!clears(cl, lock, prefix) || !sl_auth_may_end(c, cl))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;

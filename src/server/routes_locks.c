@@ -30,11 +30,28 @@ static bool name_ok(sl_ctx *c, const char *name, bool pattern)
 
 static bool allowed(sl_ctx *c, const char *name)
 {
-    if (sl_auth_allows(c, name))
-        return true;
-    sl_reply_error(c, 403, "forbidden", "this token may not touch \"%s\": it is outside its "
-                                        "prefixes", name);
-    return false;
+    return sl_auth_require(c, SL_PERM_READ, name, "reading a lock");
+}
+
+/* F7: a limited token changes only what it may configure, and never a
+ * semaphore or pattern the configuration file lists: the operator's
+ * settings would otherwise pass to the API for good (a PUT makes it the
+ * API's, and the file no longer applies to it). */
+static bool may_configure(sl_ctx *c, const char *name)
+{
+    if (!sl_auth_require(c, SL_PERM_CONFIGURE, name, "configuring a semaphore"))
+        return false;
+    const sl_conf *conf = c->srv->conf;
+    for (size_t i = 0; !c->auth.admin && i < conf->nsemaphores; i++) {
+        if (strcmp(conf->semaphores[i].name, name) == 0) {
+            sl_reply_error(c, 403, "forbidden",
+                           "semaphore %s is managed by the configuration file: change it there "
+                           "and reload, or ask with an admin token",
+                           name);
+            return false;
+        }
+    }
+    return true;
 }
 
 #define SEM_SHAPE                                                                          \
@@ -87,7 +104,7 @@ static int sem_body(json_t *body, sl_sem_opts *o, sl_weight *weights, char *err,
 
 static void sem_put(sl_ctx *c, const char *name)
 {
-    if (!name_ok(c, name, true) || !allowed(c, name) || sl_refuse_if_store_failed(c))
+    if (!name_ok(c, name, true) || !may_configure(c, name) || sl_refuse_if_store_failed(c))
         return;
     json_t *body = sl_body_json(c);
     if (!body)
@@ -223,7 +240,7 @@ static void mutex_list(sl_ctx *c)
 
 static void sem_delete(sl_ctx *c, const char *name)
 {
-    if (!name_ok(c, name, true) || !allowed(c, name) || sl_refuse_if_store_failed(c))
+    if (!name_ok(c, name, true) || !may_configure(c, name) || sl_refuse_if_store_failed(c))
         return;
     sl_error err;
     if (sl_sem_delete(c->srv->eng, name, c->now, &err) != 0) {

@@ -63,6 +63,17 @@ void sl_route_status(sl_ctx *c)
     sl_reply_json(c, 200, health_body(c->srv, c->auth.admin ? HEALTH_ADMIN : HEALTH_TOKEN));
 }
 
+/* GET /v1/whoami: which token the request carries and what it may do, so
+ * that a client (the dashboard) can leave out the actions it would be
+ * refused. It tells a token only about itself. */
+void sl_route_whoami(sl_ctx *c)
+{
+    c->route = SL_ROUTE_WHOAMI;
+    if (!get_only(c, NULL))
+        return;
+    sl_reply_json(c, 200, sl_auth_whoami(c));
+}
+
 static json_t *health_body(sl_server *srv, health_level level)
 {
     sl_role role = srv->role == SL_ROLE_SINGLE ? SL_ROLE_LEADER : srv->role;

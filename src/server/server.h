@@ -316,6 +316,7 @@ void sl_route_queue(sl_ctx *c);
 void sl_route_events(sl_ctx *c, const char *rest);
 void sl_route_health(sl_ctx *c);
 void sl_route_status(sl_ctx *c); /* routes_ops.c: the leader's /healthz under /v1/ */
+void sl_route_whoami(sl_ctx *c); /* routes_ops.c: the request's token and what it may do */
 void sl_route_metrics(sl_ctx *c);
 void sl_route_ui(sl_ctx *c);
 /* routes_history.c: GET /v1/history?lock=KEY, a lock's samples and waits. */
@@ -340,11 +341,33 @@ const char *sl_auth_actor(const sl_ctx *c);
 /* sl_http_opts.admit: whether a request on one of the connection slots
  * kept for clients with a token carries a valid one (ud: the server). */
 bool sl_auth_admit(void *ud, sl_http_req *req);
-/* Whether the request may touch a lock name (limited tokens: prefixes). */
+/* Whether the request (a limited token: its prefixes and permissions, F7)
+ * has permission p on a lock name; sl_auth_allows asks for read. */
+bool sl_auth_may(const sl_ctx *c, sl_perm p, const char *name);
+/* Whether the request has permission p on any name at all. */
+bool sl_auth_has(const sl_ctx *c, sl_perm p);
+bool sl_auth_token_may(const sl_conf_token *t, sl_perm p, const char *name);
 bool sl_auth_allows(const sl_ctx *c, const char *name);
-/* Every lock of the claim (explicit, tag and group locks); a claim that
- * takes no lock goes by its holder's name. */
+/* sl_auth_may, or a 403 that says what: outside the token's prefixes, or
+ * in them but without permission p ("doing" names the act: "configuring a
+ * semaphore"), with the prefixes it has p on. */
+bool sl_auth_require(sl_ctx *c, sl_perm p, const char *name, const char *doing);
+/* Read: every lock of the claim (explicit, tag and group locks); a claim
+ * that takes no lock goes by its holder's name. */
 bool sl_auth_allows_claim(sl_ctx *c, const sl_claim *claim);
+/* Whether the request may end (renew, release, cancel) a claim it may
+ * read: its own (holder and every lock under its claim permission), or
+ * any with the operate permission on every lock. The _require form answers
+ * 403 naming the permission needed ("doing": "releasing"). */
+bool sl_auth_may_end(const sl_ctx *c, const sl_claim *claim);
+/* Whether the claim is the request's own, as sl_auth_may_end says. */
+bool sl_auth_owns(const sl_ctx *c, const sl_claim *claim);
+bool sl_auth_require_end(sl_ctx *c, const sl_claim *claim, const char *doing);
+/* GET /v1/whoami's body: the token's name, admin, and the prefixes each
+ * permission covers ("" for every name). */
+json_t *sl_auth_whoami(const sl_ctx *c);
+/* A claim's priority against the token's max_priority; 403 if above. */
+bool sl_auth_allows_priority(sl_ctx *c, int32_t priority);
 /* Has the engine check a new claim's locks, tag and group locks included,
  * before it is made (sl_claim_req.allow); a no-op for admins. a must live
  * as long as req is used. */
@@ -365,8 +388,8 @@ void sl_event_scope_free(sl_event_scope *s);
 /* The same for a token (NULL: no tokens, everything). */
 sl_event_scope *sl_auth_token_scope(const sl_conf_token *t);
 bool sl_auth_token_allows_claim(const sl_conf_token *t, const sl_claim *claim);
-/* Whether a limited token may name this holder (under its prefixes); if
- * not, answers 403 with the prefixes it may use. */
+/* Whether a limited token may name this holder (under its claim
+ * permission); if not, answers 403 with the prefixes it may use. */
 bool sl_auth_allows_holder(sl_ctx *c, const char *holder);
 /* After a reload (old not freed yet): *t becomes the token of the new
  * configuration a request admitted with *t holds now (NULL: no tokens);

@@ -522,6 +522,9 @@ tokens:
   - name: team-a
     token: "a-secret"
     prefixes: ["team-a/"]
+  - name: team-a-jobs
+    token: "jobs-secret"
+    claim: ["team-a/"]
 """
     TOKEN = "adm-secret"
 
@@ -540,12 +543,15 @@ tokens:
         r = sluice(self.srv, "claims", "release", "--holder-prefix", "run-9/", "--json", env=adm)
         self.assertEqual(r.json(), {"released": 1, "withdrawn": 0, "canceled": 0, "skipped": 0})
 
-    def test_queue_clear_needs_an_admin_token_and_says_so(self):
-        # S11: no token's prefixes cover clearing a queue; the hint says admin.
+    def test_queue_clear_needs_the_operate_permission_and_says_so(self):
+        # F7: prefixes give operate; a claim-only token is told the
+        # permission it lacks, not to widen its prefixes.
         r = sluice(self.srv, "--token", "a-secret", "queue", "clear", "sem/team-a/db")
+        self.assertEqual((r.rc, r.out), (0, "canceled 0\n"), r)
+        r = sluice(self.srv, "--token", "jobs-secret", "queue", "clear", "sem/team-a/db")
         self.assertEqual(r.rc, 1, r)
-        self.assertIn("it needs an admin token", r.err)
-        self.assertIn("Give an admin token", r.err)
+        self.assertIn("needs the operate permission", r.err)
+        self.assertIn("This token lacks that permission there", r.err)
         self.assertNotIn("prefixes cover", r.err)
 
     def test_a_limited_token_needs_a_holder_under_its_prefixes(self):

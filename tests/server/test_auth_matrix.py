@@ -10,10 +10,13 @@ tags and group add (docs/api.md, Auth); a refused call changes nothing.
 
 The namespace under test is team-a's. Its token covers team-a/, the tag
 lock tag/tenant=team-a and the group locks group/team-a/; team-b's token
-covers the same for team-b and is the "outside" caller.
+covers the same for team-b and is the "outside" caller. F7: four more
+tokens have one permission each on team-a's namespace (read, claim,
+operate, configure), where team-a's `prefixes` give all four.
 """
 import json
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -21,6 +24,8 @@ import sluiced_fixture as fx  # noqa: E402
 from sluiced_fixture import ServerTestCase, q  # noqa: E402
 
 ADMIN, TEAM_A, TEAM_B = "adm-secret", "a-secret", "b-secret"
+PERMS = ("read", "claim", "operate", "configure")
+DASH = "dash-secret"  # read: [""], every name
 
 CONFIG = """
 tokens:
@@ -33,12 +38,20 @@ tokens:
   - name: team-b
     token: "%s"
     prefixes: ["team-b/", "tag/tenant=team-b", "group/team-b/"]
-""" % (ADMIN, TEAM_A, TEAM_B)
+  - name: dash
+    token: "%s"
+    read: [""]
+""" % (ADMIN, TEAM_A, TEAM_B, DASH) + "".join("""  - name: a-%s
+    token: "%s-secret"
+    %s: ["team-a/", "tag/tenant=team-a", "group/team-a/"]
+""" % (p, p, p) for p in PERMS)
 
-# The callers, in the order of every row below.
-CALLERS = ("none", "wrong", "admin", "inside", "outside")
+# The callers, in the order of every row below: then one token per
+# permission on team-a's namespace.
+CALLERS = ("none", "wrong", "admin", "inside", "outside") + PERMS
 TOKENS = {"none": "", "wrong": "not-a-token", "admin": ADMIN, "inside": TEAM_A,
           "outside": TEAM_B}
+TOKENS.update({p: p + "-secret" for p in PERMS})
 
 # What a claim of each subject asks for (all inside team-a's namespace).
 SUBJECTS = {
@@ -50,50 +63,59 @@ SUBJECTS = {
 
 # Claim routes: status per caller, the same for every subject.
 # A claim outside the token's prefixes is 404, word for word the answer for
-# an id that does not exist (F8: a 403 told ids apart).
+# an id that does not exist (F8: a 403 told ids apart). In its read scope
+# but without the permission it is 403 naming the permission (F7). The
+# claim is team-a/owner's: under the claim token's prefixes, so its own.
 CLAIM_ROUTES = {
-    #                          none  wrong admin inside outside
-    "POST /v1/claims":        (401, 401, 201, 201, 403),
-    "GET /v1/claims/ID":      (401, 401, 200, 200, 404),
-    "GET /v1/claims/ID?wait": (401, 401, 200, 200, 404),
-    "GET /v1/claims/ID/why":  (401, 401, 200, 200, 404),
-    "POST /v1/claims/ID/renew": (401, 401, 200, 200, 404),
-    "DELETE /v1/claims/ID":   (401, 401, 200, 200, 404),
-    "POST /v1/claims/ID/cancel": (401, 401, 200, 200, 404),  # ended by then: unchanged
+    #                          none  wrong admin inside outside read claim operate configure
+    "POST /v1/claims":        (401, 401, 201, 201, 403, 403, 201, 403, 403),
+    "GET /v1/claims/ID":      (401, 401, 200, 200, 404, 200, 200, 200, 200),
+    "GET /v1/claims/ID?wait": (401, 401, 200, 200, 404, 200, 200, 200, 200),
+    "GET /v1/claims/ID/why":  (401, 401, 200, 200, 404, 200, 200, 200, 200),
+    "POST /v1/claims/ID/renew": (401, 401, 200, 200, 404, 403, 200, 200, 403),
+    "DELETE /v1/claims/ID":   (401, 401, 200, 200, 404, 403, 200, 200, 403),
+    "POST /v1/claims/ID/cancel": (401, 401, 200, 200, 404, 403, 200, 200, 403),  # ended by then
 }
+ENDERS = ("admin", "inside", "claim", "operate")  # the callers that end team-a's claim
 
 # Listings answer 200 to any known token; what they show is checked apart.
 LISTINGS = {
-    "GET /v1/claims":     (401, 401, 200, 200, 200),
-    "GET /v1/queue":      (401, 401, 200, 200, 200),
-    "GET /v1/semaphores": (401, 401, 200, 200, 200),
-    "GET /v1/mutexes":    (401, 401, 200, 200, 200),
+    "GET /v1/claims":     (401, 401, 200, 200, 200, 200, 200, 200, 200),
+    "GET /v1/queue":      (401, 401, 200, 200, 200, 200, 200, 200, 200),
+    "GET /v1/semaphores": (401, 401, 200, 200, 200, 200, 200, 200, 200),
+    "GET /v1/mutexes":    (401, 401, 200, 200, 200, 200, 200, 200, 200),
 }
 
 # Lock routes on team-a's names (an exact semaphore, a pattern, a semaphore
 # made from the pattern, a tag semaphore, a mutex and a group mutex).
+# Reading a lock needs read (operate and configure imply it; claim does
+# not: on a shared lock the others' claims show in its holders); changing
+# it, configure; clearing its queue, operate.
 LOCK_ROUTES = {
-    "GET /v1/semaphores/team-a/db":          (401, 401, 200, 200, 403),
-    "PUT /v1/semaphores/team-a/db":          (401, 401, 200, 200, 403),
-    "GET /v1/semaphores/team-a/pool/*":      (401, 401, 200, 200, 403),
-    "PUT /v1/semaphores/team-a/pool/*":      (401, 401, 200, 200, 403),
-    "GET /v1/semaphores/team-a/pool/x":      (401, 401, 200, 200, 403),
-    "GET /v1/semaphores/tag/tenant=team-a":  (401, 401, 200, 200, 403),
-    "GET /v1/mutexes/team-a/deploy":         (401, 401, 200, 200, 403),
-    "GET /v1/mutexes/group/team-a/pr-1":     (401, 401, 200, 200, 403),
-    "PUT /v1/semaphores/team-a/scratch":     (401, 401, 200, 200, 403),
-    "DELETE /v1/semaphores/team-a/scratch":  (401, 401, 204, 204, 403),
+    "GET /v1/semaphores/team-a/db":          (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "PUT /v1/semaphores/team-a/db":          (401, 401, 200, 200, 403, 403, 403, 403, 200),
+    "GET /v1/semaphores/team-a/pool/*":      (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "PUT /v1/semaphores/team-a/pool/*":      (401, 401, 200, 200, 403, 403, 403, 403, 200),
+    "GET /v1/semaphores/team-a/pool/x":      (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "GET /v1/semaphores/tag/tenant=team-a":  (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "GET /v1/mutexes/team-a/deploy":         (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "GET /v1/mutexes/group/team-a/pr-1":     (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "GET /v1/history?lock=mtx/team-a/deploy": (401, 401, 200, 200, 403, 200, 403, 200, 200),
+    "PUT /v1/semaphores/team-a/scratch":     (401, 401, 200, 200, 403, 403, 403, 403, 200),
+    "DELETE /v1/semaphores/team-a/scratch":  (401, 401, 204, 204, 403, 403, 403, 403, 204),
+    "DELETE /v1/queue?lock=mtx/team-a/deploy": (401, 401, 200, 200, 403, 403, 403, 200, 403),
 }
 
 # The event log answers any known token, each its own events (checked in
 # test_events_show_only_the_namespace); /metrics spans every namespace:
-# admins only; /healthz needs no token.
+# admins only; /healthz needs no token; /v1/whoami tells any token itself.
 GLOBAL_ROUTES = {
-    "GET /v1/events":           (401, 401, 200, 200, 200),
-    "GET /v1/events?wait":      (401, 401, 200, 200, 200),
-    "GET /v1/events/stream":    (401, 401, 200, 200, 200),
-    "GET /metrics":             (401, 401, 200, 403, 403),
-    "GET /healthz":             (200, 200, 200, 200, 200),
+    "GET /v1/events":           (401, 401, 200, 200, 200, 200, 200, 200, 200),
+    "GET /v1/events?wait":      (401, 401, 200, 200, 200, 200, 200, 200, 200),
+    "GET /v1/events/stream":    (401, 401, 200, 200, 200, 200, 200, 200, 200),
+    "GET /metrics":             (401, 401, 200, 403, 403, 403, 403, 403, 403),
+    "GET /healthz":             (200, 200, 200, 200, 200, 200, 200, 200, 200),
+    "GET /v1/whoami":           (401, 401, 200, 200, 200, 200, 200, 200, 200),
 }
 
 
@@ -137,6 +159,10 @@ class TestAuthMatrix(ServerTestCase):
         if want in (401, 403, 404):
             code = {401: "unauthorized", 403: "forbidden", 404: "not_found"}[want]
             self.assertEqual(r.error_code, code, "%s as %s: %r" % (label, caller, r))
+        if want == 403 and caller in PERMS and label != "GET /metrics":
+            # In its scope but without the permission: the answer names it.
+            self.assertRegex(r.json["error"]["message"],
+                             r"(read|claim|operate|configure) permission", (label, caller))
 
     def new_claim(self, subject):
         """A held claim of the subject, made by team-a (inside)."""
@@ -166,7 +192,7 @@ class TestAuthMatrix(ServerTestCase):
                         r = self.call(route, caller, cid=claim["id"])
                         self.check(CLAIM_ROUTES, route, caller, r)
                     after = self.srv.claim_get(claim["id"])
-                    want = "released" if caller in ("admin", "inside") else "held"
+                    want = "released" if caller in ENDERS else "held"
                     self.assertEqual(after["state"], want, after)
                     if want == "held":
                         self.srv.release(claim["id"])
@@ -223,12 +249,13 @@ class TestAuthMatrix(ServerTestCase):
                     text = json.dumps(r.json)
                     shown = {"GET /v1/claims": list(made.values()) + [pending],
                              "GET /v1/queue": [pending]}.get(route, [])
-                    for c in shown:
-                        self.assertEqual(c["id"] in text, caller in ("admin", "inside"),
+                    for c in shown:  # (the claim token's: holders under its prefixes)
+                        self.assertEqual(c["id"] in text, caller not in ("outside",),
                                          "%s as %s: %s" % (route, caller, c["id"]))
                     if route == "GET /v1/semaphores":
                         names = [s["name"] for s in r.json["semaphores"]]
-                        self.assertEqual("team-a/db" in names, caller != "outside", names)
+                        self.assertEqual("team-a/db" in names,
+                                         caller not in ("outside", "claim"), names)
                         self.assertEqual("team-b/db" in names, caller in ("admin", "outside"),
                                          names)
         self.srv.release(pending["id"])
@@ -372,30 +399,245 @@ class TestAuthMatrix(ServerTestCase):
                 with self.subTest(route=route, caller=caller):
                     self.check(GLOBAL_ROUTES, route, caller, self.call(route, caller))
 
+    def test_a_read_only_dashboard_token(self):
+        """F7: read: [""] reads every name (both tenants' claims, locks and
+        events) and may change nothing: every write is 403 naming the
+        permission it lacks, and nothing changes."""
+        a = self.new_claim("explicit")
+        b = self.srv.post("/v1/claims", {"holder": "team-b/dash", "locks": [
+            {"semaphore": "team-b/db"}]}, token=TEAM_B).json
+        listed = {c["id"] for c in self.srv.get("/v1/claims", token=DASH).json["claims"]}
+        self.assertLessEqual({a["id"], b["id"]}, listed)
+        names = [x["name"] for x in self.srv.get("/v1/semaphores", token=DASH).json["semaphores"]]
+        self.assertLessEqual({"team-a/db", "team-b/db"}, set(names))
+        for path in ("/v1/claims/" + b["id"], "/v1/semaphores/team-b/db",
+                     "/v1/history?lock=sem/team-b/db", "/v1/events?since=0", "/v1/queue"):
+            self.assertEqual(self.srv.get(path, token=DASH).status, 200, path)
+        writes = [
+            ("POST", "/v1/claims", {"holder": "team-a/dash", "locks": [{"mutex": "team-a/d"}]},
+             "claim"),
+            ("POST", "/v1/claims/%s/renew" % b["id"], None, "operate"),
+            ("POST", "/v1/claims/%s/cancel" % b["id"], None, "operate"),
+            ("DELETE", "/v1/claims/" + b["id"], None, "operate"),
+            ("DELETE", "/v1/claims?holder_prefix=team-b/", None, "claim"),
+            ("PUT", "/v1/semaphores/team-b/db", {"limit": 1}, "configure"),
+            ("DELETE", "/v1/semaphores/team-b/db", None, "configure"),
+            ("DELETE", "/v1/queue?lock=sem/team-b/db", None, "operate"),
+            ("DELETE", "/v1/queue?holder_prefix=team-b/", None, "operate"),
+        ]
+        for method, path, body, perm in writes:
+            with self.subTest(method=method, path=path):
+                r = self.srv.request(method, path, body=body, token=DASH)
+                self.assertError(r, 403, "forbidden", contains=perm)
+        self.assertEqual(self.srv.claim_get(b["id"])["state"], "held")
+        self.assertEqual(self.srv.get("/v1/semaphores/team-b/db").json["limit"], 4)
+        self.assertEqual(self.srv.get("/metrics", token=DASH).status, 403)
+        me = self.srv.get("/v1/whoami", token=DASH).json
+        self.assertEqual(me, {"name": "dash", "admin": False, "max_priority": None,
+                              "permissions": {"read": [""], "claim": [], "operate": [],
+                                              "configure": []}})
+        for c in (a, b):
+            self.srv.release(c["id"])
+
+    def test_whoami_says_what_each_token_may_do(self):
+        """The dashboard asks /v1/whoami to leave out what it would be refused;
+        `prefixes` give every permission, operate and configure read too."""
+        ns = ["team-a/", "tag/tenant=team-a", "group/team-a/"]
+        want = {
+            "admin": (True, {p: [""] for p in PERMS}),
+            "inside": (False, {p: ns for p in PERMS}),
+            "read": (False, {"read": ns, "claim": [], "operate": [], "configure": []}),
+            "claim": (False, {"read": [], "claim": ns, "operate": [], "configure": []}),
+            "operate": (False, {"read": ns, "claim": [], "operate": ns, "configure": []}),
+        }
+        for caller, (admin, perms) in want.items():
+            with self.subTest(caller=caller):
+                me = self.srv.get("/v1/whoami", token=TOKENS[caller]).json
+                self.assertEqual((me["admin"], me["permissions"]), (admin, perms), me)
+
+    def test_the_bearer_scheme_in_any_case_everywhere(self):
+        """/healthz (sl_auth_identify) and the kept connection slots
+        (sl_auth_admit) read "bearer" as the API does: the scheme is
+        case-insensitive (RFC 9110 11.1); they compared it case-sensitively,
+        so /healthz answered a valid token like no token at all."""
+        for scheme in ("Bearer", "bearer", "BEARER"):
+            with self.subTest(scheme=scheme):
+                h = {"Authorization": "%s %s" % (scheme, TEAM_A)}
+                r = self.srv.get("/healthz", headers=h, token="")
+                self.assertIn("version", r.json, r)
+                self.assertEqual(self.srv.get("/v1/whoami", headers=h, token="").status, 200)
+
     def test_healthz_details_need_a_token(self):
         """F14: without a valid token /healthz says only that the server serves
         and its role; a limited token adds the version and the counts; the
         store (a path, or a database host and user) is an admin's."""
         anyone = {"status", "role"}
         limited = anyone | {"version", "claims", "next_seq"}
-        want = {"none": anyone, "wrong": anyone, "admin": limited | {"store"},
-                "inside": limited, "outside": limited}
+        want = {"none": anyone, "wrong": anyone, "admin": limited | {"store"}}
         for caller in CALLERS:
             with self.subTest(caller=caller):
                 r = self.srv.get("/healthz", token=TOKENS[caller])
                 self.assertEqual(r.status, 200, r)
                 got = set(r.json)
                 if r.json["role"] != "leader":  # shared mode: the leader has the counts
-                    got |= {"claims", "next_seq"} & want[caller]
+                    got |= {"claims", "next_seq"} & want.get(caller, limited)
                 if caller != "none" and caller != "wrong":  # shared mode's epoch
                     got.discard("epoch")
                 if caller == "admin":  # shared mode: the servers' URLs
                     got -= {"leader", "self"}
-                self.assertEqual(got, want[caller], r.json)
+                self.assertEqual(got, want.get(caller, limited), r.json)
                 self.assertEqual(r.json["status"], "ok")
         # /v1/status gives a limited token the same, never the store
         self.assertNotIn("store", self.srv.get("/v1/status", token=TEAM_A).json)
         self.assertIn("store", self.srv.get("/v1/status", token=ADMIN).json)
+
+
+SHARED_A, SHARED_B = "sa-secret", "sb-secret"
+SHARED_FILE = """
+tokens:
+  - {name: admin, token: "%s", admin: true}
+  - name: team-a
+    token: "%s"
+    prefixes: ["team-a/"]
+    claim: ["shared/"]
+    max_priority: 100
+  - name: team-b
+    token: "%s"
+    prefixes: ["team-b/"]
+    claim: ["shared/"]
+    configure: ["shared/"]
+semaphores:
+  - {name: shared/runners, limit: %d, max_pending: 2}
+  - {name: shared/admin-may, limit: 1}
+"""
+
+
+class TestSharedPrefix(ServerTestCase):
+    """F7's reproduction: two tenants share the prefix shared/ and the file's
+    semaphore shared/runners (limit 2, max_pending 2). With only the claim
+    permission there, team-a may take a slot and nothing more: it neither
+    sees, nor reconfigures, nor ends team-b's claims, jumps the queue or
+    takes the semaphore away from the file. team-b also has configure on
+    shared/, which still does not reach a semaphore the file manages."""
+    CONFIG = SHARED_FILE % (ADMIN, SHARED_A, SHARED_B, 2)
+    TOKEN = ADMIN
+    RUNNERS = {"semaphore": "shared/runners"}
+
+    def claim(self, token, holder, **fields):
+        r = self.srv.post("/v1/claims", dict(fields, holder=holder, locks=[self.RUNNERS]),
+                          token=token)
+        self.assertEqual(r.status, 201, r)
+        return r.json
+
+    def setUp(self):
+        # team-b holds both slots (job-1, job-2) and waits with job-3.
+        self.b = [self.claim(SHARED_B, "team-b/job-%d" % i) for i in (1, 2, 3)]
+        self.assertEqual([c["state"] for c in self.b], ["held", "held", "pending"])
+
+    def tearDown(self):
+        self.srv.delete("/v1/claims?holder_prefix=team-")
+        self.assertEqual(self.runners()["limit"], 2)
+
+    def runners(self):
+        return self.srv.get("/v1/semaphores/shared/runners").json
+
+    def states(self):
+        return [self.srv.claim_get(c["id"])["state"] for c in self.b]
+
+    def test_1_a_claim_only_token_lists_only_its_own_claims(self):
+        mine = self.claim(SHARED_A, "team-a/job-1")
+        r = self.srv.get("/v1/claims?lock=sem/shared/runners", token=SHARED_A)
+        self.assertEqual([c["id"] for c in r.json["claims"]], [mine["id"]], r)
+        r = self.srv.get("/v1/queue?lock=sem/shared/runners", token=SHARED_A)
+        self.assertEqual([c["id"] for c in r.json["queue"]], [mine["id"]], r)
+        r = self.srv.get("/v1/semaphores/shared/runners", token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="read permission")
+        seen = {e["claim"] for e in self.srv.get("/v1/events?since=0", token=SHARED_A)
+                .json["events"]}
+        self.assertEqual(seen, {mine["id"]})
+        self.assertEqual(self.srv.get("/v1/claims/" + self.b[0]["id"], token=SHARED_A).status,
+                         404)
+
+    def test_2_no_reconfiguring_the_shared_queue(self):
+        r = self.srv.put("/v1/semaphores/shared/runners", {
+            "limit": 2, "preempt": True, "preempt_grace": "0", "max_pending": 1,
+            "on_full": "drop_oldest"}, token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="configure permission")
+        self.claim(SHARED_A, "team-a/job-1")
+        self.assertEqual(self.states(), ["held", "held", "pending"])
+
+    def test_3_no_preempting_team_b(self):
+        r = self.srv.put("/v1/semaphores/shared/runners", {"limit": 2, "preempt": True},
+                         token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="configure permission")
+        r = self.srv.post("/v1/claims", {"holder": "team-a/vip", "priority": 2147483647,
+                                         "locks": [self.RUNNERS]}, token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="max_priority, 100")
+        self.assertEqual(self.claim(SHARED_A, "team-a/vip", priority=100)["state"], "pending")
+        self.assertEqual(self.states(), ["held", "held", "pending"])
+
+    def test_4_no_cancel_or_release_of_team_b_s_claims(self):
+        for route in ("POST /v1/claims/ID/cancel", "DELETE /v1/claims/ID",
+                      "POST /v1/claims/ID/renew"):
+            method, path = route.split(" ")
+            r = self.srv.request(method, path.replace("ID", self.b[1]["id"]), token=SHARED_A)
+            self.assertError(r, 404, "not_found")
+        r = self.srv.delete("/v1/claims?holder_prefix=team-b/", token=SHARED_A)
+        self.assertEqual(r.json["released"] + r.json["withdrawn"], 0, r)
+        r = self.srv.delete("/v1/queue?lock=sem/shared/runners", token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="operate permission")
+        # team-b may read team-a's claim (configure implies read), not end it.
+        a = self.claim(SHARED_A, "team-a/job-1")
+        r = self.srv.post("/v1/claims/%s/cancel" % a["id"], token=SHARED_B)
+        self.assertError(r, 403, "forbidden", contains="operate permission")
+        self.assertEqual(self.srv.claim_get(a["id"])["state"], "pending")
+        self.assertEqual(self.states(), ["held", "held", "pending"])
+
+    def test_5_no_backdating_past_team_b(self):
+        r = self.srv.put("/v1/semaphores/shared/runners", {"limit": 2, "backdate": "8760h"},
+                         token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="configure permission")
+        r = self.srv.post("/v1/claims", {"holder": "team-a/early", "locks": [self.RUNNERS],
+                                         "created": "2026-01-01T00:00:00Z"}, token=SHARED_A)
+        self.assertError(r, 403, "forbidden")
+        late = self.claim(SHARED_A, "team-a/late")
+        queue = self.srv.get("/v1/queue?lock=sem/shared/runners").json["queue"]
+        self.assertEqual([c["id"] for c in queue], [self.b[2]["id"], late["id"]])
+
+    def test_6_no_starving_or_deleting(self):
+        for body in ({"limit": 0},):
+            r = self.srv.put("/v1/semaphores/shared/runners", body, token=SHARED_A)
+            self.assertError(r, 403, "forbidden", contains="configure permission")
+        r = self.srv.delete("/v1/semaphores/shared/runners", token=SHARED_A)
+        self.assertError(r, 403, "forbidden", contains="configure permission")
+        self.assertEqual(self.runners()["limit"], 2)
+
+    def test_7_the_file_keeps_its_semaphore(self):
+        """team-b may configure under shared/, but not the file's semaphore:
+        a PUT would make it the API's for good, and the file's next values
+        would not apply. Reloading a new limit still takes."""
+        for method, body in (("PUT", {"limit": 0}), ("DELETE", None)):
+            r = self.srv.request(method, "/v1/semaphores/shared/runners", body=body,
+                                 token=SHARED_B)
+            self.assertError(r, 403, "forbidden", contains="managed by the configuration file")
+        self.assertEqual(self.srv.put("/v1/semaphores/shared/scratch", {"limit": 1},
+                                      token=SHARED_B).status, 200)
+        self.assertEqual(self.srv.delete("/v1/semaphores/shared/scratch",
+                                         token=SHARED_B).status, 204)
+        # An admin may (on another file semaphore, which becomes the API's).
+        self.assertEqual(self.srv.put("/v1/semaphores/shared/admin-may", {"limit": 3}).status, 200)
+        if fx.cluster_mode():
+            return  # the file's semaphores are the leader's, a peer's: test_reload's part
+        with open(self.srv.config_path, "w") as f:
+            f.write(SHARED_FILE % (ADMIN, SHARED_A, SHARED_B, 3))
+        self.srv.proc.send_signal(signal.SIGHUP)
+        fx.wait_until(lambda: self.runners()["limit"] == 3, 10, what="the file's new limit")
+        self.assertNotIn("semaphore shared/runners was last set through the API",
+                         self.srv.stderr())
+        with open(self.srv.config_path, "w") as f:
+            f.write(self.CONFIG)
+        self.srv.proc.send_signal(signal.SIGHUP)
+        fx.wait_until(lambda: self.runners()["limit"] == 2, 10, what="the file's limit again")
 
 
 if __name__ == "__main__":

@@ -225,6 +225,42 @@ static void full_file_loads_every_value(void **state)
     sl_conf_free(&c);
 }
 
+/* F7: prefixes per permission ("" for every name), beside prefixes, and
+ * a ceiling on a token's claims' priority; a copy keeps them all. */
+static void token_permissions_load(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[512] = "";
+    assert_int_equal(load_text(&c,
+                               "tokens:\n"
+                               "  - name: dash\n    token: d\n    read: [\"\"]\n"
+                               "  - name: team-a\n    token: a\n    prefixes: [team-a/]\n"
+                               "    claim: [shared/, ci/]\n    operate: [ci/]\n"
+                               "    configure: [team-a/x/]\n    max_priority: 100\n",
+                               err, sizeof(err)),
+                     0);
+    assert_string_equal(err, "");
+    const sl_conf_token *d = &c.tokens[0], *a = &c.tokens[1];
+    assert_int_equal(d->nprefixes, 0);
+    assert_int_equal(d->perms[SL_PERM_READ].n, 1);
+    assert_string_equal(d->perms[SL_PERM_READ].v[0], "");
+    assert_int_equal(d->perms[SL_PERM_CLAIM].n, 0);
+    assert_false(d->priority_capped);
+    assert_int_equal(a->perms[SL_PERM_CLAIM].n, 2);
+    assert_string_equal(a->perms[SL_PERM_CLAIM].v[1], "ci/");
+    assert_string_equal(a->perms[SL_PERM_OPERATE].v[0], "ci/");
+    assert_string_equal(a->perms[SL_PERM_CONFIGURE].v[0], "team-a/x/");
+    assert_true(a->priority_capped);
+    assert_int_equal(a->max_priority, 100);
+    sl_conf copy;
+    sl__conf_dup(&copy, &c);
+    assert_string_equal(copy.tokens[1].perms[SL_PERM_CLAIM].v[0], "shared/");
+    assert_int_equal(copy.tokens[1].max_priority, 100);
+    sl_conf_free(&copy);
+    sl_conf_free(&c);
+}
+
 /* The scheduling rules, with the API's names and defaults (sem_rules.c). */
 static const char rules_yaml[] = "semaphores:\n"
                                  "  - name: runners\n"
@@ -461,9 +497,11 @@ static void documented_example_loads(void **state)
     assert_int_equal(c.semaphores[5].rules.rate_count, 30);
     assert_int_equal(c.semaphores[5].rules.rate_period_ms, 60000);
     assert_int_equal(c.semaphores[5].rules.rate_burst, 5);
-    assert_int_equal(c.ntokens, 2);
+    assert_int_equal(c.ntokens, 3);
     assert_true(c.tokens[0].admin);
     assert_string_equal(c.tokens[1].prefixes[0], "team-a/");
+    assert_string_equal(c.tokens[1].perms[SL_PERM_CLAIM].v[0], "shared/");
+    assert_string_equal(c.tokens[2].perms[SL_PERM_READ].v[0], "");
     /* The documented limits are the defaults. */
     sl_conf d;
     sl_conf_defaults(&d);
@@ -573,7 +611,8 @@ static const bad_file bad_files[] = {
      "config.yaml:4:11: semaphores[0].rate: expected a single value, found a list", false},
     {"tokens:\n  - name: a\n    token: x\n    prefix: [a/]\n",
      "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, admin, "
-     "prefixes (libcyaml: Load: Unexpected key: prefix)",
+     "prefixes, read, claim, operate, configure, max_priority (libcyaml: Load: Unexpected key: "
+     "prefix)",
      true},
     {"Listen: 127.0.0.1:7700\n", "config.yaml:1:1: unknown key \"Listen\"", false},
     {"listen: 127.0.0.1:1\nstore: sqlite:x\nlisten: 127.0.0.1:2\n",
@@ -856,7 +895,27 @@ static const bad_file bad_files[] = {
      true},
     {"tokens:\n  - name: x\n    token: t\n",
      "config.yaml:2:5: tokens[0]: token \"x\" may do nothing; set admin: true, or list the name "
-     "prefixes it may use, like prefixes: [\"team-a/\"]",
+     "prefixes it may use, like prefixes: [\"team-a/\"] (every permission) or read: "
+     "[\"team-a/\"] (read, claim, operate, configure: each on its own)",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n    read: []\n    claim: []\n",
+     "config.yaml:2:5: tokens[0]: token \"x\" may do nothing;", false},
+    {"tokens:\n  - name: x\n    token: t\n    admin: true\n    claim: [a/]\n",
+     "config.yaml:5:12: tokens[0].claim: token \"x\" is admin and has claim prefixes; an admin "
+     "token may do everything, so remove them or set admin: false",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n    operate: [ok/, \"a//b\"]\n",
+     "config.yaml:4:20: tokens[0].operate[1]: \"a//b\" is not a name prefix; use 1 to 253 "
+     "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
+     "'..' segment (a trailing '/' is fine), like \"team-a/\", or \"\" for every name",
+     true},
+    {"tokens:\n  - name: x\n    token: t\n    claim: [a/]\n    max_priority: -1\n",
+     "config.yaml:5:19: tokens[0].max_priority: \"-1\" is not", false},
+    {"tokens:\n  - name: x\n    token: t\n    claim: [a/]\n    max_priority: 2147483648\n",
+     "config.yaml:5:19: tokens[0].max_priority: ", false},
+    {"tokens:\n  - name: x\n    token: t\n    admin: true\n    max_priority: 5\n",
+     "config.yaml:5:19: tokens[0].max_priority: token \"x\" is admin; an admin token's claims "
+     "may ask any priority, so remove max_priority or set admin: false",
      true},
     {"tokens:\n  - name: x\n    token: t\n    admin: false\n    prefixes: []\n",
      "config.yaml:2:5: tokens[0]: token \"x\" may do nothing;", false},
@@ -891,10 +950,10 @@ static const bad_file bad_files[] = {
     {"tokens:\n  - name: x\n    token: t\n    prefixes: [\"/x\"]\n",
      "config.yaml:4:16: tokens[0].prefixes[0]: \"/x\" is not a name prefix; use 1 to 253 "
      "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
-     "'..' segment (a trailing '/' is fine), like \"team-a/\"",
+     "'..' segment (a trailing '/' is fine), like \"team-a/\", or \"\" for every name",
      true},
-    {"tokens:\n  - name: x\n    token: t\n    prefixes:\n      - ok/\n      - \"\"\n",
-     "config.yaml:6:9: tokens[0].prefixes[1]: \"\" is not a name prefix;", false},
+    {"tokens:\n  - name: x\n    token: t\n    prefixes:\n      - ok/\n      - \"a/./b\"\n",
+     "config.yaml:6:9: tokens[0].prefixes[1]: \"a/./b\" is not a name prefix;", false},
     {"tokens:\n  - name: x\n    token: t\n    prefixes: [a//b]\n",
      "config.yaml:4:16: tokens[0].prefixes[0]: \"a//b\" is not a name prefix;", false},
     /* What the walk does not model: libcyaml's own log, with its places. */
@@ -1298,7 +1357,9 @@ static void check_without_a_file(void **state)
     c.tokens[1].token = strdup("k2");
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
     assert_string_equal(err, "tokens[1]: token \"two\" may do nothing; set admin: true, or list "
-                             "the name prefixes it may use, like prefixes: [\"team-a/\"]");
+                             "the name prefixes it may use, like prefixes: [\"team-a/\"] (every "
+                             "permission) or read: [\"team-a/\"] (read, claim, operate, "
+                             "configure: each on its own)");
     c.tokens[1].nprefixes = 1;
     c.tokens[1].prefixes = calloc(1, sizeof(char *));
     c.tokens[1].prefixes[0] = strdup("team-b/");
@@ -1577,6 +1638,7 @@ int main(void)
         cmocka_unit_test(defaults_are_documented_values),
         cmocka_unit_test(full_file_loads_every_value),
         cmocka_unit_test(scheduling_rules_load),
+        cmocka_unit_test(token_permissions_load),
         cmocka_unit_test(omitted_sections_keep_defaults),
         cmocka_unit_test(documented_example_loads),
         cmocka_unit_test(values_in_every_form),

@@ -36,7 +36,7 @@ OPERATIONS = {
     ("POST", "/v1/claims/{id}/cancel"),
     ("GET", "/v1/queue"), ("DELETE", "/v1/queue"),
     ("GET", "/v1/events"), ("GET", "/v1/events/stream"),
-    ("GET", "/v1/status"), ("GET", "/healthz"), ("GET", "/metrics"),
+    ("GET", "/v1/status"), ("GET", "/v1/whoami"), ("GET", "/healthz"), ("GET", "/metrics"),
     ("GET", "/"), ("GET", "/queue"), ("GET", "/claims/{id}"), ("GET", "/ui/{file}"),
     ("GET", "/claims"), ("GET", "/locks/{key}"), ("GET", "/runs/{run}"),
 }
@@ -240,6 +240,8 @@ class TestTour(unittest.TestCase):
         want(s.get("/metrics?server=self"), 200)
         want(s.get("/v1/status", token=""), 401)
         want(s.post("/v1/status"), 405)
+        want(s.get("/v1/whoami"), 200)
+        want(s.post("/v1/whoami"), 405)
         # Semaphores, a pattern, a skip one.
         want(s.put("/v1/semaphores/%s" % q("oa/db"), {"limit": 1, "lease": "30s"}), 200)
         want(s.put("/v1/semaphores/oa/skip", {"limit": 2, "strategy": "skip",

@@ -368,6 +368,23 @@ class TestRevocation(ServerTestCase):
         finally:
             conn.close()
 
+    def test_permissions_narrowed_at_a_reload_filter_the_stream(self):
+        """F7: `prefixes` turned into claim-only permissions is a narrowing
+        like any: the stream no longer carries what the token may not read
+        (another holder's claims on team-a/), only its own claims."""
+        conn, resp = self.stream()
+        try:
+            self.reload_to(TENANTS.replace('prefixes: ["team-a/"]', 'claim: ["team-a/"]'))
+            self.srv.release(self.srv.claim("other/x", [("m", "team-a/x")])["id"])
+            self.srv.release(self.srv.claim("team-a/mine", [("m", "team-a/y")])["id"])
+            seen = self.holders_until_end(resp, "team-a/mine")
+            self.assertEqual(set(seen), {"team-a/mine"}, seen)
+        finally:
+            conn.close()
+        # Its locks are no longer its to read, nor to configure.
+        r = self.srv.get("/v1/mutexes/team-a/x", token="a-secret")
+        self.assertError(r, 403, "forbidden", contains="read permission")
+
     def test_a_stream_sees_everything_once_no_token_is_left(self):
         """A file without tokens admits every request as an admin's: a
         stream opened with a limited token then sees every event."""

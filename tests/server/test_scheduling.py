@@ -507,6 +507,9 @@ tokens:
   - name: ci
     token: ci-secret
     prefixes: ["ci/"]
+  - name: ci-jobs
+    token: jobs-secret
+    claim: ["ci/"]
 """ % ADMIN
     TOKEN = ADMIN
 
@@ -519,9 +522,16 @@ tokens:
         self.assertEqual(r.status, 201, r)
         self.srv.release(r.json["id"])
 
-    def test_clearing_a_queue_needs_an_admin_token(self):
-        r = self.srv.delete("/v1/queue?lock=mtx/ci/m", token="ci-secret")
-        self.assertError(r, 403, "forbidden")
+    def test_clearing_a_queue_needs_the_operate_permission(self):
+        """F7: an admin's, or a token's with operate on the lock (prefixes
+        give it); claim alone does not clear other clients' claims."""
+        for query in ("lock=mtx/ci/m", "holder_prefix=ci/"):
+            r = self.srv.delete("/v1/queue?" + query, token="jobs-secret")
+            self.assertError(r, 403, "forbidden", contains="operate permission")
+        self.assertEqual(self.srv.delete("/v1/queue?lock=mtx/ci/m", token="ci-secret").status,
+                         200)
+        r = self.srv.delete("/v1/queue?lock=mtx/other/m", token="ci-secret")
+        self.assertError(r, 403, "forbidden", contains="outside its prefixes")
         r = self.srv.delete("/v1/queue?holder_prefix=ci/")
         self.assertEqual(r.status, 200, r)
         self.assertError(self.srv.delete("/v1/queue"), 400, "bad_request")

@@ -1,8 +1,9 @@
 // pages.test.mjs - a lock's page (holders, waiters with "more", the limit
 // behind a confirmation, the charts of its history), the claims page
 // (filters and pages), a run's page, a claim's countdowns, the cancel and
-// revoke actions end to end, and a limited token (what it sees, the live
-// feed of its prefixes, refusals in words). Screenshots at 1400×900 and
+// revoke actions end to end, a limited token (what it sees, the live
+// feed of its prefixes, refusals in words), and a read-only token (no action
+// offered: the page asks /v1/whoami). Screenshots at 1400×900 and
 // 390×844 go to $UI_ARTIFACTS.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -378,5 +379,35 @@ test('a limited token: its locks only, the live feed of its prefixes, refusals i
   assert.match(await text(page, '#error'), /^Canceling team-a\/run-1\/build's claim: .+ \(not_found, HTTP 404\)\.$/);
   assert.equal((await admin('GET', `/v1/claims/${a1.id}`)).state, 'held', 'nothing was canceled');
   await page.unrouteAll({ behavior: 'wait' });
+  await page.close();
+});
+
+test('a read-only token: every page reads, and no action is offered', async () => {
+  const s = await startServer('readonly', [
+    'tokens:',
+    '  - name: ops', '    token: "admin-secret"', '    admin: true',
+    '  - name: dash', '    token: "dash-secret"', '    read: [""]', ''].join('\n'));
+  const admin = (m, p, b) => s.api(m, p, b, 'admin-secret');
+  await admin('PUT', '/v1/semaphores/team-a/db', { limit: 1 });
+  const held = await admin('POST', '/v1/claims', { holder: 'team-a/run-1', locks: [{ semaphore: 'team-a/db' }] });
+  await admin('POST', '/v1/claims', { holder: 'team-a/run-2', locks: [{ semaphore: 'team-a/db' }] });
+  const b = await launch();
+  const page = await b.newPage();
+  await page.goto(s.base + '/');
+  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'dash-secret'));
+  await page.goto(`${s.base}/claims/${held.id}`);
+  await until(() => page.$('#claim-title'), 'the claim page');
+  assert.equal(await page.$('[data-action="cancel"]'), null, 'no revoke button');
+  await page.goto(`${s.base}/locks/sem/team-a/db`);
+  await until(() => page.$('[data-lock-page="sem/team-a/db"]'), 'the lock page');
+  assert.equal(await text(page, '[data-fact="pending"]'), '1');
+  assert.equal(await page.$('.limit-form'), null, 'no limit form');
+  assert.equal(await page.$('[data-action="clear-queue"]'), null, 'no clear button');
+  await shots(page, 'readonly-lock');
+  // The same pages with the admin token offer the actions.
+  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'admin-secret'));
+  await page.reload();
+  await until(() => page.$('[data-action="clear-queue"]'), 'the clear button for an admin');
+  assert.ok(await page.$('.limit-form'));
   await page.close();
 });

@@ -855,7 +855,8 @@ class Client:
         every pending claim waiting for ``lock`` (a key, ``sem/NAME`` or ``mtx/NAME``),
         and/or whose holder starts with ``holder_prefix``, ends ``canceled`` ("canceled by
         an operator"); held claims are left alone. Returns how many were canceled (0 is not
-        an error). It needs an admin token (:class:`SluiceError` 403 otherwise). Raises
+        an error). It needs an admin token, or the operate permission on the lock (a token's
+        prefixes give it; :class:`SluiceError` 403 otherwise). Raises
         :class:`ValueError` when neither is given, or one is empty. Sent again after a
         broken connection (see the failover), the count is that of the attempt answered.
         """
