@@ -57,7 +57,14 @@ export async function viewClaim(ctx, id) {
     ev.error ? refusal(ev.error, 'Reading its events')
       : h('ol', { class: 'timeline', 'aria-label': 'Events of this claim' }, ev.events.map((e) => h('li', { 'data-type': e.type },
         h('time', { datetime: e.time }, clock(e.time)), ' ',
-        h('span', { class: 'type' }, e.type), e.reason ? ` — ${e.reason}` : '', byWhom(e, claim)))));
+        h('span', { class: 'type' }, e.type), e.reason ? ` — ${e.reason}` : '', byWhom(e, claim), actorOf(e)))));
+}
+
+// Who asked for the event (docs/api.md, Actors): a token's name, anonymous,
+// or sluice for what the server's rules did on their own.
+function actorOf(e) {
+  if (!e.actor) return '';
+  return h('span', { class: 'actor', 'data-actor': e.actor, title: 'who asked for it' }, ` · ${e.actor}`);
 }
 
 // Preemption's and a full queue's reasons do not name the claim that did

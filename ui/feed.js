@@ -33,6 +33,7 @@ function addToFeed(e) {
   list.prepend(h('li', { 'data-type': e.type, 'data-seq': e.seq },
     h('time', { datetime: e.time }, clock(e.time)), ' ', h('strong', {}, e.type), ' ',
     e.claim ? claimLink(e.claim) : '', e.holder ? ` ${e.holder}` : '',
+    e.actor ? h('span', { class: 'actor', title: 'who asked for it' }, ` · ${e.actor}`) : '',
     e.locks && e.locks.length ? [' ', e.locks.map((k, i) => [i ? ' ' : '', h('a', { href: lockHref(k), 'data-link': true }, k)])] : ''));
   while (list.children.length > FEED_MAX) list.lastElementChild.remove();
 }

@@ -228,6 +228,10 @@ test('a release through the API shows on open pages without a reload', async () 
     'the new holders of db');
   await until(() => claim.$('.state[data-state="held"]'), 'the claim page to show held');
   await until(async () => (await texts(claim, 'ol.timeline .type')).includes('claim.acquired'), 'claim.acquired');
+  // F11: each event says who asked for it; big was let in by the others' release: the server's rule.
+  const actors = await claim.$$eval('ol.timeline li', (lis) => lis.map((li) => [li.dataset.type, li.querySelector('.actor')?.dataset.actor]));
+  assert.deepEqual(actors.find(([t]) => t === 'claim.acquired'), ['claim.acquired', 'sluice']);
+  assert.ok(actors.find(([t]) => t === 'claim.queued')[1], actors.join());
   // A held claim: its granted time, how long it waited, and no blockers.
   const held = await srv.api('GET', `/v1/claims/${ids.big.id}`);
   assert.notEqual(held.granted, null);
