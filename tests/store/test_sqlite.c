@@ -756,8 +756,8 @@ static int collect_replay(void *ud, const sl_store_event *ev)
 {
     replay_seen *s = ud;
     assert_true(s->n < SEEN_MAX);
-    snprintf(s->rows[s->n++], sizeof(s->rows[0]), "%s %s %d", ev->type,
-             ev->slots ? ev->slots : "-", ev->held);
+    snprintf(s->rows[s->n++], sizeof(s->rows[0]), "%s %s %d %s", ev->type,
+             ev->slots ? ev->slots : "-", ev->held, ev->actor ? ev->actor : "-");
     return 0;
 }
 
@@ -768,10 +768,13 @@ static void events_record_slots_and_held(void **state)
     sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
     sl_engine *eng = t_engine();
     sl_error err;
+    sl_engine_act_as(eng, "ops"); /* F11: and who asked for each event */
     assert_int_equal(sl_sem_set(eng, "db", 3, SL_STRICT, 0, 10, &err), 0);
+    sl_engine_act_as(eng, "team");
     t_claim(eng, 20, "id=a holder=h s:db*2 m:m");
     t_claim(eng, 30, "id=b holder=h s:db*2");
     ts_commit(st, eng);
+    sl_engine_act_as(eng, "admin");
     assert_int_equal(sl_claim_cancel(eng, t_find(eng, "b"), 40), 0); /* pending */
     assert_int_equal(sl_claim_cancel(eng, t_find(eng, "a"), 50), 0); /* held */
     ts_commit(st, eng);
@@ -780,13 +783,13 @@ static void events_record_slots_and_held(void **state)
     uint64_t next = 0;
     assert_int_equal(sl_store_events(st, 0, NULL, 100, collect_replay, &s, &next), 0);
     assert_int_equal(s.n, 7);
-    assert_string_equal(s.rows[0], "semaphore.updated - -1");
-    assert_string_equal(s.rows[1], "claim.queued 2,1 0");
-    assert_string_equal(s.rows[2], "claim.acquired 2,1 0");
-    assert_string_equal(s.rows[3], "claim.queued 2 0");
-    assert_string_equal(s.rows[4], "claim.waiting 2 0");
-    assert_string_equal(s.rows[5], "claim.canceled 2 0");
-    assert_string_equal(s.rows[6], "claim.canceled 2,1 1");
+    assert_string_equal(s.rows[0], "semaphore.updated - -1 ops");
+    assert_string_equal(s.rows[1], "claim.queued 2,1 0 team");
+    assert_string_equal(s.rows[2], "claim.acquired 2,1 0 team");
+    assert_string_equal(s.rows[3], "claim.queued 2 0 team");
+    assert_string_equal(s.rows[4], "claim.waiting 2 0 team");
+    assert_string_equal(s.rows[5], "claim.canceled 2 0 admin");
+    assert_string_equal(s.rows[6], "claim.canceled 2,1 1 admin");
     sl_store_close(st);
     ts_rmdir(dir);
     t_free(eng);
@@ -831,11 +834,11 @@ static void version_2_events_migrate(void **state)
     assert_string_equal(s.rows[2], "5 90 semaphore.updated - - [\"sem/s\"] limit 1");
     assert_string_equal(s.rows[3], "6 120 claim.released x h [\"mtx/m\"] released by its holder");
     assert_string_equal(query(st, 4, "x", 10, 0), "6 | 6");
-    /* Records from before the replay fields: none, read as unknown. */
+    /* Records from before the replay fields and the actor: none, read as unknown. */
     replay_seen rs;
     memset(&rs, 0, sizeof(rs));
     assert_int_equal(sl_store_events(st, 0, NULL, 100, collect_replay, &rs, &next), 0);
-    assert_string_equal(rs.rows[1], "claim.acquired - -1");
+    assert_string_equal(rs.rows[1], "claim.acquired - -1 -");
     sl_engine *eng = t_engine();
     assert_int_equal(sl_store_load(st, eng, 200, NULL), 0);
     t_claim(eng, 200, "id=y m:n");
