@@ -6,8 +6,8 @@
  * case: RFC 9110 11.1). An admin token may do
  * everything; a limited token acts only on locks whose names start with one
  * of its prefixes, and only as its permissions there say (F7: read, claim,
- * operate, configure; `prefixes` give all four, and every other permission
- * implies read): every lock of a claim counts, those its tags and group add
+ * operate, configure; `prefixes` give all four, operate and configure read
+ * too, claim reads its own claims only): every lock of a claim counts, those its tags and group add
  * included (the engine asks, through the request's `allow`, once it knows
  * which locks the tags add). */
 #include <stdlib.h>
@@ -158,11 +158,12 @@ static void each_prefix(const sl_conf_token *t, sl_perm p, void (*fn)(void *, co
 {
     for (size_t i = 0; i < t->nprefixes; i++)
         fn(ud, t->prefixes[i]);
-    for (int q = 0; q < SL_NPERMS; q++)
-        for (size_t i = 0; (q == (int)p || (p == SL_PERM_READ && reads_with((sl_perm)q))) &&
-                           i < t->perms[q].n;
-             i++)
+    for (int q = 0; q < SL_NPERMS; q++) {
+        if (q != (int)p && (p != SL_PERM_READ || !reads_with((sl_perm)q)))
+            continue;
+        for (size_t i = 0; i < t->perms[q].n; i++)
             fn(ud, t->perms[q].v[i]);
+    }
 }
 
 /* "\"team-a/\", \"shared/\"": the prefixes a token has permission p on, for
@@ -374,9 +375,9 @@ bool sl_event_scope_allows(const sl_event_scope *s, const sl_store_event *ev)
         return true;
     json_t *locks = json_loads(ev->locks ? ev->locks : "[]", 0, NULL);
     char *const *claim = s->prefixes + s->nread;
-    bool ok = locks_under(locks, s->prefixes, s->nread, ev->holder) ||
-              (under(claim, s->nclaim, ev->holder) &&
-               locks_under(locks, claim, s->nclaim, ev->holder));
+    bool own =
+        under(claim, s->nclaim, ev->holder) && locks_under(locks, claim, s->nclaim, ev->holder);
+    bool ok = own || locks_under(locks, s->prefixes, s->nread, ev->holder);
     json_decref(locks);
     return ok;
 }
@@ -439,8 +440,9 @@ json_t *sl_auth_whoami(const sl_ctx *c)
     json_t *perms = json_object();
     for (int p = 0; p < SL_NPERMS; p++)
         json_object_set_new(perms, sl_perm_name((sl_perm)p), perm_json(t, (sl_perm)p));
-    json_t *o = json_pack("{s:o,s:b,s:o}", "name", t ? json_string(t->name) : json_null(),
-                          "admin", c->auth.admin, "permissions", perms);
+    json_t *name = t ? json_string(t->name) : json_null();
+    json_t *o =
+        json_pack("{s:o,s:b,s:o}", "name", name, "admin", c->auth.admin, "permissions", perms);
     json_object_set_new(o, "max_priority",
                         t && t->priority_capped ? json_integer(t->max_priority) : json_null());
     return o;

@@ -200,9 +200,9 @@ static void claims_delete_prefix(sl_ctx *c)
     if (done.released + done.withdrawn + done.canceled)
         sl_server_touch(c->srv);
     sl_reply_json(c, 200,
-                  json_pack("{s:I,s:I,s:I,s:I}", "released", (json_int_t)done.released,
-                            "withdrawn", (json_int_t)done.withdrawn, "canceled",
-                            (json_int_t)done.canceled, "skipped", (json_int_t)skipped));
+                  json_pack("{s:I,s:I,s:I,s:I}", "released", (json_int_t)done.released, "withdrawn",
+                            (json_int_t)done.withdrawn, "canceled", (json_int_t)done.canceled,
+                            "skipped", (json_int_t)skipped));
 }
 
 /* POST /v1/claims/{id}/cancel: an operator's cancel. A live claim
