@@ -482,19 +482,33 @@ int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_to
     return -1;
 }
 
+typedef struct tenant_find {
+    const char *name, *best;
+    size_t best_len;
+} tenant_find;
+
+static void longer_prefix(void *ud, const char *p)
+{
+    tenant_find *f = ud;
+    size_t n = strlen(p);
+    if (strncmp(f->name, p, n) == 0 && (!f->best || n > f->best_len)) {
+        f->best = p;
+        f->best_len = n;
+    }
+}
+
+/* The prefixes under which a token makes locks count (`prefixes`, claim and
+ * configure; not read or operate, which make none). */
 const char *sl_auth_tenant(const sl_conf *conf, const char *name)
 {
-    const char *best = NULL;
-    size_t best_len = 0;
+    tenant_find f = {name, NULL, 0};
     for (size_t i = 0; i < conf->ntokens; i++) {
         const sl_conf_token *t = &conf->tokens[i];
-        for (size_t j = 0; !t->admin && j < t->nprefixes; j++) {
-            size_t n = strlen(t->prefixes[j]);
-            if (strncmp(name, t->prefixes[j], n) == 0 && (!best || n > best_len)) {
-                best = t->prefixes[j];
-                best_len = n;
-            }
-        }
+        if (t->admin)
+            continue;
+        each_prefix(t, SL_PERM_CLAIM, longer_prefix, &f);
+        for (size_t j = 0; j < t->perms[SL_PERM_CONFIGURE].n; j++)
+            longer_prefix(&f, t->perms[SL_PERM_CONFIGURE].v[j]);
     }
-    return best;
+    return f.best;
 }

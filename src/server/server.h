@@ -396,8 +396,9 @@ bool sl_auth_allows_holder(sl_ctx *c, const char *holder);
  * -1 when it has none (the token was removed or its secret changed). */
 int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_token **t);
 /* Whose a lock name is, for sharing bounded tables fairly (the history's
- * wait statistics): the longest prefix of a limited token it falls under,
- * or NULL (admin-only names, or a server without limited tokens). */
+ * wait statistics): the longest prefix of a limited token it falls under
+ * (its prefixes, claim or configure: those that make locks), or NULL
+ * (admin-only names, or a server without limited tokens). */
 const char *sl_auth_tenant(const sl_conf *conf, const char *name);
 /* A reload reaches what is parked and open: the streams and waits of a
  * token gone end, the others see what the token's new prefixes allow. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "history.h"
+#include "server.h"
 
 #define STEP 1000
 #define DAY (24 * 3600 * 1000LL)
@@ -521,6 +522,30 @@ static void sampling_is_due_at_boundaries_and_for_new_locks(void **state)
     sl_history_free(h);
 }
 
+/* The server's tenants (sl_auth_tenant): the longest prefix under which a
+ * limited token makes locks, its `prefixes` or claim or configure (F7);
+ * read and operate make none, so read: [""] is nobody's tenant. */
+static void tenants_by_the_prefixes_that_make_locks(void **state)
+{
+    (void)state;
+    char *a_pre[] = {"team-a/"}, *a_claim[] = {"shared/"}, *b_conf[] = {"team-b/"};
+    char *all[] = {""};
+    sl_conf_token t[3] = {
+        {.name = "a", .prefixes = a_pre, .nprefixes = 1},
+        {.name = "b"},
+        {.name = "dash"},
+    };
+    t[0].perms[SL_PERM_CLAIM] = (sl_prefix_list){a_claim, 1};
+    t[1].perms[SL_PERM_CONFIGURE] = (sl_prefix_list){b_conf, 1};
+    t[2].perms[SL_PERM_READ] = (sl_prefix_list){all, 1};
+    t[2].perms[SL_PERM_OPERATE] = (sl_prefix_list){all, 1};
+    sl_conf conf = {.tokens = t, .ntokens = 3};
+    assert_string_equal(sl_auth_tenant(&conf, "team-a/db"), "team-a/");
+    assert_string_equal(sl_auth_tenant(&conf, "shared/runners"), "shared/");
+    assert_string_equal(sl_auth_tenant(&conf, "team-b/x"), "team-b/");
+    assert_null(sl_auth_tenant(&conf, "other/x"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -537,6 +562,7 @@ int main(void)
         cmocka_unit_test(metrics_keep_series_of_live_locks_only),
         cmocka_unit_test(sampling_is_due_at_boundaries_and_for_new_locks),
         cmocka_unit_test(one_tenant_evicts_only_its_own),
+        cmocka_unit_test(tenants_by_the_prefixes_that_make_locks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
