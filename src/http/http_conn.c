@@ -299,6 +299,7 @@ const char *sl_http_status_text(int status)
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
     }
 }
@@ -570,11 +571,17 @@ static void dispatch(sl_http_conn *c)
 static void parse_error(sl_http_conn *c, llhttp_errno_t e)
 {
     sl_http_req *r = &c->req;
-    if (!r->refuse) {
-        r->refuse = e == HPE_PAUSED_UPGRADE ? 501 : 400;
-        r->refuse_why = e == HPE_PAUSED_UPGRADE
-                            ? "this server does not switch protocols (CONNECT, Upgrade)"
-                            : "the request is not well-formed HTTP/1.1";
+    if (r->refuse) {
+        /* a callback's refusal */
+    } else if (e == HPE_PAUSED_UPGRADE) {
+        r->refuse = 501;
+        r->refuse_why = "this server does not switch protocols (CONNECT, Upgrade)";
+    } else if (e == HPE_INVALID_VERSION) {
+        r->refuse = 505;
+        r->refuse_why = "this server speaks HTTP/1.1 (and HTTP/1.0) only";
+    } else {
+        r->refuse = 400;
+        r->refuse_why = "the request is not well-formed HTTP/1.1";
     }
     refuse(c);
 }

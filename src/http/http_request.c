@@ -207,6 +207,13 @@ static int on_headers_complete(llhttp_t *p)
     r->method = method_of(p->method);
     r->llmethod = p->method;
     r->http10 = p->http_major == 1 && p->http_minor == 0;
+    /* "HTTP/2.0" or "HTTP/0.9" in a request line would be served as 1.1:
+     * a client, or a proxy in front, that means another protocol must hear
+     * it is not spoken here. */
+    if (p->http_major != 1 || p->http_minor > 1) {
+        sl__http_refuse_with(r, 505, "this server speaks HTTP/1.1 (and HTTP/1.0) only");
+        return HPE_PAUSED;
+    }
     if ((p->flags & F_TRANSFER_ENCODING) || sl_http_req_header(r, "Transfer-Encoding")) {
         /* Chunked bodies are read (RFC 9112 requires it), bounded as they
          * come (on_body). A length given twice over is how requests are

@@ -441,6 +441,11 @@ static void no_smuggling(void **state)
     expect_refusal("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n"
                    "\r\nhello!",
                    "HTTP/1.1 400 ", "bad_request");
+    /* F15: a request line of another version is not served as HTTP/1.1. */
+    expect_refusal("GET /echo HTTP/2.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505 ",
+                   "HTTP/1.1 (and HTTP/1.0) only");
+    expect_refusal("GET /echo HTTP/1.2\r\nHost: x\r\n\r\n", "HTTP/1.1 505 ",
+                   "HTTP/1.1 (and HTTP/1.0) only");
     expect_refusal("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 garbage\r\n\r\n", "HTTP/1.1 400 ",
                    "not well-formed");
 }
