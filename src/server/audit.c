@@ -32,11 +32,11 @@
 #define PENDING_MAX (1u << 20)
 
 struct sl_audit {
-    int fd;          /* -1: not open */
-    char *path;      /* what fd is, or failed to be */
-    bool failing;    /* lines wait in pending */
-    sl_buf pending;  /* lines not written yet, whole */
-    sl_buf line;     /* scratch */
+    int fd;         /* -1: not open */
+    char *path;     /* what fd is, or failed to be */
+    bool failing;   /* lines wait in pending */
+    sl_buf pending; /* lines not written yet, whole */
+    sl_buf line;    /* scratch */
 };
 
 static void open_file(sl_audit *a)
@@ -74,8 +74,9 @@ static bool flush(sl_server *srv, sl_audit *a)
     sl_buf_consume(&a->pending, done);
     srv->metrics.audit_failures++;
     if (!a->failing)
-        sl_log(SL_LOG_ERROR, "audit log %s cannot be written (%s); lines are kept and written "
-                             "once it can be%s",
+        sl_log(SL_LOG_ERROR,
+               "audit log %s cannot be written (%s); lines are kept and written "
+               "once it can be%s",
                a->path, strerror(err),
                srv->conf->audit_refuse ? ", and changes are refused until then" : "");
     a->failing = true;
@@ -174,8 +175,8 @@ static json_t *leading_string(const void *body, size_t len, const char *prefix)
     return end ? json_stringn(s, (size_t)(end - s)) : NULL;
 }
 
-void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *body,
-                     size_t len, const char *claim)
+void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *body, size_t len,
+                     const char *claim)
 {
     sl_audit *a = srv->audit;
     const char *target = sl_http_req_target(req);
@@ -185,12 +186,11 @@ void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *b
     sl_http_req_address(req, addr, sizeof(addr));
     const char *actor = sl_http_req_label(req);
     const char *q = strchr(target, '?');
-    json_t *code = status >= 400 ? leading_string(body, len, "{\"error\":{\"code\":\"")
-                                 : json_string("ok");
-    json_t *o = json_pack("{s:o,s:o,s:s,s:s,s:o,s:i,s:o}", "time",
-                          sl_json_time(sl_server_now(srv)), "actor",
-                          actor ? text(&a->line, actor, strlen(actor)) : json_null(), "address",
-                          addr, "method", sl_http_req_method_name(req), "path",
+    json_t *code =
+        status >= 400 ? leading_string(body, len, "{\"error\":{\"code\":\"") : json_string("ok");
+    json_t *o = json_pack("{s:o,s:o,s:s,s:s,s:o,s:i,s:o}", "time", sl_json_time(sl_server_now(srv)),
+                          "actor", actor ? text(&a->line, actor, strlen(actor)) : json_null(),
+                          "address", addr, "method", sl_http_req_method_name(req), "path",
                           text(&a->line, target, q ? (size_t)(q - target) : strlen(target)),
                           "status", status, "outcome", code ? code : json_null());
     json_t *id = claim ? json_string(claim) : leading_string(body, len, "{\"id\":\"");
