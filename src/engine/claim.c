@@ -303,6 +303,8 @@ static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *id
     *idhash = sl__hash_of(&eng->claims, req->id, idlen);
     if (sl__hash_find_hashed(&eng->claims, req->id, idlen, *idhash))
         return fail(err, SL_ECONFLICT, "a claim with this id exists", "id", req->id, 0);
+    if (req->actor && strlen(req->actor) > SL_ACTOR_MAX)
+        return fail(err, SL_EINVAL, "an actor is at most 253 bytes", "actor", NULL, 0);
     if (req->idem && (!*req->idem || strlen(req->idem) > SL_IDEM_MAX))
         return fail(err, SL_EINVAL, "an idempotency key is 1 to 512 bytes", "idem", NULL, 0);
     if (sl__idem_taken(eng, req->idem))
@@ -571,6 +573,7 @@ int sl_claim_create(sl_engine *eng, const sl_claim_req *req, int64_t now, sl_cla
     c->granted = c->revoke_at = c->ended = -1;
     sl__claim_link(eng, c, idhash);
     sl__idem_attach(eng, c, req->idem, req->idem_fp);
+    sl__actor_attach(eng, c, req->actor);
     sl__event_add(eng, SL_EV_CLAIM_QUEUED, c, now);
     sl__group_cancel(eng, c, now);
     make_room(eng, x, c, now);
@@ -647,6 +650,7 @@ void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason
     c->ended = now;
     c->revoke_at = -1;
     eng->nended++;
+    sl__actor_ended(c);
     sl_event *ev = sl__event_add(eng, end_event(state), c, now);
     ev->reason = reason;
     sl__claim_touch(eng, c);
@@ -728,6 +732,7 @@ void sl_claim_watch(sl_engine *eng, sl_claim *c, int delta, int64_t now)
 void sl__claim_free(sl_engine *eng, sl_claim *c)
 {
     sl__idem_free(eng, c);
+    sl__actor_free(eng, c);
     sl__free(&eng->mem, c->by);
     sl__free(&eng->mem, c);
 }
@@ -768,6 +773,7 @@ void sl_claim_get(const sl_claim *c, sl_claim_view *out)
     out->watchers = c->watchers;
     out->nlocks = c->nlocks;
     sl__idem_view(c, &out->idem, &out->idem_fp);
+    out->actor = sl__actor_name(c);
     out->ntags = c->ntags;
 }
 

@@ -56,6 +56,7 @@ int sl_engine_new(const sl_engine_opts *opts, sl_engine **out)
     sl__hash_init(&eng->locks, &eng->mem, lock_key, k0, k1);
     sl__hash_init(&eng->configs, &eng->mem, config_key, k0, k1);
     sl__hash_init(&eng->idems, &eng->mem, sl__idem_key, k0, k1);
+    sl__hash_init(&eng->actors, &eng->mem, sl__actor_key, k0, k1);
     sl__heap_init(&eng->timers, &eng->mem);
     sl__heap_init(&eng->rate_timers, &eng->mem);
     /* Allocated once: building a claim needs up to SL_CLAIM_LOCKS_MAX locks
@@ -87,6 +88,7 @@ void sl_engine_free(sl_engine *eng)
     sl__hash_free(&eng->locks);
     sl__hash_free(&eng->configs);
     sl__hash_free(&eng->idems);
+    sl__hash_free(&eng->actors);
     sl__pvec_free(&eng->mem, &eng->patterns);
     sl__pvec_free(&eng->mem, &eng->dirty);
     sl__pvec_free(&eng->mem, &eng->cand);

@@ -53,6 +53,7 @@ enum {
 #define SL_WHY_AHEAD_MAX 8        /* claim ids listed as "ahead" in why */
 #define SL_GROUPS_MAX 8           /* concurrency groups in one claim */
 #define SL_CLAIM_LOCKS_MAX (SL_LOCKS_MAX + 2 * SL_TAGS_MAX + SL_GROUPS_MAX)
+#define SL_ACTOR_MAX 253          /* who made a claim, as the embedder names it */
 #define SL_IDEM_MAX 512           /* an idempotency key, as the embedder makes it */
 #define SL_WEIGHTS_MAX 256        /* weighted rebalance keys in one configuration */
 #define SL_WEIGHT_MAX 1000000u    /* one key's weight */
@@ -193,6 +194,14 @@ typedef struct sl_engine_stats {
     size_t mem_blocks; /* live allocations */
 } sl_engine_stats;
 void sl_engine_stats_get(const sl_engine *eng, sl_engine_stats *out);
+
+/* One actor's claims (sl_claim_req.actor): live (pending, held or
+ * revoking) and, of those, pending; restored claims count too. All zero
+ * for an actor with none. */
+typedef struct sl_actor_counts {
+    size_t live, pending;
+} sl_actor_counts;
+void sl_engine_actor_get(const sl_engine *eng, const char *actor, sl_actor_counts *out);
 
 /* ---- errors with details ------------------------------------------------- */
 
@@ -400,6 +409,10 @@ typedef struct sl_claim_req {
      * claim is SL_ECONFLICT. */
     const char *idem;
     uint64_t idem_fp;
+    /* Optional: who asks, opaque to the engine (the server's token name),
+     * at most SL_ACTOR_MAX bytes; kept and saved with the claim, and
+     * counted per actor (sl_engine_actor_get). NULL or "": none. */
+    const char *actor;
 } sl_claim_req;
 
 /* Adds a claim: checks it, supersedes and revokes in its group as its
@@ -512,6 +525,7 @@ typedef struct sl_claim_view {
     size_t nlocks, ntags;
     const char *idem; /* its idempotency key, or NULL */
     uint64_t idem_fp;
+    const char *actor; /* who made it (sl_claim_req.actor), or NULL */
 } sl_claim_view;
 
 void sl_claim_get(const sl_claim *c, sl_claim_view *out);

@@ -54,6 +54,7 @@ struct sl_config {
 typedef struct sl_rkey sl_rkey;
 typedef struct sl_centry sl_centry;
 typedef struct sl_idem sl_idem;
+typedef struct sl_actor sl_actor;
 
 struct sl_lock {
     sl_hnode hnode;             /* eng->locks, by key */
@@ -127,6 +128,7 @@ struct sl_claim {
     const char *id, *holder, *group, *rkey;
     char *by; /* owned */
     sl_idem *idem; /* owned; NULL for most claims (idem.c) */
+    sl_actor *actor; /* shared with the actor's other claims; NULL: none (actor.c) */
     void *udata;
     sl_tag *tags;
     uint64_t grant_seq;
@@ -152,7 +154,7 @@ struct sl_claim {
 struct sl_engine {
     sl_mem mem;
     sl_engine_opts opts;
-    sl_hash claims, locks, configs, idems;
+    sl_hash claims, locks, configs, idems, actors;
     sl_pvec patterns; /* sl_config*, the ones ending in '*' */
     sl_claim *chead, *ctail;
     sl_claim *phead;  /* pending claims, unordered: the total order of all of
@@ -311,6 +313,15 @@ void sl__changes_free(sl_engine *eng);
 /* Marks (on) or unmarks the claims a call is about, after its timers fired:
  * their events carry the actor (sl_engine_act_as). */
 void sl__acting(sl_claim *const *set, size_t n, bool on);
+
+/* actor.c: the claim's maker and its counts (live from attach until
+ * ended, pending between sl__pending_add and sl__pending_remove). */
+const char *sl__actor_key(const sl_hnode *n, size_t *len); /* eng->actors' key */
+void sl__actor_attach(sl_engine *eng, sl_claim *c, const char *name); /* state set first */
+void sl__actor_ended(sl_claim *c);
+void sl__actor_pending(sl_claim *c, bool add);
+void sl__actor_free(sl_engine *eng, sl_claim *c);
+const char *sl__actor_name(const sl_claim *c);
 
 /* idem.c */
 const char *sl__idem_key(const sl_hnode *n, size_t *len); /* eng->idems' key */

@@ -27,6 +27,7 @@ void sl__pending_add(sl_engine *eng, sl_claim *c)
     eng->phead = c;
     eng->npending++;
     eng->psnap_ok = false;
+    sl__actor_pending(c, true);
 }
 
 void sl__pending_remove(sl_engine *eng, sl_claim *c)
@@ -40,6 +41,7 @@ void sl__pending_remove(sl_engine *eng, sl_claim *c)
     c->pprev = c->pnext = NULL;
     eng->npending--;
     eng->psnap_ok = false;
+    sl__actor_pending(c, false);
 }
 
 static int snap_cmp(const void *a, const void *b)

@@ -45,7 +45,7 @@ static int check_rec(const sl_engine *eng, const sl_claim_rec *rec, sl_xlock *x,
         sl__hash_find_hashed(&eng->claims, v->id, idlen, *idhash) || !v->holder ||
         (unsigned)v->state > SL_CANCELED || v->nlocks > SL_CLAIM_LOCKS_MAX ||
         v->ntags > SL_TAGS_MAX || (v->idem && (!*v->idem || strlen(v->idem) > SL_IDEM_MAX)) ||
-        sl__idem_taken(eng, v->idem)) {
+        sl__idem_taken(eng, v->idem) || (v->actor && strlen(v->actor) > SL_ACTOR_MAX)) {
         sl__error_set(err, SL_EINVAL, "a saved claim is malformed or repeated", "id", v->id, 0);
         return SL_EINVAL;
     }
@@ -180,6 +180,7 @@ int sl_engine_restore_claim(sl_engine *eng, const sl_claim_rec *rec, sl_error *e
     rec_fields(eng, c, rec);
     rec_link(eng, c, idhash);
     sl__idem_attach(eng, c, rec->v.idem, rec->v.idem_fp);
+    sl__actor_attach(eng, c, rec->v.actor);
     rec_place(eng, c, x);
     return 0;
 }

@@ -234,5 +234,7 @@ void sl_json_claim_write(sl_server *srv, const sl_claim *claim, sl_buf *buf)
     str(&o, reason);
     key(&o, "by");
     str_or_null(&o, v.by);
+    key(&o, "actor");
+    str_or_null(&o, v.actor);
     LIT(&o, "}\n");
 }

@@ -209,6 +209,7 @@ json_t *sl_json_claim(sl_server *srv, const sl_claim *claim)
         json_object_set_new(o, "revoke_at", sl_json_time(v.revoke_at_ms));
     json_object_set_new(o, "reason", json_string(reason));
     json_object_set_new(o, "by", str_or_null(v.by));
+    json_object_set_new(o, "actor", str_or_null(v.actor));
     return o;
 }
 

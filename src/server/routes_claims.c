@@ -38,6 +38,9 @@ static void create(sl_ctx *c, sl_claim_body *b, const sl_idem_req *idem)
     /* Only an admin token sets `created` far back: no token is one when
      * the server has no tokens, so a plain client cannot jump the queue. */
     b->req.backdate_any = c->auth.token && c->auth.token->admin;
+    /* Who made it: kept and saved with the claim, so that its token's
+     * quotas count it, after a restart too (quota.c). */
+    b->req.actor = c->auth.token ? c->auth.token->name : NULL;
     if (!sl_auth_allows_holder(c, b->req.holder) || !sl_auth_allows_priority(c, b->req.priority))
         return;
     sl_auth_claim auth;

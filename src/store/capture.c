@@ -59,6 +59,7 @@ static int capture_claim(sl_store *st, sl_engine *eng, const sl_claim *c, sl_sto
     sl__batch_text(b, st->tags_json.p, st->tags_json.n);
     sl__batch_str(b, v.idem);
     sl__batch_int(b, (int64_t)v.idem_fp);
+    sl__batch_str(b, v.actor);
     return 0;
 }
 

@@ -53,6 +53,7 @@ static void fill_view(sl_claim_view *v, const int64_t *x, const char *const *t)
     v->by = t[SL_CC_BY];
     v->idem = t[SL_CC_IDEM];
     v->idem_fp = (uint64_t)x[SL_CC_IDEM_FP];
+    v->actor = t[SL_CC_ACTOR];
     v->arrival = (uint64_t)x[SL_CC_ARRIVAL];
     v->state = (sl_state)x[SL_CC_STATE];
     v->priority = (int32_t)x[SL_CC_PRIORITY];
@@ -93,7 +94,7 @@ bool sl__claim_row_read(const sl_claim_cols *c, sl_claim_row *r)
         bool nullable;
     } texts[] = {{SL_CC_HOLDER, SL_HOLDER_MAX, false}, {SL_CC_RKEY, SL_NAME_MAX, true},
                  {SL_CC_GROUP, SL_NAME_MAX, true},     {SL_CC_BY, SL_ID_MAX, true},
-                 {SL_CC_IDEM, SL_IDEM_MAX, true}};
+                 {SL_CC_IDEM, SL_IDEM_MAX, true},      {SL_CC_ACTOR, SL_ACTOR_MAX, true}};
     int64_t x[SL_CC_COUNT] = {0};
     const char *t[SL_CC_COUNT] = {0};
     size_t len;

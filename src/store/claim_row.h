@@ -16,14 +16,14 @@
 #define SL_CLAIM_COLUMNS                                                                           \
     "arrival, id, holder, state, priority, created, arrived, rebalance_key, grp, cancel, grace," \
     " lease, timeout, life, granted, grant_seq, revoke_at, ended, reason, by_claim, locks, tags," \
-    " idem, idem_fp"
+    " idem, idem_fp, actor"
 
 /* The columns, in SL_CLAIM_COLUMNS' order. */
 enum {
     SL_CC_ARRIVAL, SL_CC_ID, SL_CC_HOLDER, SL_CC_STATE, SL_CC_PRIORITY, SL_CC_CREATED,
     SL_CC_ARRIVED, SL_CC_RKEY, SL_CC_GROUP, SL_CC_CANCEL, SL_CC_GRACE, SL_CC_LEASE,
     SL_CC_TIMEOUT, SL_CC_LIFE, SL_CC_GRANTED, SL_CC_GRANT_SEQ, SL_CC_REVOKE_AT, SL_CC_ENDED,
-    SL_CC_REASON, SL_CC_BY, SL_CC_LOCKS, SL_CC_TAGS, SL_CC_IDEM, SL_CC_IDEM_FP, SL_CC_COUNT
+    SL_CC_REASON, SL_CC_BY, SL_CC_LOCKS, SL_CC_TAGS, SL_CC_IDEM, SL_CC_IDEM_FP, SL_CC_ACTOR, SL_CC_COUNT
 };
 
 /* A row read: its strings point into the backend's row and into scratch

@@ -19,9 +19,9 @@ static const char *const stmt_sql[PQ_COUNT] = {
     [PQ_CLAIM_UPSERT] =
         "INSERT INTO claims (arrival, id, holder, state, priority, created, arrived,"
         " rebalance_key, grp, cancel, grace, lease, timeout, life, granted, grant_seq,"
-        " revoke_at, ended, reason, by_claim, locks, tags, idem, idem_fp)"
+        " revoke_at, ended, reason, by_claim, locks, tags, idem, idem_fp, actor)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
-        " $17, $18, $19, $20, $21, $22, $23, $24)"
+        " $17, $18, $19, $20, $21, $22, $23, $24, $25)"
         " ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, state = excluded.state,"
         " priority = excluded.priority, created = excluded.created,"
         " arrived = excluded.arrived, rebalance_key = excluded.rebalance_key,"
@@ -31,7 +31,7 @@ static const char *const stmt_sql[PQ_COUNT] = {
         " revoke_at = excluded.revoke_at, ended = excluded.ended,"
         " reason = excluded.reason, by_claim = excluded.by_claim,"
         " locks = excluded.locks, tags = excluded.tags, idem = excluded.idem,"
-        " idem_fp = excluded.idem_fp",
+        " idem_fp = excluded.idem_fp, actor = excluded.actor",
     [PQ_CLAIM_DELETE] = "DELETE FROM claims WHERE id = $1",
     [PQ_LOCK_UPSERT] = "INSERT INTO locks (key, token) VALUES ($1, $2)"
                        " ON CONFLICT (key) DO UPDATE SET token = excluded.token",

@@ -29,7 +29,7 @@ static int afail(sl_pg *pg, int code, const char *fmt, ...)
 static int stmt_of(uint32_t op, pq_stmt *out, uint32_t *nparams)
 {
     switch (op) {
-    case SL_REC_CLAIM_UPSERT: *out = PQ_CLAIM_UPSERT; *nparams = 24; return 0;
+    case SL_REC_CLAIM_UPSERT: *out = PQ_CLAIM_UPSERT; *nparams = 25; return 0;
     case SL_REC_CLAIM_DELETE: *out = PQ_CLAIM_DELETE; *nparams = 1; return 0;
     case SL_REC_LOCK_UPSERT: *out = PQ_LOCK_UPSERT; *nparams = 2; return 0;
     case SL_REC_LOCK_DELETE: *out = PQ_LOCK_DELETE; *nparams = 1; return 0;

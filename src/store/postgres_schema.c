@@ -1,7 +1,7 @@
 /* postgres_schema.c - the PostgreSQL store's schema and its migrations.
  *
- * The same tables and columns as the SQLite store's schema 4 (version 1
- * here was SQLite's 3, version 2 is SQLite's 4; sqlite_schema.c has what
+ * The same tables and columns as the SQLite store's schema 5 (version 1
+ * here was SQLite's 3, version 2 is SQLite's 4, version 3 SQLite's 5; sqlite_schema.c has what
  * each integer and JSON column means; the values are the engine's enums,
  * never renumbered), in PostgreSQL's types, plus the
  * leader's row of shared mode. The version is in schema_version; a
@@ -79,5 +79,9 @@ static const char schema_v1[] =
  * (NULL: none, as every configuration saved before has). */
 static const char schema_v2[] = "ALTER TABLE configs ADD COLUMN rules text;";
 
-const char *const sl__pg_migrations[] = {schema_v1, schema_v2};
+/* Version 3: who made a claim, as SQLite's version 5 (NULL: none, as every
+ * claim saved before has). */
+static const char schema_v3[] = "ALTER TABLE claims ADD COLUMN actor text;";
+
+const char *const sl__pg_migrations[] = {schema_v1, schema_v2, schema_v3};
 const int sl__pg_nmigrations = (int)(sizeof(sl__pg_migrations) / sizeof(sl__pg_migrations[0]));

@@ -26,7 +26,8 @@
 #define SL_REC_VERSION 1
 
 typedef enum {
-    SL_REC_CLAIM_UPSERT = 1,  /* the claims row, 24 parameters */
+    SL_REC_CLAIM_UPSERT = 1,  /* the claims row, 25 parameters (actor appended later:
+                               * older records lack it, and such a claim has none) */
     SL_REC_CLAIM_DELETE = 2,  /* id */
     SL_REC_LOCK_UPSERT = 3,   /* key, token */
     SL_REC_LOCK_DELETE = 4,   /* key */

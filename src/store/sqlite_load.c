@@ -214,7 +214,7 @@ static const char *cc_name(void *src, int col)
 /* The most text one row can need in a batch: its strings, the decoded
  * JSON of its locks and tags, and their arrays. */
 #define ROW_TEXT_MAX                                                                            \
-    (SL_ID_MAX + SL_HOLDER_MAX + 2 * SL_NAME_MAX + SL_ID_MAX + SL_IDEM_MAX + 6 +                 \
+    (SL_ID_MAX + SL_HOLDER_MAX + 2 * SL_NAME_MAX + SL_ID_MAX + SL_IDEM_MAX + SL_ACTOR_MAX + 7 +                 \
      2 * (SL_ROWS_JSON_MAX + 1) +                                                                     \
      SL_CLAIM_LOCKS_MAX * sizeof(sl_claim_lock_rec) + SL_TAGS_MAX * sizeof(sl_tag) + 64)
 #define BATCH_TEXT (1024 * 1024 + ROW_TEXT_MAX) /* a batch ends when a row might not fit */
@@ -269,6 +269,7 @@ static void batch_add(batch *b, const claim_row *r)
     rec->v.group = text_str(b, v->group);
     rec->v.by = text_str(b, v->by);
     rec->v.idem = text_str(b, v->idem);
+    rec->v.actor = text_str(b, v->actor);
     /* Names point into the scratch, where the JSON was decoded: copy it
      * whole (its size is what the names used) and point into the copy. */
     sl_claim_lock_rec *locks = text_put(b, r->locks, v->nlocks * sizeof(*locks), 8);

@@ -165,7 +165,13 @@ static const char schema_v3[] =
  * configuration saved before has. */
 static const char schema_v4[] = "ALTER TABLE configs ADD COLUMN rules TEXT;";
 
-const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2, schema_v3, schema_v4};
+/* Version 5: who made a claim (the token's name; NULL on a server without
+ * tokens, as every claim saved before has), so that the claims per token
+ * are counted again after a restart (the server's quotas). */
+static const char schema_v5[] = "ALTER TABLE claims ADD COLUMN actor TEXT;";
+
+const char *const sl__sqlite_migrations[] = {schema_v1, schema_v2, schema_v3, schema_v4,
+                                             schema_v5};
 const int sl__sqlite_nmigrations =
     (int)(sizeof(sl__sqlite_migrations) / sizeof(sl__sqlite_migrations[0]));
 

@@ -105,6 +105,8 @@ static void spec_word(spec *sp, char *w)
         r->timeout_ms = num(v);
     } else if (strcmp(w, "idem") == 0) {
         r->idem = v;
+    } else if (strcmp(w, "actor") == 0) {
+        r->actor = v;
     } else if (strcmp(w, "fp") == 0) {
         r->idem_fp = (uint64_t)num(v);
     } else if (strcmp(w, "tag") == 0) {

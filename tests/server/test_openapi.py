@@ -137,7 +137,7 @@ def claim_body(**over):
          "priority": 0, "created": "2026-11-26T10:00:00.000Z", "rebalance_key": None,
          "tags": {}, "group": None, "lease": "0", "expires": None, "timeout": "0",
          "arrived": "2026-11-26T10:00:00.000Z", "granted": "2026-11-26T10:00:00.000Z",
-         "ended": None, "reason": "held", "by": None}
+         "ended": None, "reason": "held", "by": None, "actor": None}
     c.update(over)
     return json.dumps(c).encode()
 

@@ -150,6 +150,7 @@ static void same_claim(sl_engine *a, sl_engine *b, const sl_claim *ca, const sl_
     same_str(va.group, vb.group, "group", va.id);
     same_str(va.by, vb.by, "by", va.id);
     same_str(va.idem, vb.idem, "idempotency key", va.id);
+    same_str(va.actor, vb.actor, "actor", va.id);
     SAME(idem_fp);
     SAME(state);
     SAME(priority);

@@ -63,8 +63,8 @@ static int64_t workload(sl_engine *eng, sl_store *st)
     t_release(eng, 9, "p0");
     ts_commit(st, eng);
     /* strict: holders, waiters blocked elsewhere, reservations. */
-    t_claim(eng, 10, "id=a holder=wf/a m:deploy s:db tag=env=prod tag=team=x prio=1");
-    t_claim(eng, 11, "id=b holder=wf/b m:deploy s:db prio=3");
+    t_claim(eng, 10, "id=a holder=wf/a m:deploy s:db tag=env=prod tag=team=x prio=1 actor=tm");
+    t_claim(eng, 11, "id=b holder=wf/b m:deploy s:db prio=3 actor=tm");
     t_claim(eng, 12, "id=c s:db");
     t_claim(eng, 13, "id=d s:db*2 prio=7 created=5");
     t_claim(eng, 14, "id=t1 tag=env=prod m:tz");
@@ -124,6 +124,11 @@ static void workload_shape(sl_engine *eng)
     assert_int_equal(t_state(eng, "e0"), SL_HELD);
     assert_int_equal(t_state(eng, "r4"), SL_PENDING);
     assert_ptr_equal(sl_claim_find_idem(eng, "tok\nretry-1"), t_find(eng, "l1"));
+    /* The actor's counts come back with its claims (the server's quotas). */
+    sl_actor_counts ac;
+    sl_engine_actor_get(eng, "tm", &ac);
+    assert_int_equal(ac.live, 2);
+    assert_int_equal(ac.pending, 1);
     assert_true(t_position(eng, "r5", 0) < t_position(eng, "r4", 0));
     assert_null(sl_claim_find(eng, "i0"));             /* ended at 4: purged at 1004 */
     assert_int_equal(t_state(eng, "i1"), SL_RELEASED); /* ended at 5: still kept */
