@@ -76,8 +76,28 @@ void sl_conf_defaults(sl_conf *c)
     c->max_claims = 10000000;
     c->max_streams = 256;
     c->max_event_scan = 500;
+    c->max_semaphores = 100000;
+    /* Far above what one tenant's jobs need (every test, integration and
+     * benchmark stays under them), far below what fills a host's memory. */
+    static const uint64_t quotas[SL_QUOTA_COUNT] = {
+        [SL_QUOTA_CLAIMS] = 10000,   [SL_QUOTA_WAITING] = 5000, [SL_QUOTA_SEMAPHORES] = 1000,
+        [SL_QUOTA_STREAMS] = 32,     [SL_QUOTA_LONG_POLLS] = 1000, [SL_QUOTA_RATE] = 1000,
+        [SL_QUOTA_BURST] = 2000,
+    };
+    memcpy(c->token_quotas, quotas, sizeof(quotas));
     c->leader_timeout_ms = 5000;
     c->tls_min_version = 12;
+}
+
+const char *const sl_quota_names[SL_QUOTA_COUNT] = {
+    "claims", "waiting", "semaphores", "streams", "long_polls", "requests_per_second", "burst",
+};
+
+uint64_t sl_conf_quota(const sl_conf *c, const sl_conf_token *t, sl_quota q)
+{
+    if (!t || t->admin)
+        return 0;
+    return t->quotas[q] != SL_QUOTA_INHERIT ? t->quotas[q] : c->token_quotas[q];
 }
 
 void sl__conf_sems_free(sl_conf_sem *s, size_t n)
@@ -207,6 +227,7 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
             d->name = dup_or_null(s->name);
             d->token = dup_or_null(s->token);
             d->admin = s->admin;
+            memcpy(d->quotas, s->quotas, sizeof(d->quotas));
             d->nprefixes = s->nprefixes;
             d->prefixes = s->nprefixes ? sl__conf_xcalloc(s->nprefixes, sizeof(char *)) : NULL;
             for (size_t j = 0; j < s->nprefixes; j++)
@@ -636,6 +657,7 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
         {"max_claims", c->max_claims},
         {"max_streams", c->max_streams},
         {"max_event_scan", c->max_event_scan},
+        {"max_semaphores", c->max_semaphores},
     };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         AT("limits.%s", sizes[i].key);
@@ -701,6 +723,13 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
             PROBLEM("token \"%.100s\" is admin and has prefixes; an admin token may use every "
                     "name, so remove prefixes or set admin: false",
                     t->name);
+        for (size_t q = 0; t->admin && q < SL_QUOTA_COUNT; q++) {
+            AT("tokens[%zu].quotas.%s", i, sl_quota_names[q]);
+            if (t->quotas[q] != SL_QUOTA_INHERIT)
+                PROBLEM("token \"%.100s\" is admin, and admin tokens have no quotas (they keep "
+                        "the headroom of the global limits); remove quotas or set admin: false",
+                        t->name);
+        }
         for (size_t j = 0; j < t->nprefixes; j++) {
             AT("tokens[%zu].prefixes[%zu]", i, j);
             if (*t->prefixes[j] && !prefix_valid(t->prefixes[j]))

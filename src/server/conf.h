@@ -45,6 +45,22 @@ typedef struct sl_prefix_list {
     size_t n;
 } sl_prefix_list;
 
+/* Per-token quotas (quota.c; docs/security.md, "Quotas"): what one
+ * limited token may hold at once, and how fast it may ask. 0 is none. */
+typedef enum {
+    SL_QUOTA_CLAIMS,     /* live claims it made (pending, held, revoking) */
+    SL_QUOTA_WAITING,    /* of those, pending */
+    SL_QUOTA_SEMAPHORES, /* semaphore configurations under its prefixes */
+    SL_QUOTA_STREAMS,    /* event streams open */
+    SL_QUOTA_LONG_POLLS, /* requests parked in a long poll (?wait) */
+    SL_QUOTA_RATE,       /* requests per second, on average */
+    SL_QUOTA_BURST,      /* ... and at once: the bucket's size (0: as the rate) */
+    SL_QUOTA_COUNT
+} sl_quota;
+#define SL_QUOTA_INHERIT UINT64_MAX /* a token's own: limits.token_quotas' value */
+/* The keys of the file, in sl_quota's order ("claims", ...). */
+extern const char *const sl_quota_names[SL_QUOTA_COUNT];
+
 typedef struct sl_conf_token {
     char *name;      /* for logs; never the secret */
     char *token;     /* the bearer secret */
@@ -54,6 +70,7 @@ typedef struct sl_conf_token {
     sl_prefix_list perms[SL_NPERMS]; /* and each permission on its own list's (F7) */
     bool priority_capped;            /* claims may ask a priority of at most: */
     int32_t max_priority;
+    uint64_t quotas[SL_QUOTA_COUNT]; /* its own, else SL_QUOTA_INHERIT */
 } sl_conf_token;
 
 typedef struct sl_conf {
@@ -79,6 +96,8 @@ typedef struct sl_conf {
     size_t max_claims;          /* live and retained claims (10 000 000) */
     size_t max_streams;         /* event streams open at once (256) */
     size_t max_event_scan;      /* events one read of the log examines (500) */
+    size_t max_semaphores;      /* semaphore configurations set through the API (100 000) */
+    uint64_t token_quotas[SL_QUOTA_COUNT]; /* every limited token's, unless it sets its own */
     sl_conf_sem *semaphores;
     size_t nsemaphores;
     sl_conf_token *tokens;
@@ -124,6 +143,9 @@ bool sl_conf_store_shared(const char *store);
 /* Whether the listen address is loopback only (127.0.0.0/8, [::1],
  * localhost). */
 bool sl_conf_listen_loopback(const char *listen);
+
+/* A token's quota in effect: 0 (none) for admin tokens and no token. */
+uint64_t sl_conf_quota(const sl_conf *c, const sl_conf_token *t, sl_quota q);
 
 int sl_log_level_parse(const char *s, sl_log_level *out);
 /* "1.2" or "1.3" (also "TLSv1.2", "TLSv1.3") into 12 or 13; -1 otherwise. */

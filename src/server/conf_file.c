@@ -45,6 +45,18 @@
 /* A list or a section may be left empty ("semaphores:" and nothing). */
 #define OPT_NULL (CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER_NULL)
 
+/* In sl_quota's order (sl_quota_names). */
+const cyaml_schema_field_t sl__conf_quota_fields[] = {
+    STR("claims", OPT, raw_quotas, v[SL_QUOTA_CLAIMS]),
+    STR("waiting", OPT, raw_quotas, v[SL_QUOTA_WAITING]),
+    STR("semaphores", OPT, raw_quotas, v[SL_QUOTA_SEMAPHORES]),
+    STR("streams", OPT, raw_quotas, v[SL_QUOTA_STREAMS]),
+    STR("long_polls", OPT, raw_quotas, v[SL_QUOTA_LONG_POLLS]),
+    STR("requests_per_second", OPT, raw_quotas, v[SL_QUOTA_RATE]),
+    STR("burst", OPT, raw_quotas, v[SL_QUOTA_BURST]),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t limits_fields[] = {
     STR("max_body", OPT, raw_limits, max_body),
     STR("max_headers", OPT, raw_limits, max_headers),
@@ -53,6 +65,9 @@ static const cyaml_schema_field_t limits_fields[] = {
     STR("max_claims", OPT, raw_limits, max_claims),
     STR("max_streams", OPT, raw_limits, max_streams),
     STR("max_event_scan", OPT, raw_limits, max_event_scan),
+    STR("max_semaphores", OPT, raw_limits, max_semaphores),
+    CYAML_FIELD_MAPPING_PTR("token_quotas", OPT_NULL, raw_limits, token_quotas,
+                            sl__conf_quota_fields),
     STR("max_wait", OPT, raw_limits, max_wait),
     STR("idle_timeout", OPT, raw_limits, idle_timeout),
     STR("header_timeout", OPT, raw_limits, header_timeout),
@@ -122,6 +137,7 @@ static const cyaml_schema_field_t token_fields[] = {
     CYAML_FIELD_SEQUENCE("configure", OPT_NULL, raw_token, configure, &prefix_schema, 0,
                          CYAML_UNLIMITED),
     STR("max_priority", OPT, raw_token, max_priority),
+    CYAML_FIELD_MAPPING_PTR("quotas", OPT_NULL, raw_token, quotas, sl__conf_quota_fields),
     CYAML_FIELD_END,
 };
 
@@ -353,6 +369,7 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
             {"limits.max_claims", l->max_claims, &n->max_claims},
             {"limits.max_streams", l->max_streams, &n->max_streams},
             {"limits.max_event_scan", l->max_event_scan, &n->max_event_scan},
+            {"limits.max_semaphores", l->max_semaphores, &n->max_semaphores},
         };
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             uint64_t v = 0;
@@ -363,6 +380,9 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
             *sizes[i].dst = (size_t)v;
         }
     }
+    if (r->limits && r->limits->token_quotas &&
+        sl__conf_quotas(ld, "limits.token_quotas", r->limits->token_quotas, n->token_quotas) != 0)
+        return -1;
     if (r->tls && conv_tls(ld, r->tls, n) != 0)
         return -1;
     if (r->cluster && conv_cluster(ld, r->cluster, n) != 0)

@@ -16,10 +16,16 @@
 
 /* ---- the file: raw strings by schema (every scalar a string) ---------------- */
 
+/* Per-token quotas, in sl_quota's order (limits.token_quotas, tokens[].quotas). */
+typedef struct raw_quotas {
+    char *v[SL_QUOTA_COUNT];
+} raw_quotas;
+
 typedef struct raw_limits {
     char *max_body, *max_headers, *max_connections, *max_connections_per_client;
-    char *max_claims, *max_streams, *max_event_scan;
+    char *max_claims, *max_streams, *max_event_scan, *max_semaphores;
     char *max_wait, *idle_timeout, *header_timeout, *event_retention, *claim_retention;
+    raw_quotas *token_quotas;
 } raw_limits;
 
 /* Its weights are not here: libcyaml reads only keys its schema names, and
@@ -39,6 +45,7 @@ typedef struct raw_token {
     char **read, **claim, **operate, **configure;
     unsigned read_count, claim_count, operate_count, configure_count;
     char *max_priority;
+    raw_quotas *quotas;
 } raw_token;
 
 typedef struct raw_tls {
@@ -111,5 +118,10 @@ int sl__conf_range(loader *ld, const char *path, const char *s, uint64_t lo, uin
 
 int sl__conf_semaphores(loader *ld, const raw_conf *r, sl_conf *n); /* conf_sems.c */
 int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n);     /* conf_tokens.c */
+/* The quotas given (a whole number each) into out; the others unchanged
+ * (conf_tokens.c). at is the path of the mapping ("limits.token_quotas"). */
+int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t *out);
+/* The schema of a quotas mapping (conf_file.c). */
+extern const cyaml_schema_field_t sl__conf_quota_fields[];
 
 #endif

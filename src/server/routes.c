@@ -276,7 +276,7 @@ void sl_routes_handle(void *ud, sl_http_req *req)
          * audit line, written when the answer goes, names it too. */
         if (sl_audit_on(srv))
             sl_http_req_set_label(req, sl_auth_actor(&c));
-        if (changes(c.method) && sl_audit_refuses(&c))
+        if (!sl_quota_request(&c) || (changes(c.method) && sl_audit_refuses(&c)))
             return;
         sl_engine_act_as(srv->eng, sl_auth_actor(&c));
         dispatch(&c);

@@ -41,7 +41,8 @@ static void create(sl_ctx *c, sl_claim_body *b, const sl_idem_req *idem)
     /* Who made it: kept and saved with the claim, so that its token's
      * quotas count it, after a restart too (quota.c). */
     b->req.actor = c->auth.token ? c->auth.token->name : NULL;
-    if (!sl_auth_allows_holder(c, b->req.holder) || !sl_auth_allows_priority(c, b->req.priority))
+    if (!sl_auth_allows_holder(c, b->req.holder) || !sl_auth_allows_priority(c, b->req.priority) ||
+        !sl_quota_claim(c, b->wait_ms > 0))
         return;
     sl_auth_claim auth;
     sl_auth_bind_claim(c, &b->req, &auth);

@@ -115,7 +115,7 @@ static void sem_put(sl_ctx *c, const char *name)
     char msg[512];
     if (sem_body(body, &o, weights, msg, sizeof(msg)) != 0) {
         sl_reply_error(c, 400, "bad_request", "%s", msg);
-    } else {
+    } else if (sl_quota_semaphore(c, name)) {
         sl_error err;
         if (sl_sem_configure(c->srv->eng, name, &o, c->now, &err) != 0) {
             sl_reply_engine_error(c, &err);

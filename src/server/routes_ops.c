@@ -149,6 +149,7 @@ void sl_route_metrics(sl_ctx *c)
                 "sluice_store_log_unapplied %llu\n",
                 (unsigned long long)sl_store_log_unapplied(c->srv->store));
     sl_role_metrics(c->srv, b);
+    sl_quota_metrics(c->srv, b);
     sl_reply_text(c, 200, "text/plain; version=0.0.4; charset=utf-8", sl_buf_data(b),
                   sl_buf_size(b));
 }

@@ -189,6 +189,9 @@ static sl_engine *engine_for(const sl_conf *conf)
     opts.backdate_skew_ms = conf->backdate_skew_ms;
     opts.ended_retention_ms = conf->claim_retention_ms;
     opts.claims_max = conf->max_claims;
+    /* The API's configurations are bounded by limits.max_semaphores
+     * (quota.c); the file's always apply (F5). */
+    opts.configs_max = SIZE_MAX;
     sl_engine *eng = NULL;
     sl_engine_new(&opts, &eng);
     return eng;
@@ -468,6 +471,7 @@ void sl_server_free(sl_server *srv)
     sl_store_batch_free(srv->batch);
     sl_hist_free(srv);
     sl_audit_close(srv);
+    sl_quota_free_all(srv);
     free(srv->wake_ids);
     sl_engine_free(srv->eng);
     if (srv->base)

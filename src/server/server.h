@@ -38,6 +38,7 @@ typedef struct sl_reply sl_reply;
 typedef struct sl_writer sl_writer;
 typedef struct sl_relay sl_relay;
 typedef struct sl_audit sl_audit;
+typedef struct sl_quota_use sl_quota_use;
 
 #include <sys/socket.h>
 
@@ -128,6 +129,11 @@ typedef struct sl_server {
     uint64_t hist_fed;          /* events up to this seq are in the history */
     uint64_t hist_since, hist_upto; /* the rebuild reads the log after since, up to upto */
     int64_t hist_started;       /* when the rebuild started (monotonic ms), for the log */
+    /* Per-token quotas (quota.c): each limited token's streams, long polls
+     * and request bucket, by name; refusals by quota for /metrics. */
+    sl_quota_use **quota_uses;
+    size_t nquota_uses;
+    uint64_t quota_refused[SL_QUOTA_COUNT];
 } sl_server;
 
 /* ---- server.c ------------------------------------------------------------ */
@@ -419,6 +425,26 @@ bool sl_audit_refuses(sl_ctx *c);
  * the claim's id when the body does not start with it, else NULL). */
 void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *body,
                      size_t len, const char *claim);
+
+/* ---- quota.c: per-token quotas, the admins' share of the global limits --- */
+/* Each answers (429 quota_exceeded with Retry-After, or 503 for the share
+ * of a global limit) and returns false when the request may not go on;
+ * admins and servers without tokens always pass. */
+bool sl_quota_request(sl_ctx *c); /* requests per second, every authenticated request */
+/* A new claim: live and waiting claims, max_claims' share; waits: it asks
+ * to long-poll as well. */
+bool sl_quota_claim(sl_ctx *c, bool waits);
+/* A PUT of a semaphore configuration (passes when name exists already):
+ * max_semaphores, its share, the token's configurations. */
+bool sl_quota_semaphore(sl_ctx *c, const char *name);
+bool sl_quota_stream(sl_ctx *c);    /* a new event stream: the token's, max_streams' share */
+bool sl_quota_long_poll(sl_ctx *c); /* a request about to park */
+/* The use record of a limited token (NULL: admin, no tokens): an open
+ * stream or wait keeps it and counts itself in and out with it. */
+sl_quota_use *sl_quota_use_of(sl_server *srv, const sl_conf_token *t);
+void sl_quota_count(sl_quota_use *u, sl_quota q, int delta); /* STREAMS or LONG_POLLS */
+void sl_quota_free_all(sl_server *srv);
+void sl_quota_metrics(const sl_server *srv, sl_buf *out);
 
 /* ---- idempotency.c: Idempotency-Key ------------------------------------- */
 typedef struct sl_idem_req {

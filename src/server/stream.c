@@ -22,6 +22,7 @@ struct sl_stream {
     uint64_t last; /* the last seq sent, or passed over as not for this reader */
     sl_event_scope *scope;
     const sl_conf_token *token; /* admitted with (NULL: no tokens); a reload moves it */
+    sl_quota_use *use;          /* its token's streams count it (NULL: none) */
     struct event *heartbeat;
     struct event *resume; /* the next page, on the next loop turn */
     sl_stream *prev, *next;
@@ -61,6 +62,7 @@ static void unlink_stream(sl_stream *s)
     if (s->next)
         s->next->prev = s->prev;
     s->srv->nstreams--;
+    sl_quota_count(s->use, SL_QUOTA_STREAMS, -1);
 }
 
 /* Forgets the stream; the caller then ends (or has lost) the reply. */
@@ -205,6 +207,8 @@ void sl_stream_open(sl_ctx *c, uint64_t since)
                        srv->nstreams);
         return;
     }
+    if (!sl_quota_stream(c))
+        return;
     sl_stream *s = calloc(1, sizeof(*s));
     if (!s)
         abort();
@@ -220,6 +224,8 @@ void sl_stream_open(sl_ctx *c, uint64_t since)
         srv->streams->prev = s;
     srv->streams = s;
     srv->nstreams++;
+    s->use = sl_quota_use_of(srv, c->auth.token);
+    sl_quota_count(s->use, SL_QUOTA_STREAMS, +1);
     sl_http_req_on_gone(c->req, gone_cb, s);
     sl_reply_after_commit(srv, start, s);
 }

@@ -31,6 +31,7 @@ struct sl_wait {
     size_t limit;
     sl_event_scope *scope; /* what of the log the reader may see */
     const sl_conf_token *token; /* admitted with (NULL: no tokens); a reload moves it */
+    sl_quota_use *use;          /* its token's long polls count it (NULL: none) */
     int refused; /* a reload took its right away before it started: 401 or 404 then */
     struct event *timer;
     struct timeval wait_tv;
@@ -102,6 +103,7 @@ static void finish(sl_wait *w)
     event_free(w->timer);
     json_decref(w->final);
     sl_event_scope_free(w->scope);
+    sl_quota_count(w->use, SL_QUOTA_LONG_POLLS, -1);
     free(w);
 }
 
@@ -297,6 +299,8 @@ static sl_wait *wait_new(sl_ctx *c, sl_wait_kind kind, int status, int64_t wait_
     w->route = c->route;
     w->status = status;
     w->token = c->auth.token;
+    w->use = sl_quota_use_of(c->srv, c->auth.token);
+    sl_quota_count(w->use, SL_QUOTA_LONG_POLLS, +1);
     w->timer = evtimer_new(c->srv->base, timeout_cb, w);
     w->wait_tv.tv_sec = (time_t)(wait_ms / 1000);
     w->wait_tv.tv_usec = (suseconds_t)((wait_ms % 1000) * 1000);
@@ -307,6 +311,8 @@ static sl_wait *wait_new(sl_ctx *c, sl_wait_kind kind, int status, int64_t wait_
 void sl_wait_claim(sl_ctx *c, sl_wait_kind kind, sl_claim *claim, sl_state seen,
                    int64_t wait_ms, int status)
 {
+    if (!sl_quota_long_poll(c))
+        return;
     sl_wait *w = wait_new(c, kind, status, wait_ms);
     w->claim = claim;
     w->seen = seen;
@@ -318,6 +324,8 @@ void sl_wait_claim(sl_ctx *c, sl_wait_kind kind, sl_claim *claim, sl_state seen,
 void sl_wait_events(sl_ctx *c, uint64_t since, const char *claim_id, size_t limit,
                     int64_t wait_ms)
 {
+    if (!sl_quota_long_poll(c))
+        return;
     sl_wait *w = wait_new(c, SL_WAIT_EVENTS, 200, wait_ms);
     w->since = since;
     w->limit = limit;
