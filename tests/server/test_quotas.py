@@ -60,6 +60,17 @@ class QuotaCase(ServerTestCase):
         body.update(fields)
         return self.srv.post("/v1/claims", body, token=self.as_(who))
 
+    def started(self, path, who, keep):
+        """A GET that would stream or park if let through: a Response when
+        it is answered at once, else kept open in keep (closed by the test)."""
+        conn, resp = self.srv.start_request("GET", path, token=self.as_(who))
+        if resp.status == 200:
+            keep.append((conn, resp))
+            return fx.Response(200, {}, b"")
+        got = fx.Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+        conn.close()
+        return got
+
     def assertQuota(self, r, quota, value):
         self.assertError(r, 429, "quota_exceeded")
         self.assertEqual(r.headers.get("retry-after"), "1", r)
@@ -115,8 +126,7 @@ class TestTokenQuotas(QuotaCase):
         try:
             for _, resp in opened:
                 self.assertEqual(resp.status, 200)
-            r = self.srv.get("/v1/events/stream", token=self.as_("streams"))
-            self.assertQuota(r, "streams", 2)
+            self.assertQuota(self.started("/v1/events/stream", "streams", opened), "streams", 2)
             # One closed is one free, once the server has seen it go.
             opened[0][0].close()
 
@@ -140,7 +150,7 @@ class TestTokenQuotas(QuotaCase):
         try:
             for _, resp in pending:
                 self.assertEqual(resp.status, 200)
-            r = self.srv.get("/v1/events?since=0&wait=20s", token=self.as_("polls"))
+            r = self.started("/v1/events?since=999999999&wait=20s", "polls", pending)
             self.assertQuota(r, "long_polls", 2)
             # A claim that asks to wait is refused before it is made.
             r = self.claim("polls", "m", wait="10s")
