@@ -97,7 +97,8 @@ uint64_t sl_conf_quota(const sl_conf *c, const sl_conf_token *t, sl_quota q)
 {
     if (!t || t->admin)
         return 0;
-    return t->quotas[q] != SL_QUOTA_INHERIT ? t->quotas[q] : c->token_quotas[q];
+    uint64_t v = t->quotas[q] ? t->quotas[q] : c->token_quotas[q];
+    return v == SL_QUOTA_NONE ? 0 : v;
 }
 
 void sl__conf_sems_free(sl_conf_sem *s, size_t n)
@@ -725,7 +726,7 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
                     t->name);
         for (size_t q = 0; t->admin && q < SL_QUOTA_COUNT; q++) {
             AT("tokens[%zu].quotas.%s", i, sl_quota_names[q]);
-            if (t->quotas[q] != SL_QUOTA_INHERIT)
+            if (t->quotas[q] != 0)
                 PROBLEM("token \"%.100s\" is admin, and admin tokens have no quotas (they keep "
                         "the headroom of the global limits); remove quotas or set admin: false",
                         t->name);

@@ -57,7 +57,8 @@ typedef enum {
     SL_QUOTA_BURST,      /* ... and at once: the bucket's size (0: as the rate) */
     SL_QUOTA_COUNT
 } sl_quota;
-#define SL_QUOTA_INHERIT UINT64_MAX /* a token's own: limits.token_quotas' value */
+/* A token's own quota: 0 is limits.token_quotas' value, this is none. */
+#define SL_QUOTA_NONE UINT64_MAX
 /* The keys of the file, in sl_quota's order ("claims", ...). */
 extern const char *const sl_quota_names[SL_QUOTA_COUNT];
 
@@ -70,7 +71,7 @@ typedef struct sl_conf_token {
     sl_prefix_list perms[SL_NPERMS]; /* and each permission on its own list's (F7) */
     bool priority_capped;            /* claims may ask a priority of at most: */
     int32_t max_priority;
-    uint64_t quotas[SL_QUOTA_COUNT]; /* its own, else SL_QUOTA_INHERIT */
+    uint64_t quotas[SL_QUOTA_COUNT]; /* its own; 0: limits.token_quotas' */
 } sl_conf_token;
 
 typedef struct sl_conf {

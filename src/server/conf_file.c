@@ -381,7 +381,8 @@ static int conv_all(loader *ld, const raw_conf *r, sl_conf *n)
         }
     }
     if (r->limits && r->limits->token_quotas &&
-        sl__conf_quotas(ld, "limits.token_quotas", r->limits->token_quotas, n->token_quotas) != 0)
+        sl__conf_quotas(ld, "limits.token_quotas", r->limits->token_quotas, 0,
+                        n->token_quotas) != 0)
         return -1;
     if (r->tls && conv_tls(ld, r->tls, n) != 0)
         return -1;

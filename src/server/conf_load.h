@@ -118,9 +118,11 @@ int sl__conf_range(loader *ld, const char *path, const char *s, uint64_t lo, uin
 
 int sl__conf_semaphores(loader *ld, const raw_conf *r, sl_conf *n); /* conf_sems.c */
 int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n);     /* conf_tokens.c */
-/* The quotas given (a whole number each) into out; the others unchanged
- * (conf_tokens.c). at is the path of the mapping ("limits.token_quotas"). */
-int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t *out);
+/* The quotas given (a whole number each) into out, a 0 ("none") as zero;
+ * the others unchanged (conf_tokens.c). at is the path of the mapping
+ * ("limits.token_quotas"). */
+int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t zero,
+                    uint64_t *out);
 /* The schema of a quotas mapping (conf_file.c). */
 extern const cyaml_schema_field_t sl__conf_quota_fields[];
 

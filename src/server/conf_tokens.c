@@ -34,16 +34,18 @@ static int conv_perms(loader *ld, const raw_token *rt, size_t i, sl_conf_token *
     return 0;
 }
 
-int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t *out)
+int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t zero,
+                    uint64_t *out)
 {
     char path[PATH_CAP];
     for (size_t k = 0; k < SL_QUOTA_COUNT; k++) {
         if (!q->v[k])
             continue;
         snprintf(path, sizeof(path), "%s.%s", at, sl_quota_names[k]);
-        /* Below SL_QUOTA_INHERIT, which means "not set". */
         if (sl__conf_count(ld, path, q->v[k], UINT32_MAX, "100, or 0 for none", &out[k]) != 0)
             return -1;
+        if (out[k] == 0)
+            out[k] = zero;
     }
     return 0;
 }
@@ -62,10 +64,8 @@ int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n)
         snprintf(path, sizeof(path), "tokens[%zu].admin", i);
         if (rt->admin && sl__conf_bool(ld, path, rt->admin, &t->admin) != 0)
             return -1;
-        for (size_t q = 0; q < SL_QUOTA_COUNT; q++)
-            t->quotas[q] = SL_QUOTA_INHERIT;
         snprintf(path, sizeof(path), "tokens[%zu].quotas", i);
-        if (rt->quotas && sl__conf_quotas(ld, path, rt->quotas, t->quotas) != 0)
+        if (rt->quotas && sl__conf_quotas(ld, path, rt->quotas, SL_QUOTA_NONE, t->quotas) != 0)
             return -1;
         if (rt->prefixes_count) {
             t->prefixes = sl__conf_xcalloc(rt->prefixes_count, sizeof(char *));

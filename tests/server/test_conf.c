@@ -585,6 +585,7 @@ static const bad_file bad_files[] = {
     {"limits:\n  max_body: 1\n  max_bdy: 2\n",
      "config.yaml:3:3: limits: unknown key \"max_bdy\"; the keys here are max_body, max_headers, "
      "max_connections, max_connections_per_client, max_claims, max_streams, max_event_scan, "
+     "max_semaphores, token_quotas, "
      "max_wait, idle_timeout, header_timeout, event_retention, claim_retention (libcyaml: "
      "Load: Unexpected key: max_bdy)",
      true},
@@ -611,8 +612,8 @@ static const bad_file bad_files[] = {
      "config.yaml:4:11: semaphores[0].rate: expected a single value, found a list", false},
     {"tokens:\n  - name: a\n    token: x\n    prefix: [a/]\n",
      "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, admin, "
-     "prefixes, read, claim, operate, configure, max_priority (libcyaml: Load: Unexpected key: "
-     "prefix)",
+     "prefixes, read, claim, operate, configure, max_priority, quotas (libcyaml: Load: "
+     "Unexpected key: prefix)",
      true},
     {"Listen: 127.0.0.1:7700\n", "config.yaml:1:1: unknown key \"Listen\"", false},
     {"listen: 127.0.0.1:1\nstore: sqlite:x\nlisten: 127.0.0.1:2\n",
@@ -1077,6 +1078,62 @@ static void short_error_buffers(void **state)
 
 /* A load over a loaded configuration: values and lists replaced; a failed
  * load leaves everything as it was. */
+/* F4: limits.token_quotas for every limited token, a token's own
+ * quotas over them, 0 for none; admins (and no token) have none. */
+static void token_quotas_load(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[1024];
+    assert_int_equal(load_text(&c,
+                               "limits:\n  max_semaphores: 50\n"
+                               "  token_quotas: {claims: 5, streams: 0}\n"
+                               "tokens:\n"
+                               "  - {name: adm, token: k0, admin: true}\n"
+                               "  - {name: a, token: k1, prefixes: [a/], quotas: {claims: 2, "
+                               "waiting: 0, requests_per_second: 7, burst: 9}}\n"
+                               "  - {name: b, token: k2, prefixes: [b/]}\n",
+                               err, sizeof(err)),
+                     0);
+    assert_int_equal(c.max_semaphores, 50);
+    const sl_conf_token *adm = &c.tokens[0], *a = &c.tokens[1], *b = &c.tokens[2];
+    assert_int_equal(sl_conf_quota(&c, a, SL_QUOTA_CLAIMS), 2);
+    assert_int_equal(sl_conf_quota(&c, a, SL_QUOTA_WAITING), 0);      /* its own: none */
+    assert_int_equal(sl_conf_quota(&c, a, SL_QUOTA_STREAMS), 0);      /* everyone's: none */
+    assert_int_equal(sl_conf_quota(&c, a, SL_QUOTA_SEMAPHORES), 1000); /* the default */
+    assert_int_equal(sl_conf_quota(&c, a, SL_QUOTA_RATE), 7);
+    assert_int_equal(sl_conf_quota(&c, a, SL_QUOTA_BURST), 9);
+    assert_int_equal(sl_conf_quota(&c, b, SL_QUOTA_CLAIMS), 5);
+    assert_int_equal(sl_conf_quota(&c, b, SL_QUOTA_WAITING), 5000);
+    assert_int_equal(sl_conf_quota(&c, b, SL_QUOTA_LONG_POLLS), 1000);
+    assert_int_equal(sl_conf_quota(&c, b, SL_QUOTA_RATE), 1000);
+    assert_int_equal(sl_conf_quota(&c, b, SL_QUOTA_BURST), 2000);
+    for (int q = 0; q < SL_QUOTA_COUNT; q++) {
+        assert_int_equal(sl_conf_quota(&c, adm, (sl_quota)q), 0);
+        assert_int_equal(sl_conf_quota(&c, NULL, (sl_quota)q), 0);
+    }
+    sl_conf copy;
+    sl__conf_dup(&copy, &c);
+    assert_int_equal(sl_conf_quota(&copy, &copy.tokens[1], SL_QUOTA_CLAIMS), 2);
+    sl_conf_free(&copy);
+    sl_conf_free(&c);
+
+    assert_int_equal(load_text(&c, "tokens:\n  - {name: a, token: k1, prefixes: [a/], "
+                                   "quotas: {claims: many}}\n", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "tokens[0].quotas.claims: \"many\" is not a whole number"));
+    sl_conf_free(&c);
+    assert_int_equal(load_text(&c, "limits:\n  token_quotas: {clams: 1}\n", err, sizeof(err)),
+                     -1);
+    assert_non_null(strstr(err, "unknown key \"clams\"; the keys here are claims, waiting, "
+                                "semaphores, streams, long_polls, requests_per_second, burst"));
+    sl_conf_free(&c);
+    assert_int_equal(load_text(&c, "tokens:\n  - {name: adm, token: k0, admin: true, "
+                                   "quotas: {streams: 3}}\n", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "tokens[0].quotas.streams: token \"adm\" is admin, and admin "
+                                "tokens have no quotas"));
+    sl_conf_free(&c);
+}
+
 static void loads_replace_and_failures_keep(void **state)
 {
     (void)state;
@@ -1647,6 +1704,7 @@ int main(void)
         cmocka_unit_test(file_problems),
         cmocka_unit_test(short_error_buffers),
         cmocka_unit_test(loads_replace_and_failures_keep),
+        cmocka_unit_test(token_quotas_load),
         cmocka_unit_test(libcyaml_prints_nothing),
         cmocka_unit_test(check_without_a_file),
         cmocka_unit_test(listen_forms),

@@ -42,8 +42,9 @@ OPERATIONS = {
 }
 
 ERROR_CODES = {"bad_request", "unauthorized", "forbidden", "not_found", "conflict", "queue_full",
-               "unknown_semaphore", "too_large", "method_not_allowed", "unavailable",
-               "audit_unavailable", "no_leader", "leader_changed", "leader_lost", "not_leader",
+               "unknown_semaphore", "too_large", "method_not_allowed", "quota_exceeded",
+               "unavailable", "audit_unavailable", "no_leader", "leader_changed", "leader_lost",
+               "not_leader",
                "leader_unverified", "bad_gateway"}
 
 CLAIM_ID = "AAAAAAAAaaaaaaaaaaaaaa"
