@@ -514,6 +514,10 @@ static void documented_example_loads(void **state)
     assert_int_equal(c.idle_timeout_ms, d.idle_timeout_ms);
     assert_int_equal(c.event_retention_ms, d.event_retention_ms);
     assert_int_equal(c.claim_retention_ms, d.claim_retention_ms);
+    assert_int_equal(c.max_semaphores, d.max_semaphores);
+    assert_memory_equal(c.token_quotas, d.token_quotas, sizeof(d.token_quotas));
+    assert_int_equal(sl_conf_quota(&c, &c.tokens[1], SL_QUOTA_CLAIMS), 500);
+    assert_int_equal(sl_conf_quota(&c, &c.tokens[1], SL_QUOTA_RATE), 100);
     assert_int_equal(c.default_lease_ms, d.default_lease_ms);
     assert_int_equal(c.backdate_skew_ms, d.backdate_skew_ms);
     sl_conf_free(&d);
