@@ -304,7 +304,7 @@ static int check_req(const sl_engine *eng, const sl_claim_req *req, uint64_t *id
     if (sl__hash_find_hashed(&eng->claims, req->id, idlen, *idhash))
         return fail(err, SL_ECONFLICT, "a claim with this id exists", "id", req->id, 0);
     if (req->actor && strlen(req->actor) > SL_ACTOR_MAX)
-        return fail(err, SL_EINVAL, "an actor is at most 253 bytes", "actor", NULL, 0);
+        return fail(err, SL_EINVAL, "an actor is at most 1024 bytes", "actor", NULL, 0);
     if (req->idem && (!*req->idem || strlen(req->idem) > SL_IDEM_MAX))
         return fail(err, SL_EINVAL, "an idempotency key is 1 to 512 bytes", "idem", NULL, 0);
     if (sl__idem_taken(eng, req->idem))

@@ -53,7 +53,9 @@ enum {
 #define SL_WHY_AHEAD_MAX 8        /* claim ids listed as "ahead" in why */
 #define SL_GROUPS_MAX 8           /* concurrency groups in one claim */
 #define SL_CLAIM_LOCKS_MAX (SL_LOCKS_MAX + 2 * SL_TAGS_MAX + SL_GROUPS_MAX)
-#define SL_ACTOR_MAX 253          /* who made a claim, as the embedder names it */
+/* Who made a claim or asked for an event, as the embedder names it (a
+ * token's name, a certificate's identity). */
+#define SL_ACTOR_MAX 1024
 #define SL_IDEM_MAX 512           /* an idempotency key, as the embedder makes it */
 #define SL_WEIGHTS_MAX 256        /* weighted rebalance keys in one configuration */
 #define SL_WEIGHT_MAX 1000000u    /* one key's weight */

@@ -23,10 +23,9 @@
  * of at most 10 digits and a comma per lock of a claim. */
 #define SL_ROWS_SLOTS_MAX (SL_CLAIM_LOCKS_MAX * 11)
 
-/* An event's actor (sl_event.actor): a token's name or a certificate's
- * identity. Longer ones are cut to it when captured, so that a record is
- * never read back as damaged. */
-#define SL_ACTOR_MAX 1024
+/* An event's actor (sl_event.actor) is at most engine.h's SL_ACTOR_MAX
+ * bytes: a token's name or a certificate's identity. Longer ones are cut to
+ * it when captured, so that a record is never read back as damaged. */
 
 /* JSON text of one configuration's rules: SL_WEIGHTS_MAX keys of
  * SL_NAME_MAX characters, every one escaped as \u00XX, come to 392 KiB;
