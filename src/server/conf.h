@@ -50,7 +50,7 @@ typedef struct sl_prefix_list {
 typedef enum {
     SL_QUOTA_CLAIMS,     /* live claims it made (pending, held, revoking) */
     SL_QUOTA_WAITING,    /* of those, pending */
-    SL_QUOTA_SEMAPHORES, /* semaphore configurations under its prefixes */
+    SL_QUOTA_SEMAPHORES, /* semaphore configurations where it may configure */
     SL_QUOTA_STREAMS,    /* event streams open */
     SL_QUOTA_LONG_POLLS, /* requests parked in a long poll (?wait) */
     SL_QUOTA_RATE,       /* requests per second, on average */

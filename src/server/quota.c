@@ -9,8 +9,8 @@
  *
  * Claims are counted by the engine per actor (the token's name, saved with
  * each claim), so their counts come back after a restart and on a new
- * leader. Semaphore configurations are counted under the token's prefixes
- * (its namespace, the file's included), from the engine's table. Streams,
+ * leader. Semaphore configurations are counted where the token may
+ * configure (its namespace, the file's included), from the engine's table. Streams,
  * long polls and the bucket live in this process: a use record per token
  * name, kept for the server's life (tokens are few), so that what a reload
  * moves from one configuration's token to the next keeps its count.
@@ -156,21 +156,17 @@ bool sl_quota_claim(sl_ctx *c, bool waits)
            under_share(c, st.claims - st.ended, c->srv->conf->max_claims, "live claims");
 }
 
-/* The configurations under the token's prefixes: a walk of the engine's
- * table, only when the table holds at least quota entries (else the count
- * cannot reach it) and only for a new name, so it is rare. */
+/* The configurations the token may configure (under its prefixes or its
+ * configure list): a walk of the engine's table, only when the table holds
+ * at least quota entries (else the count cannot reach it) and only for a
+ * new name, so it is rare. */
 static size_t configs_under(const sl_engine *eng, const sl_conf_token *t)
 {
     size_t n = 0;
     for (const sl_config *cfg = sl_config_next(eng, NULL); cfg; cfg = sl_config_next(eng, cfg)) {
         sl_config_view v;
         sl_config_get(cfg, &v);
-        for (size_t i = 0; i < t->nprefixes; i++) {
-            if (strncmp(v.name, t->prefixes[i], strlen(t->prefixes[i])) == 0) {
-                n++;
-                break;
-            }
-        }
+        n += sl_auth_token_may(t, SL_PERM_CONFIGURE, v.name);
     }
     return n;
 }
