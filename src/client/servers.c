@@ -190,10 +190,13 @@ int64_t sl__failover_wait_left(const sl__failover *f)
 }
 
 /* The answers of a cluster between leaders: another server, or the same
- * one a moment later, will answer. */
+ * one a moment later, will answer. leader_unverified: the server asked
+ * could not prove the leader it would relay to (a leader row that names
+ * an impostor, a certificate being rotated): another server may. */
 static bool between_leaders(const sl_client_error *err)
 {
-    static const char *const codes[] = {"no_leader", "leader_changed", "not_leader", "unavailable"};
+    static const char *const codes[] = {"no_leader", "leader_changed", "not_leader", "unavailable",
+                                        "leader_unverified"};
     if (err->status == 502)
         return true;
     if (err->status != 503)

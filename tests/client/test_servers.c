@@ -47,6 +47,9 @@ static const answer no_leader_retry_after = {
 static const answer leader_changed = {
     "503 Service Unavailable", "Retry-After: 0\r\n",
     "{\"error\":{\"code\":\"leader_changed\",\"message\":\"leader changed\"}}"};
+static const answer leader_unverified = {
+    "503 Service Unavailable", "Retry-After: 0\r\n",
+    "{\"error\":{\"code\":\"leader_unverified\",\"message\":\"cannot prove the leader\"}}"};
 static const answer not_found = {"404 Not Found", "",
                                  "{\"error\":{\"code\":\"not_found\",\"message\":\"no claim\"}}"};
 static const answer no_content = {"204 No Content", "", NULL};
@@ -497,6 +500,28 @@ static void test_creation_resent_with_its_key(void **state)
     canned_stop(&d);
 }
 
+/* A server that cannot prove the leader it would relay to (503
+ * leader_unverified): the next server is asked. */
+static void test_leader_unverified_goes_to_the_next(void **state)
+{
+    (void)state;
+    canned a, b;
+    canned_start(&a, &leader_unverified);
+    canned_start(&b, &claim_created);
+    sl_client *c = client_of(a.url, b.url, NULL);
+    sl_client_lock_req lock = {.name = "m"};
+    sl_client_claim_req req = {.holder = "h", .locks = &lock, .nlocks = 1};
+    sl_client_claim *claim = NULL;
+    sl_client_error err;
+    assert_int_equal(sl_client_claim_create(c, &req, &claim, &err), SL_CLIENT_OK);
+    assert_string_equal(claim->id, "abc");
+    assert_int_equal(hits(&a), 1);
+    sl_client_claim_free(claim);
+    sl_client_free(c);
+    canned_stop(&a);
+    canned_stop(&b);
+}
+
 /* Retry-After is honoured: the next attempt comes no sooner. */
 static void test_retry_after_is_honoured(void **state)
 {
@@ -583,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_retry_after_is_honoured),
         cmocka_unit_test(test_long_poll_resumes_with_the_rest),
         cmocka_unit_test(test_gives_up_by_the_deadline),
+        cmocka_unit_test(test_leader_unverified_goes_to_the_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,7 +50,8 @@ DEFAULT_SERVER = "http://127.0.0.1:7700"
 #: Claim states in which the claim is still alive.
 LIVE_STATES = ("pending", "held", "revoking")
 #: 503 codes that mean "ask again, maybe elsewhere".
-RETRY_CODES = ("no_leader", "leader_changed", "not_leader", "unavailable")
+RETRY_CODES = ("no_leader", "leader_changed", "not_leader", "unavailable",
+               "leader_unverified")
 MAX_WAIT_S = 30.0  # the server's default cap on one long poll (max_wait)
 #: The lease :meth:`Client.acquire` and :meth:`Client.hold` send unless told otherwise: the
 #: ``sluice`` command's default (docs/cli.md), so that a claim whose script died ends by itself.

@@ -9,6 +9,7 @@ Run: SLUICED=build/release/src/server/sluiced PYTHONPATH=clients/python \
 """
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
@@ -532,6 +533,19 @@ class ClientTest(unittest.TestCase):
         finally:
             proxy.close()
 
+    def test_failover_past_an_unverified_leader(self) -> None:
+        """503 leader_unverified: that server cannot prove its leader; another may."""
+        follower = Unverified()
+        try:
+            client = sluice.Client([follower.url, self.server.url], timeout=5.0)
+            c = client.acquire(mutex="unverified")
+            self.assertEqual(c.state, "held")
+            self.assertEqual(follower.hits, 1)
+            self.assertEqual(client.server, self.server.url)
+            client.release(c)
+        finally:
+            follower.close()
+
     def test_failover_dead_first(self) -> None:
         dead = f"http://127.0.0.1:{free_port()}"
         client = sluice.Client([dead, self.server.url], timeout=5.0)
@@ -546,6 +560,42 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(sluice.Unavailable) as cm:
             only_dead.status()
         self.assertIsNone(cm.exception.status)  # no server answered: no HTTP status
+
+
+class Unverified:
+    """A follower that cannot prove its leader: every request gets 503
+    leader_unverified (F10)."""
+
+    def __init__(self) -> None:
+        body = json.dumps({"error": {"code": "leader_unverified",
+                                     "message": "cannot prove the leader"}}).encode()
+        self.hits = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self) -> None:
+                outer.hits += 1
+                length = int(self.headers.get("Content-Length", "0"))
+                self.rfile.read(length)
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Retry-After", "0")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_DELETE = answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class DropAfterForward:
