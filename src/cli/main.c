@@ -73,6 +73,12 @@ int cli_fail(const cli *c, const char *what, const sl_client_error *err)
             fputs("Give an admin token (admin: true in the server's tokens) with --token or "
                   "SLUICE_TOKEN.\n",
                   stderr);
+        else if (err->status == 403 && strstr(msg, "max_priority"))
+            fputs("Ask a lower --priority, or use a token whose max_priority allows it.\n", stderr);
+        else if (err->status == 403 && strstr(msg, "managed by the configuration file"))
+            fputs("Change it in the server's configuration file and reload the server, or use "
+                  "an admin token.\n",
+                  stderr);
         else if (err->status == 403 && strstr(msg, " permission"))
             /* F7: in the token's prefixes, without the permission the act needs */
             fputs("This token lacks that permission there: use a token that has it (read, "

@@ -583,5 +583,32 @@ tokens:
         self.assertEqual(r.rc, 121, r)
 
 
+class PermissionHintTest(ServerTestCase):
+    """F7: a limited token may not change a semaphore the file lists, nor
+    ask a priority above its max_priority; each hint says what to do."""
+
+    CONFIG = """
+tokens:
+  - {name: admin, token: "adm-secret", admin: true}
+  - {name: team-a, token: "a-secret", prefixes: ["team-a/"], max_priority: 5}
+semaphores:
+  - {name: team-a/file, limit: 1}
+"""
+    TOKEN = "adm-secret"
+
+    def test_the_file_s_semaphores_and_max_priority_say_what_to_do(self):
+        r = sluice(self.srv, "--token", "a-secret", "sem", "set", "team-a/file", "3")
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("managed by the configuration file", r.err)
+        self.assertIn("Change it in the server's configuration file", r.err)
+        run = ["run", "--token", "a-secret", "--holder", "team-a/p", "--mutex", "team-a/p"]
+        r = sluice(self.srv, *run, "--priority", "6", "--", "true")
+        self.assertEqual(r.rc, 121, r)
+        self.assertIn("above this token's max_priority, 5", r.err)
+        self.assertIn("Ask a lower --priority", r.err)
+        r = sluice(self.srv, *run, "--priority", "5", "--", "true")
+        self.assertEqual(r.rc, 0, r)
+
+
 if __name__ == "__main__":
     main()
