@@ -136,6 +136,20 @@ class TLSTestCase(unittest.TestCase):
             data += chunk
         return out
 
+    def check_resumption(self, cert=None):
+        # TLS 1.3 tickets and the TLS 1.2 session cache: a second connection
+        # offering the first one's session resumes it (no full handshake).
+        for version in (ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2):
+            ctx = self.context(version, cert)
+            with self.connect(ctx) as s:
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])  # the ticket came with it
+                session = s.session
+                self.assertFalse(s.session_reused)
+            raw = socket.create_connection(("127.0.0.1", self.srv.port), timeout=DEADLINE_S)
+            with ctx.wrap_socket(raw, server_hostname="localhost", session=session) as s:
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+                self.assertTrue(s.session_reused, version)
+
     def get(self, s, n=1):
         s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" * n)
         return self.read_answers(s, n)
@@ -171,6 +185,9 @@ class TestTLS(TLSTestCase):
             except ConnectionResetError:
                 pass  # closed with the request unread
             self.assertNotIn(b"HTTP/1.1 200", got)
+
+    def test_sessions_resume(self):
+        self.check_resumption()
 
     def test_keep_alive_and_pipelining(self):
         with self.connect(self.context()) as s:
@@ -312,6 +329,9 @@ class TestClientCertificates(TLSTestCase):
         self.assertIn("cannot use the client certificate", out.stderr)
         out = sluice("--cacert", self.path("ca.pem"), *alice, "run", "--mutex", "m", "--", "true")
         self.assertEqual(out.returncode, 0, out.stderr)
+
+    def test_sessions_of_a_verified_client_resume(self):
+        self.check_resumption("alice")
 
     def test_no_certificate_refused(self):
         self.refused(None)
