@@ -31,7 +31,7 @@ struct sl_quota_use {
     char *name;
     size_t streams, long_polls;
     bool rate_init;
-    double level;   /* requests the bucket holds */
+    double level;    /* requests the bucket holds */
     int64_t rate_at; /* when level was counted (engine ms) */
 };
 
