@@ -13,6 +13,7 @@ file applies at start however many the API made.
 """
 import os
 import re
+import signal
 import sys
 import time
 import unittest
@@ -204,6 +205,23 @@ class TestCountsAfterRestart(QuotaCase):
         self.assertQuota(self.claim("claims", "r9"), "claims", 3)
         listed = self.srv.get("/v1/claims?run=claims/run").json["claims"]
         self.assertEqual({c["actor"] for c in listed}, {"t-claims"})
+
+
+@unittest.skipIf(fx.cluster_mode(), "the test signals the server it talks to, not the leader")
+class TestReload(QuotaCase):
+    """SIGHUP: a quota changed in the file counts from the next request."""
+    CONFIG = tokens()
+
+    def test_a_raised_quota_counts_at_once(self):
+        for i in range(3):
+            self.assertEqual(self.claim("claims", "l%d" % i).status, 201)
+        self.assertQuota(self.claim("claims", "l9"), "claims", 3)
+        with open(self.srv.config_path, "w") as f:
+            f.write(tokens().replace("{claims: 3}", "{claims: 4}"))
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.claim("claims", "l9").status == 201, 10,
+                   what="the raised quota")
+        self.assertQuota(self.claim("claims", "l10"), "claims", 4)
 
 
 FILE_SEMS = 'semaphores:\n  - {name: "ops/file", limit: 1}\n'
