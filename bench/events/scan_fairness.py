@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 
-A, B = "a-secret", "b-secret"
+A, B = "a-secret-0123456789", "b-secret-0123456789"
 
 
 def free_port():

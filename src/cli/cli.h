@@ -327,5 +327,6 @@ int cli_events(cli *c, int argc, char **argv);
 int cli_status(cli *c, int argc, char **argv);
 int cli_import(cli *c, int argc, char **argv);
 int cli_argo(cli *c, int argc, char **argv);
+int cli_token(cli *c, int argc, char **argv);
 
 #endif

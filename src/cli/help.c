@@ -26,6 +26,7 @@ static const char overview[] =
     "  status     the server, its store and its counts\n"
     "  import     import argo: Argo Workflows' semaphore ConfigMaps as semaphores\n"
     "  argo       argo flags: an Argo workflow's synchronization as run's lock flags\n"
+    "  token      token new NAME: a random secret and its entry for sluiced.yaml\n"
     "  help       help on a command: sluice help run\n"
     "\n"
     "Global flags (anywhere before run's --):\n"
@@ -333,6 +334,26 @@ static const char argo_help[] =
     "  sluice argo flags workflow.yaml\n"
     "  eval \"sluice run $(sluice argo flags --template deploy wf.yaml) -- ./deploy.sh\"\n";
 
+static const char token_help[] =
+    "Usage: sluice token new NAME (--admin | --prefix P...)\n"
+    "\n"
+    "Makes a token for the server's configuration file without talking to the server:\n"
+    "prints a random secret (32 random bytes as 64 hex digits) on the first line, then\n"
+    "the entry for the file's tokens: list, which holds only the secret's SHA-256\n"
+    "(token_sha256), never the secret. Give the secret to the client (--token or\n"
+    "SLUICE_TOKEN), add the entry to sluiced.yaml and reload the server (SIGHUP). The\n"
+    "secret is kept nowhere: store it when it is printed.\n"
+    "\n"
+    "  --admin      the token may use every name and the configuration\n"
+    "  --prefix P   the token may use the names that start with P (repeatable)\n"
+    "\n"
+    "Exit statuses: 0 printed; 2 bad flags.\n"
+    "\n"
+    "Examples:\n"
+    "  sluice token new ops --admin\n"
+    "  sluice token new team-a --prefix team-a/ --prefix tag/tenant=team-a\n"
+    "  sluice token new ci --prefix ci/ > ci.token && head -1 ci.token\n";
+
 bool cli_help(const char *command, FILE *out)
 {
     if (!command) {
@@ -345,7 +366,7 @@ bool cli_help(const char *command, FILE *out)
         {"release", release_help}, {"renew", renew_help},   {"sem", sem_help},
         {"pools", sem_help},       {"mutex", mutex_help},   {"queue", queue_help},
         {"claims", claims_help},   {"events", events_help}, {"status", status_help},
-        {"import", import_help},   {"argo", argo_help},
+        {"import", import_help},   {"argo", argo_help},     {"token", token_help},
     };
     if (strcmp(command, "run") == 0) {
         fputs(run_help, out);

@@ -302,7 +302,7 @@ static const command commands[] = {
     {"renew", cli_renew},   {"sem", cli_sem},         {"pools", cli_sem},
     {"mutex", cli_mutex},   {"queue", cli_queue},     {"claims", cli_claims},
     {"events", cli_events}, {"status", cli_status},   {"import", cli_import},
-    {"argo", cli_argo},     {NULL, NULL},
+    {"argo", cli_argo},     {"token", cli_token},     {NULL, NULL},
 };
 
 static void setup_output(cli *c)

@@ -1,9 +1,12 @@
-/* auth.c - bearer tokens (docs/api.md: Auth).
+/* auth.c - bearer tokens and client certificates (docs/api.md: Auth).
  *
  * With no tokens configured every request is admitted as admin; this is the
  * default because the server listens on loopback. With tokens, every request
  * but /healthz needs "Authorization: Bearer <token>" (the scheme in any
- * case: RFC 9110 11.1). An admin token may do
+ * case: RFC 9110 11.1), or, with mTLS, a verified client certificate that a
+ * token entry names (docs/security.md: the certificate is the principal,
+ * as in etcd). A request that sends a token is judged by its token alone.
+ * Secrets are compared as their SHA-256 (secret.c). An admin token may do
  * everything; a limited token acts only on locks whose names start with one
  * of its prefixes, and only as its permissions there say (F7: read, claim,
  * operate, configure; `prefixes` give all four, operate and configure read
@@ -16,15 +19,31 @@
 
 #include "server.h"
 
-/* Compares without stopping at the first difference, so the time taken
- * does not tell how much of a guess was right. */
-static bool same_secret(const char *a, const char *b)
+/* The entry whose secret hashes as the presented one does. Every entry is
+ * compared, and in constant time, so the time taken tells nothing. */
+static const sl_conf_token *by_secret(const sl_conf *conf, const char *secret)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char diff = (unsigned char)(la != lb);
-    for (size_t i = 0; i < la; i++)
-        diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-    return diff == 0;
+    char hash[SL_SHA256_HEX];
+    sl_secret_sha256(secret, strlen(secret), hash);
+    const sl_conf_token *found = NULL;
+    for (size_t i = 0; i < conf->ntokens; i++)
+        if (sl_secret_same_hash(hash, conf->tokens[i].sha256) && !found)
+            found = &conf->tokens[i];
+    return found;
+}
+
+/* Whether a verified certificate's names (the subject CN first, then
+ * "DNS:", "URI:", "email:" SANs: sl_http_req_peer_names) hold the entry's
+ * name. DNS names compare without case (RFC 4343), the others exactly. */
+static bool names_certificate(const char *want, const char **names, size_t n)
+{
+    if (strncmp(want, "CN:", 3) == 0)
+        return n > 0 && *names[0] && strcmp(names[0], want + 3) == 0;
+    bool dns = strncmp(want, "DNS:", 4) == 0;
+    for (size_t i = 1; i < n; i++)
+        if (dns ? strcasecmp(names[i], want) == 0 : strcmp(names[i], want) == 0)
+            return true;
+    return false;
 }
 
 /* The secret of an "Authorization: Bearer SECRET" header, or NULL. The one
@@ -36,14 +55,35 @@ static const char *bearer_secret(const sl_http_req *req)
     return h && strncasecmp(h, "Bearer ", 7) == 0 ? h + 7 : NULL;
 }
 
-/* The token the request's Authorization header names, or NULL. */
-static const sl_conf_token *known_token(const sl_conf *conf, const sl_http_req *req)
+typedef enum {
+    NO_CREDENTIAL, /* neither a bearer token nor a verified certificate */
+    KNOWN,         /* *out is the entry */
+    BAD_TOKEN,     /* a bearer token no entry has */
+    UNKNOWN_CERT,  /* no token, and a certificate no entry names */
+} principal_kind;
+
+/* Who a request is: its bearer token when it sends one (the token wins:
+ * a wrong token is refused even over a certificate an entry names, and a
+ * gateway's certificate can carry its clients' own tokens), else its
+ * connection's verified client certificate, the first entry in the file's
+ * order that names it. */
+static principal_kind principal(const sl_conf *conf, const sl_http_req *req,
+                                const sl_conf_token **out)
 {
+    *out = NULL;
     const char *secret = bearer_secret(req);
-    for (size_t i = 0; secret && i < conf->ntokens; i++)
-        if (same_secret(secret, conf->tokens[i].token))
-            return &conf->tokens[i];
-    return NULL;
+    if (secret) {
+        *out = by_secret(conf, secret);
+        return *out ? KNOWN : BAD_TOKEN;
+    }
+    const char *names[SL_HTTP_PEER_NAMES_MAX];
+    size_t n = sl_http_req_peer_names(req, names, SL_HTTP_PEER_NAMES_MAX);
+    if (n == 0)
+        return NO_CREDENTIAL;
+    for (size_t i = 0; i < conf->ntokens && !*out; i++)
+        if (conf->tokens[i].certificate && names_certificate(conf->tokens[i].certificate, names, n))
+            *out = &conf->tokens[i];
+    return *out ? KNOWN : UNKNOWN_CERT;
 }
 
 int sl_auth_check(sl_ctx *c)
@@ -53,26 +93,46 @@ int sl_auth_check(sl_ctx *c)
         c->auth.admin = true;
         return 0;
     }
-    if (!bearer_secret(c->req)) {
-        sl_http_add_header(c->req, "WWW-Authenticate", "Bearer");
-        sl_reply_error(c, 401, "unauthorized",
-                       "this server needs a token: send \"Authorization: Bearer <token>\"");
-        return -1;
-    }
-    const sl_conf_token *t = known_token(conf, c->req);
-    if (t) {
+    const sl_conf_token *t;
+    switch (principal(conf, c->req, &t)) {
+    case KNOWN:
         c->auth.token = t;
         c->auth.admin = t->admin;
         return 0;
+    case BAD_TOKEN:
+        sl_http_add_header(c->req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
+        sl_reply_error(c, 401, "unauthorized", "the token is not one this server knows");
+        return -1;
+    case UNKNOWN_CERT: {
+        const char *cn = "";
+        sl_http_req_peer_names(c->req, &cn, 1);
+        sl_http_add_header(c->req, "WWW-Authenticate", "Bearer");
+        sl_reply_error(c, 401, "unauthorized",
+                       "the client certificate (CN \"%.100s\") is not one this server's tokens "
+                       "name: send \"Authorization: Bearer <token>\", or name the certificate "
+                       "in a token entry (certificate: {cn: ...})",
+                       cn);
+        return -1;
     }
-    sl_http_add_header(c->req, "WWW-Authenticate", "Bearer error=\"invalid_token\"");
-    sl_reply_error(c, 401, "unauthorized", "the token is not one this server knows");
+    case NO_CREDENTIAL:
+        break;
+    }
+    sl_http_add_header(c->req, "WWW-Authenticate", "Bearer");
+    sl_reply_error(c, 401, "unauthorized",
+                   "this server needs a token: send \"Authorization: Bearer <token>\"");
     return -1;
 }
 
 const char *sl_auth_actor(const sl_ctx *c)
 {
     return c->auth.token ? c->auth.token->name : SL_ACTOR_ANONYMOUS;
+}
+
+/* The entry the request is, or NULL. */
+static const sl_conf_token *known_token(const sl_conf *conf, const sl_http_req *req)
+{
+    const sl_conf_token *t;
+    return principal(conf, req, &t) == KNOWN ? t : NULL;
 }
 
 bool sl_auth_identify(sl_ctx *c)
@@ -461,9 +521,19 @@ bool sl_auth_allows_priority(sl_ctx *c, int32_t priority)
     return false;
 }
 
+/* Whether two entries are known by the same secret (its hash) or the same
+ * certificate name. */
+static bool same_credential(const sl_conf_token *a, const sl_conf_token *b)
+{
+    if (a->certificate || b->certificate)
+        return a->certificate && b->certificate && strcmp(a->certificate, b->certificate) == 0;
+    return sl_secret_same_hash(a->sha256, b->sha256);
+}
+
 /* F9: a reload replaced the tokens. What a parked request or an open
- * stream was admitted with is found again by name and secret (a rotated
- * secret is a token gone: its old secret no longer gets in). */
+ * stream was admitted with is found again by name and secret, or name and
+ * certificate (a rotated secret is a token gone: its old secret no longer
+ * gets in). */
 int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_token **t)
 {
     if (now->ntokens == 0) {
@@ -474,7 +544,7 @@ int sl_auth_token_again(const sl_conf *old, const sl_conf *now, const sl_conf_to
         return -1; /* admitted without a token, which it now needs */
     for (size_t i = 0; i < now->ntokens; i++) {
         const sl_conf_token *n = &now->tokens[i];
-        if (strcmp(n->name, (*t)->name) == 0 && strcmp(n->token, (*t)->token) == 0) {
+        if (strcmp(n->name, (*t)->name) == 0 && same_credential(n, *t)) {
             *t = n;
             return 0;
         }

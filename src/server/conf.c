@@ -156,6 +156,8 @@ void sl__conf_tokens_free(sl_conf_token *t, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(t[i].name);
         free(t[i].token);
+        free(t[i].sha256);
+        free(t[i].certificate);
         for (size_t j = 0; j < t[i].nprefixes; j++)
             free(t[i].prefixes[j]);
         free(t[i].prefixes);
@@ -227,6 +229,8 @@ void sl__conf_dup(sl_conf *dst, const sl_conf *src)
             sl_conf_token *d = &dst->tokens[i];
             d->name = dup_or_null(s->name);
             d->token = dup_or_null(s->token);
+            d->sha256 = dup_or_null(s->sha256);
+            d->certificate = dup_or_null(s->certificate);
             d->admin = s->admin;
             memcpy(d->quotas, s->quotas, sizeof(d->quotas));
             d->nprefixes = s->nprefixes;
@@ -400,17 +404,22 @@ static long find_duplicate(keyed *v, size_t n, size_t *first)
     return dup;
 }
 
-/* Keys for find_duplicate: which = 0 semaphore names, 1 token secrets,
- * 2 token names. The caller frees the array. */
+/* Keys for find_duplicate: which = 0 semaphore names, 1 token secrets
+ * (their hashes: a clear secret and its own hash are the same secret),
+ * 2 token names, 3 token certificates. Entries without the key are left
+ * out. The caller frees the array. */
 static keyed *keys_of(const sl_conf *c, int which, size_t *n)
 {
-    *n = which == 0 ? c->nsemaphores : c->ntokens;
-    keyed *v = sl__conf_xcalloc(*n, sizeof(*v));
-    for (size_t i = 0; i < *n; i++) {
-        v[i].idx = i;
-        v[i].key = which == 0   ? c->semaphores[i].name
-                   : which == 1 ? c->tokens[i].token
-                                : c->tokens[i].name;
+    size_t all = which == 0 ? c->nsemaphores : c->ntokens;
+    keyed *v = sl__conf_xcalloc(all ? all : 1, sizeof(*v));
+    *n = 0;
+    for (size_t i = 0; i < all; i++) {
+        const char *key = which == 0   ? c->semaphores[i].name
+                          : which == 1 ? c->tokens[i].sha256
+                          : which == 2 ? c->tokens[i].name
+                                       : c->tokens[i].certificate;
+        if (key)
+            v[(*n)++] = (keyed){.key = key, .idx = i};
     }
     return v;
 }
@@ -469,6 +478,46 @@ static bool token_may_do_something(const sl_conf_token *t)
     for (int p = 0; p < SL_NPERMS; p++)
         any = any || t->perms[p].n > 0;
     return any;
+}
+
+/* What a token is known by: its secret in clear (at least SL_TOKEN_MIN
+ * characters: F15, a short one can be guessed), the secret's SHA-256, or
+ * a client certificate's name. Never the secret itself in a message: they
+ * end up in logs. */
+static int credential_problem(const sl_conf_token *t, size_t i, char *path, char *msg)
+{
+    if (t->certificate) {
+        AT("tokens[%zu].certificate", i);
+        const char *v = strchr(t->certificate, ':') + 1;
+        if (!*v || !printable(v, true) || strlen(v) > SL_TOKEN_MAX)
+            PROBLEM("the certificate name of token \"%.100s\" must be 1 to %d visible ASCII "
+                    "characters, as the certificate carries it, like {cn: ci-runner}",
+                    t->name, SL_TOKEN_MAX);
+        return 0;
+    }
+    if (!t->token) {
+        AT("tokens[%zu].token_sha256", i);
+        if (!sl_secret_sha256_valid(t->sha256))
+            PROBLEM("the hash of token \"%.100s\" must be a SHA-256 in hex (64 digits), like "
+                    "the line `sluice token new %.100s` prints",
+                    t->name, t->name);
+        return 0;
+    }
+    AT("tokens[%zu].token", i);
+    if (!*t->token)
+        PROBLEM("is empty; give the token \"%.100s\" a secret: `sluice token new %.100s` "
+                "makes one",
+                t->name, t->name);
+    if (!printable(t->token, false) || strlen(t->token) > SL_TOKEN_MAX)
+        PROBLEM("the secret of token \"%.100s\" must be %d to %d visible ASCII characters "
+                "without spaces; `sluice token new %.100s` makes one",
+                t->name, SL_TOKEN_MIN, SL_TOKEN_MAX, t->name);
+    if (strlen(t->token) < SL_TOKEN_MIN)
+        PROBLEM("the secret of token \"%.100s\" has %zu characters, fewer than %d: a short "
+                "secret can be guessed. `sluice token new %.100s` makes a random one and "
+                "prints the entry with only its hash (token_sha256)",
+                t->name, strlen(t->token), SL_TOKEN_MIN, t->name);
+    return 0;
 }
 
 /* The weights of semaphores[i] (rebalanced only, which the caller checked). */
@@ -704,16 +753,8 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
             PROBLEM("\"%s\" is the actor events name for the server itself and for requests "
                     "on a server without tokens; give the token another name, like ci",
                     t->name);
-        /* Never the secret itself in a message: they end up in logs. */
-        AT("tokens[%zu].token", i);
-        if (!t->token || !*t->token)
-            PROBLEM("is empty; give the token \"%.100s\" a secret, like the output of "
-                    "`openssl rand -hex 32`",
-                    t->name);
-        if (!printable(t->token, false) || strlen(t->token) > SL_TOKEN_MAX)
-            PROBLEM("the secret of token \"%.100s\" must be 1 to %d visible ASCII characters "
-                    "without spaces; like the output of `openssl rand -hex 32`",
-                    t->name, SL_TOKEN_MAX);
+        if (credential_problem(t, i, path, msg) != 0)
+            return -1;
         AT("tokens[%zu]", i);
         if (!token_may_do_something(t))
             PROBLEM("token \"%.100s\" may do nothing; set admin: true, or list the name "
@@ -760,9 +801,16 @@ int sl__conf_problem(const sl_conf *c, char *path, char *msg)
     }
     dup = duplicate_in(c, 1, &first);
     if (dup >= 0) {
-        AT("tokens[%ld].token", dup);
+        AT("tokens[%ld].%s", dup, c->tokens[dup].token ? "token" : "token_sha256");
         PROBLEM("token \"%.100s\" has the same secret as tokens[%zu] (\"%.100s\"); give every "
                 "token its own secret",
+                c->tokens[dup].name, first, c->tokens[first].name);
+    }
+    dup = duplicate_in(c, 3, &first);
+    if (dup >= 0) {
+        AT("tokens[%ld].certificate", dup);
+        PROBLEM("token \"%.100s\" names the same certificate as tokens[%zu] (\"%.100s\"); "
+                "give every certificate one entry",
                 c->tokens[dup].name, first, c->tokens[first].name);
     }
     dup = duplicate_in(c, 2, &first);
@@ -827,10 +875,29 @@ const char *sl_conf_cluster_problem(const sl_conf *c)
            "--cluster-insecure";
 }
 
+/* A token that names a client certificate needs a server that asks for
+ * them. Checked with the flags applied (--tls-client-ca may give the CA),
+ * so not in the file's own checks. */
+static int certificates_problem(const sl_conf *c, char *path, char *msg)
+{
+    for (size_t i = 0; i < c->ntokens && !c->tls_client_ca; i++) {
+        if (!c->tokens[i].certificate)
+            continue;
+        snprintf(path, PATH_CAP, "tokens[%zu].certificate", i);
+        snprintf(msg, MSG_CAP,
+                 "token \"%.100s\" names a client certificate, but the server asks for none: "
+                 "set tls.client_ca or --tls-client-ca (the CA that signs them), or give the "
+                 "token a secret",
+                 c->tokens[i].name);
+        return -1;
+    }
+    return 0;
+}
+
 int sl_conf_check(const sl_conf *c, char *err, size_t errlen)
 {
     char path[PATH_CAP], msg[MSG_CAP];
-    if (sl__conf_problem(c, path, msg) == 0)
+    if (sl__conf_problem(c, path, msg) == 0 && certificates_problem(c, path, msg) == 0)
         return 0;
     if (errlen)
         snprintf(err, errlen, "%s: %s", path, msg);

@@ -64,7 +64,13 @@ extern const char *const sl_quota_names[SL_QUOTA_COUNT];
 
 typedef struct sl_conf_token {
     char *name;      /* for logs; never the secret */
-    char *token;     /* the bearer secret */
+    char *token;     /* the bearer secret in clear (`token:`); NULL for the others */
+    /* The secret's SHA-256, 64 lowercase hex digits: of `token`, or
+     * `token_sha256` as the file gives it; NULL for a certificate. */
+    char *sha256;
+    /* A client certificate's name instead of a secret: "CN:name",
+     * "DNS:name", "URI:name" or "email:name"; NULL for a secret. */
+    char *certificate;
     bool admin;      /* all names and configuration */
     char **prefixes; /* else: every permission on names under these prefixes */
     size_t nprefixes;
@@ -147,6 +153,13 @@ bool sl_conf_listen_loopback(const char *listen);
 
 /* A token's quota in effect: 0 (none) for admin tokens and no token. */
 uint64_t sl_conf_quota(const sl_conf *c, const sl_conf_token *t, sl_quota q);
+/* Token secrets (secret.c): the SHA-256 of n bytes of s as 64 lowercase
+ * hex digits; whether s is 64 hex digits; whether two such hashes are the
+ * same, compared in a time that does not depend on where they differ. */
+#define SL_SHA256_HEX 65
+void sl_secret_sha256(const char *s, size_t n, char out[SL_SHA256_HEX]);
+bool sl_secret_sha256_valid(const char *s);
+bool sl_secret_same_hash(const char *a, const char *b);
 
 int sl_log_level_parse(const char *s, sl_log_level *out);
 /* "1.2" or "1.3" (also "TLSv1.2", "TLSv1.3") into 12 or 13; -1 otherwise. */

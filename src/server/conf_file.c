@@ -124,9 +124,21 @@ static const cyaml_schema_value_t prefix_schema = {
     CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
 };
 
+static const cyaml_schema_field_t cert_fields[] = {
+    STR("cn", OPT, raw_cert, cn),
+    STR("dns", OPT, raw_cert, dns),
+    STR("uri", OPT, raw_cert, uri),
+    STR("email", OPT, raw_cert, email),
+    CYAML_FIELD_END,
+};
+
+/* One of token, token_sha256 and certificate: conf_tokens.c says so when
+ * none or two are given. */
 static const cyaml_schema_field_t token_fields[] = {
     STR("name", CYAML_FLAG_DEFAULT, raw_token, name),
-    STR("token", CYAML_FLAG_DEFAULT, raw_token, token),
+    STR("token", OPT, raw_token, token),
+    STR("token_sha256", OPT, raw_token, token_sha256),
+    CYAML_FIELD_MAPPING_PTR("certificate", OPT_NULL, raw_token, certificate, cert_fields),
     STR("admin", OPT, raw_token, admin),
     CYAML_FIELD_SEQUENCE("prefixes", OPT_NULL, raw_token, prefixes, &prefix_schema, 0,
                          CYAML_UNLIMITED),

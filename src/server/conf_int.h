@@ -9,6 +9,9 @@
 #define SL_CONF_FILE_MAX (8u << 20)
 /* A token's secret travels in an Authorization header. */
 #define SL_TOKEN_MAX 1024
+/* F15: a clear secret shorter than this is refused (a random one of 16
+ * characters from 64 symbols is 96 bits); `sluice token new` makes 64. */
+#define SL_TOKEN_MIN 16
 /* Longest key path ("tokens[123].prefixes[4]") and message we build. */
 #define PATH_CAP 128
 #define MSG_CAP 512

@@ -37,8 +37,15 @@ typedef struct raw_sem {
     char *rate, *burst, *backdate;
 } raw_sem;
 
+/* A token's client certificate: one of its names (conf_tokens.c). */
+typedef struct raw_cert {
+    char *cn, *dns, *uri, *email;
+} raw_cert;
+
 typedef struct raw_token {
     char *name, *token, *admin;
+    char *token_sha256;
+    raw_cert *certificate;
     char **prefixes;
     unsigned prefixes_count;
     /* F7: prefixes per permission (sl_perm) */

@@ -1,4 +1,12 @@
-/* conf_tokens.c - the tokens of the configuration file. */
+/* conf_tokens.c - the tokens of the configuration file.
+ *
+ * An entry is known by one of: `token`, its secret in clear, hashed here
+ * (the server keeps and compares SHA-256 only: secret.c); `token_sha256`,
+ * that hash, so the file holds no secret; or `certificate`, a name of a
+ * client certificate (mTLS), kept as "CN:name", "DNS:name", "URI:name" or
+ * "email:name", the form sl_http_req_peer_names gives the SANs in. conf.c
+ * checks the values (a clear secret's length, the hash's digits...). */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +58,65 @@ int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t ze
     return 0;
 }
 
+static char *joined(const char *kind, const char *value)
+{
+    size_t a = strlen(kind), b = strlen(value);
+    char *s = sl__conf_xmalloc(a + b + 1);
+    memcpy(s, kind, a);
+    memcpy(s + a, value, b + 1);
+    return s;
+}
+
+static int conv_certificate(loader *ld, const raw_cert *rc, size_t i, sl_conf_token *t)
+{
+    const char *kinds[] = {"CN:", "DNS:", "URI:", "email:"};
+    const char *values[] = {rc->cn, rc->dns, rc->uri, rc->email};
+    int given = 0;
+    for (size_t k = 0; k < 4; k++) {
+        if (values[k] && !given++)
+            t->certificate = joined(kinds[k], values[k]);
+    }
+    if (given == 1)
+        return 0;
+    char path[PATH_CAP];
+    snprintf(path, sizeof(path), "tokens[%zu].certificate", i);
+    return sl__conf_fail(ld, path,
+                         "give one name of the client certificate: cn, dns, uri or email, like "
+                         "{cn: ci-runner}");
+}
+
+/* Exactly one of token, token_sha256 and certificate. */
+static int conv_credential(loader *ld, const raw_token *rt, size_t i, sl_conf_token *t)
+{
+    int given = !!rt->token + !!rt->token_sha256 + !!rt->certificate;
+    if (given != 1) {
+        char path[PATH_CAP];
+        snprintf(path, sizeof(path), "tokens[%zu]", i);
+        if (given > 1)
+            return sl__conf_fail(ld, path,
+                                 "token \"%.100s\" is given more than one of token, "
+                                 "token_sha256 and certificate; keep one",
+                                 t->name);
+        return sl__conf_fail(ld, path,
+                             "token \"%.100s\" has no secret; give token_sha256 (`sluice token "
+                             "new %.100s` prints a secret and the line), token, or certificate "
+                             "for a client certificate",
+                             t->name, t->name);
+    }
+    if (rt->certificate)
+        return conv_certificate(ld, rt->certificate, i, t);
+    if (rt->token) {
+        t->token = sl__conf_xstrdup(rt->token);
+        t->sha256 = sl__conf_xmalloc(SL_SHA256_HEX);
+        sl_secret_sha256(rt->token, strlen(rt->token), t->sha256);
+        return 0;
+    }
+    t->sha256 = sl__conf_xstrdup(rt->token_sha256); /* conf.c checks its digits */
+    for (char *p = t->sha256; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    return 0;
+}
+
 int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n)
 {
     char path[PATH_CAP];
@@ -60,7 +127,8 @@ int sl__conf_tokens(loader *ld, const raw_conf *r, sl_conf *n)
         const raw_token *rt = &r->tokens[i];
         sl_conf_token *t = &n->tokens[i];
         t->name = sl__conf_xstrdup(rt->name ? rt->name : "");
-        t->token = sl__conf_xstrdup(rt->token ? rt->token : "");
+        if (conv_credential(ld, rt, i, t) != 0)
+            return -1;
         snprintf(path, sizeof(path), "tokens[%zu].admin", i);
         if (rt->admin && sl__conf_bool(ld, path, rt->admin, &t->admin) != 0)
             return -1;

@@ -217,6 +217,8 @@ int main(int argc, char **argv)
     srv.config_path = f.config;
     srv.apply_flags = reapply_flags;
     srv.apply_flags_arg = &f;
+    if (rc == 0)
+        sl_reload_warn_exposed(&srv);
     rc = rc == 0 ? sl_server_run(&srv) : -1;
     sl_server_free(&srv);
     sl_conf_free(&conf);

@@ -18,10 +18,28 @@
  * the new ones). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "history.h"
 #include "server.h"
 #include "tls_client.h"
+
+void sl_reload_warn_exposed(const sl_server *srv)
+{
+    const sl_conf *c = srv->conf;
+    const char *name = NULL;
+    for (size_t i = 0; i < c->ntokens && !name; i++)
+        if (c->tokens[i].token)
+            name = c->tokens[i].name;
+    struct stat st;
+    if (!name || !srv->config_path || stat(srv->config_path, &st) != 0 || !(st.st_mode & S_IROTH))
+        return;
+    sl_log(SL_LOG_WARN,
+           "%s holds token secrets in clear (token \"%s\"...) and every user may read it "
+           "(mode %03o): chmod 600 it (or 640 and the server's group), or give the tokens as "
+           "token_sha256 (sluice token new)",
+           srv->config_path, name, (unsigned)(st.st_mode & 0777));
+}
 
 static bool same_str(const char *a, const char *b)
 {
@@ -212,6 +230,7 @@ static void reload_file(sl_server *srv)
     }
     sl_log(SL_LOG_INFO, "reload: %s read again: %zu semaphores, %zu tokens",
            srv->config_path, srv->conf->nsemaphores, srv->conf->ntokens);
+    sl_reload_warn_exposed(srv);
 }
 
 void sl_reload(sl_server *srv)

@@ -179,6 +179,9 @@ void sl_hist_catch_up(sl_server *srv, int64_t now);
  * (tokens, semaphores, limits, log level); a file that does not load keeps
  * the running configuration, with the error logged. */
 void sl_reload(sl_server *srv);
+/* F15: a warning when the file holds a clear token secret and users other
+ * than its owner and group may read it (at start and at every reload). */
+void sl_reload_warn_exposed(const sl_server *srv);
 /* reload.c: TLS (re)read from the configuration's files into the HTTP layer; -1
  * and logged when a file is bad (on a reload the certificate in use stays). */
 int sl_server_tls(sl_server *srv, bool reload);

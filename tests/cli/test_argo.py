@@ -633,16 +633,17 @@ class RefusingServerTest(ServerTestCase):
     CONFIG = """
 tokens:
   - name: admin
-    token: "adm-secret"
+    token: "adm-secret-0123456789"
     admin: true
   - name: team
-    token: "team-secret"
+    token: "team-secret-0123456789"
     prefixes: ["team/"]
 """
-    TOKEN = "adm-secret"
+    TOKEN = "adm-secret-0123456789"
 
     def test_refused(self):
-        r = sluice(self.srv, "--token", "team-secret", "import", "argo", "--apply", CONFIGMAP)
+        r = sluice(self.srv, "--token", "team-secret-0123456789", "import", "argo", "--apply",
+                   CONFIGMAP)
         self.assertEqual(r.rc, 1, r)
         self.assertEqual(r.out, "", r)
         self.assertIn("sluice: cannot configure semaphore argo/ConfigMap/my-config/workflow: ",

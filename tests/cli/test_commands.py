@@ -10,6 +10,7 @@ server's own JSON; --help for every command; usage errors (2), server
 errors (1, with a hint), an unreachable server (3); --token and
 SLUICE_TOKEN; and the README's example, run as shown.
 """
+import hashlib
 import json
 import os
 import re
@@ -25,7 +26,7 @@ RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "..", "..", "README.md")
 COMMANDS = ["run", "acquire", "release", "renew", "sem", "pools", "mutex", "queue", "claims",
-            "events", "status"]
+            "events", "status", "token"]
 
 
 class CommandsTest(ServerTestCase):
@@ -510,6 +511,64 @@ class CommandsTest(ServerTestCase):
         self.assertIn("Nothing waits.", p.stdout)
 
 
+class TokenNewTest(ServerTestCase):
+    """`sluice token new`: a random secret, and the entry for the file with
+    only its SHA-256, which the server then admits the secret by."""
+
+    CONFIG = """
+tokens:
+  - name: admin
+    token: "adm-secret-0123456789"
+    admin: true
+"""
+    TOKEN = "adm-secret-0123456789"
+
+    def reload(self, text):
+        with open(self.srv.config_path, "w") as f:
+            f.write(text)
+        before = self.srv.stderr().count(" read again: ")
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.srv.stderr().count(" read again: ") > before, 10,
+                   what="the reload")
+
+    def test_the_entry_admits_the_secret(self):
+        r = sluice(None, "token", "new", "team-z", "--prefix", "team-z/", "--prefix", "tag/t=z")
+        self.assertEqual(r.rc, 0, r)
+        secret, *entry = r.out.splitlines()
+        self.assertRegex(secret, r"^[0-9a-f]{64}$")
+        self.assertEqual(entry, [
+            '  - name: "team-z"',
+            '    token_sha256: "%s"' % hashlib.sha256(secret.encode()).hexdigest(),
+            '    prefixes: ["team-z/", "tag/t=z"]'])
+        self.assertIn("store it now", r.err)
+        again = sluice(None, "token", "new", "team-z", "--prefix", "team-z/").out.splitlines()[0]
+        self.assertNotEqual(again, secret)
+        self.reload(self.CONFIG + "\n".join(entry) + "\n")
+        env = base_env(self.srv, SLUICE_TOKEN=secret)
+        self.assertEqual(sluice(self.srv, "sem", "set", "team-z/db", "1", env=env).rc, 0)
+        r = sluice(self.srv, "sem", "set", "team-y/db", "1", env=env)
+        self.assertEqual(r.rc, 1, r)
+        self.assertIn("This token may not do that", r.err)
+
+    def test_admin_entry(self):
+        r = sluice(None, "token", "new", "ops", "--admin")
+        self.assertEqual(r.rc, 0, r)
+        self.assertEqual(r.out.splitlines()[1:], [
+            '  - name: "ops"',
+            '    token_sha256: "%s"' % hashlib.sha256(r.out.split()[0].encode()).hexdigest(),
+            '    admin: true'])
+
+    def test_usage_errors(self):
+        for args in (["token"], ["token", "old", "x"], ["token", "new"],
+                     ["token", "new", "x"], ["token", "new", "x", "--admin", "--prefix", "a/"],
+                     ["token", "new", "x", "--prefix", "a b"], ["--json", "token", "new", "x",
+                                                               "--admin"]):
+            r = sluice(None, *args)
+            self.assertEqual(r.rc, 2, r)
+            self.assertEqual(r.out, "", r)
+            self.assertIn("sluice token", r.err)
+
+
 class TokenTest(ServerTestCase):
     """A server with tokens: --token and SLUICE_TOKEN are sent, and a missing
     one is a 401 with a hint."""
@@ -517,24 +576,24 @@ class TokenTest(ServerTestCase):
     CONFIG = """
 tokens:
   - name: admin
-    token: "adm-secret"
+    token: "adm-secret-0123456789"
     admin: true
   - name: team-a
-    token: "a-secret"
+    token: "a-secret-0123456789"
     prefixes: ["team-a/"]
   - name: team-a-jobs
-    token: "jobs-secret"
+    token: "jobs-secret-0123456789"
     claim: ["team-a/"]
 """
-    TOKEN = "adm-secret"
+    TOKEN = "adm-secret-0123456789"
 
     def test_claims_release_leaves_what_the_token_may_not_end(self):
         """It is left alone and not counted: skipped is 0 (F8)."""
-        adm = base_env(self.srv, SLUICE_TOKEN="adm-secret")
+        adm = base_env(self.srv, SLUICE_TOKEN="adm-secret-0123456789")
         mine = self.srv.claim("run-9/a", [("m", "team-a/rp")])
         other = self.srv.claim("run-9/b", [("m", "team-b/rp")])
-        r = sluice(self.srv, "--token", "a-secret", "claims", "release", "--holder-prefix",
-                   "run-9/")
+        r = sluice(self.srv, "--token", "a-secret-0123456789", "claims", "release",
+                   "--holder-prefix", "run-9/")
         self.assertEqual((r.rc, r.out), (0, "released 1, withdrawn 0, canceled 0, skipped 0\n"), r)
         got = sluice(self.srv, "claims", "info", other["id"], "--json", env=adm).json()
         self.assertEqual(got["state"], "held")
@@ -546,9 +605,9 @@ tokens:
     def test_queue_clear_needs_the_operate_permission_and_says_so(self):
         # F7: prefixes give operate; a claim-only token is told the
         # permission it lacks, not to widen its prefixes.
-        r = sluice(self.srv, "--token", "a-secret", "queue", "clear", "sem/team-a/db")
+        r = sluice(self.srv, "--token", "a-secret-0123456789", "queue", "clear", "sem/team-a/db")
         self.assertEqual((r.rc, r.out), (0, "canceled 0\n"), r)
-        r = sluice(self.srv, "--token", "jobs-secret", "queue", "clear", "sem/team-a/db")
+        r = sluice(self.srv, "--token", "jobs-secret-0123456789", "queue", "clear", "sem/team-a/db")
         self.assertEqual(r.rc, 1, r)
         self.assertIn("needs the operate permission", r.err)
         self.assertIn("This token lacks that permission there", r.err)
@@ -557,12 +616,13 @@ tokens:
     def test_a_limited_token_needs_a_holder_under_its_prefixes(self):
         # F12: the default holder (USER@HOST:PID) is outside team-a/; the
         # hint says how to give one, not to change the token.
-        r = sluice(self.srv, "run", "--token", "a-secret", "--mutex", "team-a/h", "--", "true")
+        r = sluice(self.srv, "run", "--token", "a-secret-0123456789", "--mutex", "team-a/h", "--",
+                   "true")
         self.assertEqual(r.rc, 121, r)
         self.assertIn('must start with one of "team-a/"', r.err)
         self.assertIn("--holder or SLUICE_HOLDER", r.err)
         self.assertNotIn("prefixes cover", r.err)
-        r = sluice(self.srv, "run", "--token", "a-secret", "--holder", "team-a/run-1/h",
+        r = sluice(self.srv, "run", "--token", "a-secret-0123456789", "--holder", "team-a/run-1/h",
                    "--mutex", "team-a/h", "--", "true")
         self.assertEqual(r.rc, 0, r)
 
@@ -570,13 +630,13 @@ tokens:
         r = sluice(self.srv, "sem", "list")
         self.assertEqual(r.rc, 1, r)
         self.assertIn("--token or SLUICE_TOKEN", r.err)
-        r = sluice(self.srv, "--token", "adm-secret", "sem", "set", "tok-db", "1")
+        r = sluice(self.srv, "--token", "adm-secret-0123456789", "sem", "set", "tok-db", "1")
         self.assertEqual(r.rc, 0, r)
         r = sluice(self.srv, "sem", "list", "--json",
-                   env=base_env(self.srv, SLUICE_TOKEN="adm-secret"))
+                   env=base_env(self.srv, SLUICE_TOKEN="adm-secret-0123456789"))
         self.assertEqual(r.rc, 0, r)
         self.assertEqual([s["name"] for s in r.json()["semaphores"]], ["tok-db"])
-        r = sluice(self.srv, "run", "--token", "adm-secret", "--mutex", "tok-m", "--",
+        r = sluice(self.srv, "run", "--token", "adm-secret-0123456789", "--mutex", "tok-m", "--",
                    "true")
         self.assertEqual(r.rc, 0, r)
         r = sluice(self.srv, "run", "--mutex", "tok-m", "--", "true")
@@ -589,19 +649,20 @@ class PermissionHintTest(ServerTestCase):
 
     CONFIG = """
 tokens:
-  - {name: admin, token: "adm-secret", admin: true}
-  - {name: team-a, token: "a-secret", prefixes: ["team-a/"], max_priority: 5}
+  - {name: admin, token: "adm-secret-0123456789", admin: true}
+  - {name: team-a, token: "a-secret-0123456789", prefixes: ["team-a/"], max_priority: 5}
 semaphores:
   - {name: team-a/file, limit: 1}
 """
-    TOKEN = "adm-secret"
+    TOKEN = "adm-secret-0123456789"
 
     def test_the_file_s_semaphores_and_max_priority_say_what_to_do(self):
-        r = sluice(self.srv, "--token", "a-secret", "sem", "set", "team-a/file", "3")
+        r = sluice(self.srv, "--token", "a-secret-0123456789", "sem", "set", "team-a/file", "3")
         self.assertEqual(r.rc, 1, r)
         self.assertIn("managed by the configuration file", r.err)
         self.assertIn("Change it in the server's configuration file", r.err)
-        run = ["run", "--token", "a-secret", "--holder", "team-a/p", "--mutex", "team-a/p"]
+        run = ["run", "--token", "a-secret-0123456789", "--holder", "team-a/p", "--mutex",
+               "team-a/p"]
         r = sluice(self.srv, *run, "--priority", "6", "--", "true")
         self.assertEqual(r.rc, 121, r)
         self.assertIn("above this token's max_priority, 5", r.err)

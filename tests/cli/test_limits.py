@@ -268,20 +268,20 @@ class LimitsTest(ServerTestCase):
 class ClearNeedsAdminTest(ServerTestCase):
     CONFIG = ('tokens:\n'
               '  - name: admin\n'
-              '    token: "s3cret-admin"\n'
+              '    token: "s3cret-admin-0123456789"\n'
               '    admin: true\n'
               '  - name: ci\n'
-              '    token: "s3cret-ci"\n'
+              '    token: "s3cret-ci-0123456789"\n'
               '    prefixes: ["ci/"]\n')
-    TOKEN = "s3cret-admin"
+    TOKEN = "s3cret-admin-0123456789"
 
     def test_a_limited_token_may_not_clear(self):
         r = sluice(self.srv, "queue", "clear", "mtx/ci/m",
-                   env=base_env(self.srv, SLUICE_TOKEN="s3cret-ci"))
+                   env=base_env(self.srv, SLUICE_TOKEN="s3cret-ci-0123456789"))
         self.assertEqual(r.rc, 1, r)
         self.assertIn("admin", r.err)
         r = sluice(self.srv, "queue", "clear", "mtx/ci/m",
-                   env=base_env(self.srv, SLUICE_TOKEN="s3cret-admin"))
+                   env=base_env(self.srv, SLUICE_TOKEN="s3cret-admin-0123456789"))
         self.assertEqual((r.rc, r.out), (0, "canceled 0\n"), r)
 
 

@@ -1398,20 +1398,20 @@ static void test_queue_clear_admin(void **state)
     server s;
     server_start(&s, "tokens:\n"
                      "  - name: admin\n"
-                     "    token: \"s3cret-admin\"\n"
+                     "    token: \"s3cret-admin-0123456789\"\n"
                      "    admin: true\n"
                      "  - name: ci\n"
-                     "    token: \"s3cret-ci\"\n"
+                     "    token: \"s3cret-ci-0123456789\"\n"
                      "    prefixes: [\"qa/\"]\n");
     sl_client_error err;
     sl_client_queue_cleared n;
-    sl_client_options o = {.server = s.url, .token = "s3cret-ci"};
+    sl_client_options o = {.server = s.url, .token = "s3cret-ci-0123456789"};
     sl_client *c = NULL;
     assert_int_equal(sl_client_new(&o, &c, &err), SL_CLIENT_OK);
     assert_http_error(sl_client_queue_clear(c, "mtx/qa/m", NULL, &n, &err), &err, 403,
                       "forbidden");
     sl_client_free(c);
-    o.token = "s3cret-admin";
+    o.token = "s3cret-admin-0123456789";
     assert_int_equal(sl_client_new(&o, &c, &err), SL_CLIENT_OK);
     assert_int_equal(sl_client_queue_clear(c, "mtx/qa/m", NULL, &n, &err), SL_CLIENT_OK);
     assert_int_equal(n.canceled, 0);
@@ -2365,7 +2365,7 @@ static void test_auth(void **state)
     server s;
     server_start(&s, "tokens:\n"
                      "  - name: admin\n"
-                     "    token: \"s3cret-admin\"\n"
+                     "    token: \"s3cret-admin-0123456789\"\n"
                      "    admin: true\n");
     sl_client_error err;
     sl_client_lock_list list;
@@ -2376,13 +2376,13 @@ static void test_auth(void **state)
     assert_http_error(sl_client_semaphores(c, &list, &err), &err, 401, "unauthorized");
     sl_client_free(c);
 
-    sl_client_options o = {.server = s.url, .token = "s3cret-admin"};
+    sl_client_options o = {.server = s.url, .token = "s3cret-admin-0123456789"};
     assert_int_equal(sl_client_new(&o, &c, &err), SL_CLIENT_OK);
     assert_int_equal(sl_client_semaphores(c, &list, &err), SL_CLIENT_OK);
     sl_client_lock_list_free(&list);
     sl_client_free(c);
 
-    setenv("SLUICE_TOKEN", "s3cret-admin", 1);
+    setenv("SLUICE_TOKEN", "s3cret-admin-0123456789", 1);
     o.token = NULL;
     assert_int_equal(sl_client_new(&o, &c, &err), SL_CLIENT_OK);
     assert_int_equal(sl_client_mutexes(c, &list, &err), SL_CLIENT_OK);

@@ -102,7 +102,8 @@ static void conf_agrees(char *name)
     memcpy(pat, name, len);
     pat[len] = '*';
     bool prefix_ok = len > 0 && len < SL_NAME_MAX && oracle(pat, len + 1, true);
-    sl_conf_token tok = {.name = "fuzz", .token = "secret", .prefixes = &name, .nprefixes = 1};
+    sl_conf_token tok = {
+        .name = "fuzz", .token = "fuzz-secret-0123456789", .prefixes = &name, .nprefixes = 1};
     conf.tokens = &tok;
     conf.ntokens = 1;
     fuzz_check((sl_conf_check(&conf, err, sizeof(err)) == 0) == prefix_ok);

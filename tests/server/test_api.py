@@ -1319,13 +1319,13 @@ class TestAuth(ApiCase):
     CONFIG = """
 tokens:
   - name: admin
-    token: "adm-secret"
+    token: "adm-secret-0123456789"
     admin: true
   - name: team-a
-    token: "a-secret"
+    token: "a-secret-0123456789"
     prefixes: ["team-a/"]
 """
-    TOKEN = "adm-secret"
+    TOKEN = "adm-secret-0123456789"
 
     def test_missing_or_wrong_token_401(self):
         for path in ("/v1/claims", "/v1/semaphores", "/v1/mutexes/x", "/v1/queue", "/v1/events",
@@ -1334,10 +1334,11 @@ tokens:
             self.assertError(r, 401, "unauthorized")
             self.assertIn("Bearer", r.headers.get("www-authenticate", ""))
             self.assertError(self.srv.get(path, token="nope"), 401, "unauthorized")
-            self.assertError(self.srv.get(path, token="adm-secre"), 401, "unauthorized")
-            self.assertError(self.srv.get(path, token="adm-secretX"), 401, "unauthorized")
+            self.assertError(self.srv.get(path, token="adm-secret-012345678"), 401, "unauthorized")
+            self.assertError(self.srv.get(path, token="adm-secret-0123456789X"), 401,
+                             "unauthorized")
             self.assertError(self.srv.get(path, token="",
-                                          headers={"Authorization": "Basic adm-secret"}),
+                                          headers={"Authorization": "Basic adm-secret-0123456789"}),
                              401, "unauthorized")
         r = self.srv.post("/v1/claims", {"holder": "x", "locks": [{"mutex": "team-a/m"}]},
                           token="")
@@ -1353,7 +1354,7 @@ tokens:
     def test_limited_token(self):
         """A limited token claims, reads and configures under its prefixes
         only (403 elsewhere); an admin token does everything."""
-        A = "a-secret"
+        A = "a-secret-0123456789"
         inside = self.srv.post("/v1/claims", {"holder": "team-a/ta", "locks": [
             {"mutex": "team-a/deploy"}]}, token=A)
         self.assertEqual((inside.status, inside.json["state"]), (201, "held"))

@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_fixture as fx  # noqa: E402
 from sluiced_fixture import ServerTestCase, Sluiced, wait_until  # noqa: E402
 
-ADMIN, TEAM_A, TEAM_B = "audit-admin-secret", "audit-a-secret", "audit-b-secret"
+ADMIN, TEAM_A, TEAM_B = ("audit-admin-secret", "audit-a-secret-0123456789",
+                        "audit-b-secret-0123456789")
 
 TOKENS = """
 tokens:

@@ -23,9 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_fixture as fx  # noqa: E402
 from sluiced_fixture import ServerTestCase, q  # noqa: E402
 
-ADMIN, TEAM_A, TEAM_B = "adm-secret", "a-secret", "b-secret"
+ADMIN, TEAM_A, TEAM_B = "adm-secret-0123456789", "a-secret-0123456789", "b-secret-0123456789"
 PERMS = ("read", "claim", "operate", "configure")
-DASH = "dash-secret"  # read: [""], every name
+DASH = "dash-secret-0123456789"  # read: [""], every name
 
 CONFIG = """
 tokens:
@@ -42,7 +42,7 @@ tokens:
     token: "%s"
     read: [""]
 """ % (ADMIN, TEAM_A, TEAM_B, DASH) + "".join("""  - name: a-%s
-    token: "%s-secret"
+    token: "%s-secret-0123456789"
     %s: ["team-a/", "tag/tenant=team-a", "group/team-a/"]
 """ % (p, p, p) for p in PERMS)
 
@@ -51,7 +51,7 @@ tokens:
 CALLERS = ("none", "wrong", "admin", "inside", "outside") + PERMS
 TOKENS = {"none": "", "wrong": "not-a-token", "admin": ADMIN, "inside": TEAM_A,
           "outside": TEAM_B}
-TOKENS.update({p: p + "-secret" for p in PERMS})
+TOKENS.update({p: p + "-secret-0123456789" for p in PERMS})
 
 # What a claim of each subject asks for (all inside team-a's namespace).
 SUBJECTS = {
@@ -492,7 +492,7 @@ class TestAuthMatrix(ServerTestCase):
         self.assertIn("store", self.srv.get("/v1/status", token=ADMIN).json)
 
 
-SHARED_A, SHARED_B = "sa-secret", "sb-secret"
+SHARED_A, SHARED_B = "sa-secret-0123456789", "sb-secret-0123456789"
 SHARED_FILE = """
 tokens:
   - {name: admin, token: "%s", admin: true}

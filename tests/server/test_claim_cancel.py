@@ -102,23 +102,23 @@ class TestCancelAuth(ServerTestCase):
     CONFIG = """
 tokens:
   - name: admin
-    token: "adm-secret"
+    token: "adm-secret-0123456789"
     admin: true
   - name: team-a
-    token: "a-secret"
+    token: "a-secret-0123456789"
     prefixes: ["team-a/"]
 """
-    TOKEN = "adm-secret"
+    TOKEN = "adm-secret-0123456789"
 
     def test_same_rule_as_delete(self):
         mine = self.srv.claim("ta", [("m", "team-a/x")])
         other = self.srv.claim("tb", [("m", "team-b/x")])
-        r = self.srv.post("/v1/claims/%s/cancel" % other["id"], token="a-secret")
+        r = self.srv.post("/v1/claims/%s/cancel" % other["id"], token="a-secret-0123456789")
         self.assertError(r, 404, "not_found")  # as a claim that does not exist (F8)
         self.assertEqual(self.srv.claim_get(other["id"])["state"], "held")
         r = self.srv.post("/v1/claims/%s/cancel" % mine["id"], token="")
         self.assertError(r, 401, "unauthorized")
-        r = self.srv.post("/v1/claims/%s/cancel" % mine["id"], token="a-secret")
+        r = self.srv.post("/v1/claims/%s/cancel" % mine["id"], token="a-secret-0123456789")
         self.assertEqual((r.status, r.json["state"]), (200, "canceled"), r)
         r = self.srv.post("/v1/claims/%s/cancel" % other["id"])  # admin
         self.assertEqual((r.status, r.json["state"]), (200, "canceled"), r)

@@ -26,6 +26,11 @@
 #include "conf.h"
 #include "conf_int.h"
 
+/* printf %s TOPSECRET-0123456789 | sha256sum */
+#define TOPSECRET_SHA256 "6d5a2afbb8e64aa2e97faa535b60e7f6166d8bf82b4f049a249c02abf7f7446c"
+/* TLS with client certificates (the files are read when served, not here). */
+#define TLS_CA "tls:\n  cert: s.pem\n  key: s.key\n  client_ca: ca.pem\n"
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static char dir[64];  /* the temporary directory */
@@ -146,16 +151,66 @@ static const char full_yaml[] = "listen: 0.0.0.0:8800\n"
                                 "  - {name: runs, limit: 1000000000, strategy: skip}\n"
                                 "tokens:\n"
                                 "  - name: ci\n"
-                                "    token: \"s3cret-ci\"\n"
+                                "    token: \"s3cret-ci-0123456789\"\n"
                                 "    admin: true\n"
                                 "  - name: team-a\n"
-                                "    token: s3cret-a\n"
+                                "    token: s3cret-a-0123456789\n"
                                 "    prefixes: [\"team-a/\", team-b/x]\n"
                                 "  - name: reader\n"
-                                "    token: s3cret-r\n"
+                                "    token: s3cret-r-0123456789\n"
                                 "    admin: False\n"
                                 "    prefixes:\n"
                                 "      - ro/\n";
+
+/* A token known by a hash or by a client certificate. */
+static void tokens_by_hash_or_certificate(void **state)
+{
+    (void)state;
+    sl_conf c;
+    char err[1024] = "";
+    int rc = load_text(&c,
+                       TLS_CA "tokens:\n"
+                              "  - name: hashed\n"
+                              "    token_sha256: 6D5A2AFBB8E64AA2E97FAA535B60E7F6166D8BF82B4F049A"
+                              "249C02ABF7F7446C\n"
+                              "    admin: true\n"
+                              "  - {name: by-cn, certificate: {cn: ci runner}, prefixes: [ci/]}\n"
+                              "  - {name: by-dns, certificate: {dns: a.example}, prefixes: [a/]}\n"
+                              "  - {name: by-uri, certificate: {uri: \"spiffe://x/y\"},\n"
+                              "     admin: true}\n"
+                              "  - {name: by-email, certificate: {email: ops@x.example},\n"
+                              "     admin: true}\n",
+                       err, sizeof(err));
+    assert_int_equal(rc, 0);
+    assert_null(c.tokens[0].token);
+    assert_null(c.tokens[0].certificate);
+    assert_string_equal(c.tokens[0].sha256, TOPSECRET_SHA256); /* lower case */
+    const char *want[] = {"CN:ci runner", "DNS:a.example", "URI:spiffe://x/y",
+                          "email:ops@x.example"};
+    for (size_t i = 1; i < 5; i++) {
+        assert_null(c.tokens[i].token);
+        assert_null(c.tokens[i].sha256);
+        assert_string_equal(c.tokens[i].certificate, want[i - 1]);
+    }
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), 0);
+    /* Without a client CA (the file's or --tls-client-ca's) no
+     * certificate can name a token. */
+    char *ca = c.tls_client_ca;
+    c.tls_client_ca = NULL;
+    assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
+    assert_string_equal(err, "tokens[1].certificate: token \"by-cn\" names a client "
+                             "certificate, but the server asks for none: set tls.client_ca or "
+                             "--tls-client-ca (the CA that signs them), or give the token a "
+                             "secret");
+    c.tls_client_ca = ca;
+    /* A copy (what a reload works on) keeps them. */
+    sl_conf d;
+    sl__conf_dup(&d, &c);
+    assert_string_equal(d.tokens[0].sha256, TOPSECRET_SHA256);
+    assert_string_equal(d.tokens[2].certificate, "DNS:a.example");
+    sl_conf_free(&d);
+    sl_conf_free(&c);
+}
 
 static void full_file_loads_every_value(void **state)
 {
@@ -208,11 +263,15 @@ static void full_file_loads_every_value(void **state)
 
     assert_int_equal(c.ntokens, 3);
     assert_string_equal(c.tokens[0].name, "ci");
-    assert_string_equal(c.tokens[0].token, "s3cret-ci");
+    assert_string_equal(c.tokens[0].token, "s3cret-ci-0123456789");
+    /* Kept and compared as its SHA-256 (printf %s SECRET | sha256sum). */
+    assert_string_equal(c.tokens[0].sha256,
+                        "064150aac4757418e203e93d5aa2de1a20348f39fabfa0f1f28521ccdf8501ce");
+    assert_null(c.tokens[0].certificate);
     assert_true(c.tokens[0].admin);
     assert_int_equal(c.tokens[0].nprefixes, 0);
     assert_string_equal(c.tokens[1].name, "team-a");
-    assert_string_equal(c.tokens[1].token, "s3cret-a");
+    assert_string_equal(c.tokens[1].token, "s3cret-a-0123456789");
     assert_false(c.tokens[1].admin);
     assert_int_equal(c.tokens[1].nprefixes, 2);
     assert_string_equal(c.tokens[1].prefixes[0], "team-a/");
@@ -234,8 +293,8 @@ static void token_permissions_load(void **state)
     char err[512] = "";
     assert_int_equal(load_text(&c,
                                "tokens:\n"
-                               "  - name: dash\n    token: d\n    read: [\"\"]\n"
-                               "  - name: team-a\n    token: a\n    prefixes: [team-a/]\n"
+                               "  - name: dash\n    token: d-secret-0123456789\n    read: [\"\"]\n"
+                               "  - name: team-a\n    token: a-secret-0123456789\n    prefixes: [team-a/]\n"
                                "    claim: [shared/, ci/]\n    operate: [ci/]\n"
                                "    configure: [team-a/x/]\n    max_priority: 100\n",
                                err, sizeof(err)),
@@ -540,7 +599,7 @@ static void values_in_every_form(void **state)
                                "  event_retention: 876000h\n"
                                "  claim_retention: 1ms\n"
                                "tokens:\n"
-                               "  - {name: a, token: x, admin: TRUE}\n",
+                               "  - {name: a, token: x-secret-0123456789, admin: TRUE}\n",
                                err, sizeof(err)),
                      0);
     assert_string_equal(c.listen, "[::1]:7700");
@@ -614,10 +673,10 @@ static const bad_file bad_files[] = {
      true},
     {"semaphores:\n  - name: a\n    limit: 1\n    rate: [30, 1m]\n",
      "config.yaml:4:11: semaphores[0].rate: expected a single value, found a list", false},
-    {"tokens:\n  - name: a\n    token: x\n    prefix: [a/]\n",
-     "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, admin, "
-     "prefixes, read, claim, operate, configure, max_priority, quotas (libcyaml: Load: "
-     "Unexpected key: prefix)",
+    {"tokens:\n  - name: a\n    token: x-secret-0123456789\n    prefix: [a/]\n",
+     "config.yaml:4:5: tokens[0]: unknown key \"prefix\"; the keys here are name, token, "
+     "token_sha256, certificate, admin, prefixes, read, claim, operate, configure, max_priority, "
+     "quotas (libcyaml: Load: Unexpected key: prefix)",
      true},
     {"Listen: 127.0.0.1:7700\n", "config.yaml:1:1: unknown key \"Listen\"", false},
     {"listen: 127.0.0.1:1\nstore: sqlite:x\nlisten: 127.0.0.1:2\n",
@@ -629,9 +688,20 @@ static const bad_file bad_files[] = {
      "(libcyaml: Load: Missing required mapping field: limit)",
      true},
     {"tokens:\n  - name: x\n    admin: true\n",
-     "config.yaml:2:5: tokens[0]: \"token\" is missing; every entry here needs name, token "
-     "(libcyaml: Load: Missing required mapping field: token)",
+     "config.yaml:2:5: tokens[0]: token \"x\" has no secret; give token_sha256 (`sluice token "
+     "new x` prints a secret and the line), token, or certificate for a client certificate",
      true},
+    {"tokens:\n  - name: x\n    token: s-secret-0123456789\n    token_sha256: " TOPSECRET_SHA256
+     "\n    admin: true\n",
+     "config.yaml:2:5: tokens[0]: token \"x\" is given more than one of token, token_sha256 and "
+     "certificate; keep one",
+     true},
+    {"tokens:\n  - name: x\n    certificate: {cn: a, dns: a.example}\n    admin: true\n",
+     "config.yaml:3:18: tokens[0].certificate: give one name of the client certificate: cn, dns, "
+     "uri or email, like {cn: ci-runner}",
+     true},
+    {"tokens:\n  - name: x\n    certificate: {}\n    admin: true\n",
+     "config.yaml:3:18: tokens[0].certificate: give one name of the client certificate:", false},
     {"semaphores: db\n",
      "config.yaml:1:13: semaphores: expected a list (entries on lines starting with \"- \", or "
      "[a, b]), found a single value (libcyaml: ",
@@ -706,7 +776,7 @@ static const bad_file bad_files[] = {
      "config.yaml:1:12: log_level: \"verbose\" is not a log level; use error, warn, info or debug",
      true},
     {"log_level: INFO\n", "config.yaml:1:12: log_level: \"INFO\" is not a log level;", false},
-    {"tokens:\n  - name: ci\n    token: s\n    admin: yes\n",
+    {"tokens:\n  - name: ci\n    token: s-secret-0123456789\n    admin: yes\n",
      "config.yaml:4:12: tokens[0].admin: \"yes\" is not true or false; write true or false", true},
 
     /* The scheduling rules: each value converted, each key only where it
@@ -888,55 +958,75 @@ static const bad_file bad_files[] = {
      "config.yaml:6:11: semaphores[2].name: \"db\" is configured twice (also semaphores[0]); "
      "keep one entry per name",
      true},
-    {"tokens:\n  - name: a\n    token: s3cret-same\n    admin: true\n"
-     "  - name: b\n    token: s3cret-same\n    prefixes: [b/]\n",
+    {"tokens:\n  - name: a\n    token: s3cret-same-0123456789\n    admin: true\n"
+     "  - name: b\n    token: s3cret-same-0123456789\n    prefixes: [b/]\n",
      "config.yaml:6:12: tokens[1].token: token \"b\" has the same secret as tokens[0] (\"a\"); "
      "give every token its own secret",
      true},
-    {"tokens:\n  - name: x\n    token: t1\n    admin: true\n"
-     "  - name: x\n    token: t2\n    admin: true\n",
+    {"tokens:\n  - name: x\n    token: t1-secret-0123456789\n    admin: true\n"
+     "  - name: x\n    token: t2-secret-0123456789\n    admin: true\n",
      "config.yaml:5:11: tokens[1].name: \"x\" is the name of tokens[0] too; give every token its "
      "own name, so that the logs tell them apart",
      true},
-    {"tokens:\n  - name: x\n    token: t\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n",
      "config.yaml:2:5: tokens[0]: token \"x\" may do nothing; set admin: true, or list the name "
      "prefixes it may use, like prefixes: [\"team-a/\"] (every permission) or read: "
      "[\"team-a/\"] (read, claim, operate, configure: each on its own)",
      true},
-    {"tokens:\n  - name: x\n    token: t\n    read: []\n    claim: []\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    read: []\n    claim: []\n",
      "config.yaml:2:5: tokens[0]: token \"x\" may do nothing;", false},
-    {"tokens:\n  - name: x\n    token: t\n    admin: true\n    claim: [a/]\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    admin: true\n    claim: [a/]\n",
      "config.yaml:5:12: tokens[0].claim: token \"x\" is admin and has claim prefixes; an admin "
      "token may do everything, so remove them or set admin: false",
      true},
-    {"tokens:\n  - name: x\n    token: t\n    operate: [ok/, \"a//b\"]\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    operate: [ok/, \"a//b\"]\n",
      "config.yaml:4:20: tokens[0].operate[1]: \"a//b\" is not a name prefix; use 1 to 253 "
      "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
      "'..' segment (a trailing '/' is fine), like \"team-a/\", or \"\" for every name",
      true},
-    {"tokens:\n  - name: x\n    token: t\n    claim: [a/]\n    max_priority: -1\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    claim: [a/]\n    max_priority: -1\n",
      "config.yaml:5:19: tokens[0].max_priority: \"-1\" is not", false},
-    {"tokens:\n  - name: x\n    token: t\n    claim: [a/]\n    max_priority: 2147483648\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    claim: [a/]\n    max_priority: 2147483648\n",
      "config.yaml:5:19: tokens[0].max_priority: ", false},
-    {"tokens:\n  - name: x\n    token: t\n    admin: true\n    max_priority: 5\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    admin: true\n    max_priority: 5\n",
      "config.yaml:5:19: tokens[0].max_priority: token \"x\" is admin; an admin token's claims "
      "may ask any priority, so remove max_priority or set admin: false",
      true},
-    {"tokens:\n  - name: x\n    token: t\n    admin: false\n    prefixes: []\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    admin: false\n    prefixes: []\n",
      "config.yaml:2:5: tokens[0]: token \"x\" may do nothing;", false},
-    {"tokens:\n  - name: x\n    token: t\n    admin: true\n    prefixes: [a/]\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    admin: true\n    prefixes: [a/]\n",
      "config.yaml:2:5: tokens[0]: token \"x\" is admin and has prefixes; an admin token may use "
      "every name, so remove prefixes or set admin: false",
      true},
     {"tokens:\n  - name: x\n    token: \"\"\n    admin: true\n",
-     "config.yaml:3:12: tokens[0].token: is empty; give the token \"x\" a secret, like the "
-     "output of `openssl rand -hex 32`",
+     "config.yaml:3:12: tokens[0].token: is empty; give the token \"x\" a secret: `sluice token "
+     "new x` makes one",
+     true},
+    /* F15: a clear secret of fewer than 16 characters is refused. */
+    {"tokens:\n  - name: x\n    token: short-secret\n    admin: true\n",
+     "config.yaml:3:12: tokens[0].token: the secret of token \"x\" has 12 characters, fewer than "
+     "16: a short secret can be guessed. `sluice token new x` makes a random one and prints the "
+     "entry with only its hash (token_sha256)",
+     true},
+    {"tokens:\n  - name: x\n    token_sha256: abc123\n    admin: true\n",
+     "config.yaml:3:19: tokens[0].token_sha256: the hash of token \"x\" must be a SHA-256 in hex "
+     "(64 digits), like the line `sluice token new x` prints",
+     true},
+    {TLS_CA "tokens:\n  - name: x\n    certificate: {uri: \"spiffe://a\"}\n    admin: true\n"
+            "  - name: y\n    certificate: {uri: \"spiffe://a\"}\n    prefixes: [a/]\n",
+     "config.yaml:10:18: tokens[1].certificate: token \"y\" names the same certificate as "
+     "tokens[0] (\"x\"); give every certificate one entry",
+     true},
+    {"tokens:\n  - name: a\n    token: TOPSECRET-0123456789\n    admin: true\n"
+     "  - name: b\n    token_sha256: " TOPSECRET_SHA256 "\n    admin: true\n",
+     "config.yaml:6:19: tokens[1].token_sha256: token \"b\" has the same secret as tokens[0] "
+     "(\"a\"); give every token its own secret",
      true},
     {"tokens:\n  - name: x\n    token: \"a b\"\n    admin: true\n",
-     "config.yaml:3:12: tokens[0].token: the secret of token \"x\" must be 1 to 1024 visible "
-     "ASCII characters without spaces; like the output of `openssl rand -hex 32`",
+     "config.yaml:3:12: tokens[0].token: the secret of token \"x\" must be 16 to 1024 visible "
+     "ASCII characters without spaces; `sluice token new x` makes one",
      true},
-    {"tokens:\n  - name: \"\"\n    token: t\n    admin: true\n",
+    {"tokens:\n  - name: \"\"\n    token: t-secret-0123456789\n    admin: true\n",
      "config.yaml:2:11: tokens[0].name: is empty; give every token a name for the logs, like ci",
      true},
     /* F11: the audit log's settings. */
@@ -946,20 +1036,20 @@ static const bad_file bad_files[] = {
      true},
     {"audit:\n  path: \"\"\n", "config.yaml:2:9: audit.path: is empty; give the file", false},
     /* F11: events name the server and tokenless requests by these. */
-    {"tokens:\n  - name: sluice\n    token: t\n    admin: true\n",
+    {"tokens:\n  - name: sluice\n    token: t-secret-0123456789\n    admin: true\n",
      "config.yaml:2:11: tokens[0].name: \"sluice\" is the actor events name for the server "
      "itself and for requests on a server without tokens; give the token another name, like ci",
      true},
-    {"tokens:\n  - name: anonymous\n    token: t\n    admin: true\n",
+    {"tokens:\n  - name: anonymous\n    token: t-secret-0123456789\n    admin: true\n",
      "config.yaml:2:11: tokens[0].name: \"anonymous\" is the actor events name", false},
-    {"tokens:\n  - name: x\n    token: t\n    prefixes: [\"/x\"]\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    prefixes: [\"/x\"]\n",
      "config.yaml:4:16: tokens[0].prefixes[0]: \"/x\" is not a name prefix; use 1 to 253 "
      "characters of A-Z a-z 0-9 . _ - / : =, no leading or trailing '/', no '//', no '.' or "
      "'..' segment (a trailing '/' is fine), like \"team-a/\", or \"\" for every name",
      true},
-    {"tokens:\n  - name: x\n    token: t\n    prefixes:\n      - ok/\n      - \"a/./b\"\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    prefixes:\n      - ok/\n      - \"a/./b\"\n",
      "config.yaml:6:9: tokens[0].prefixes[1]: \"a/./b\" is not a name prefix;", false},
-    {"tokens:\n  - name: x\n    token: t\n    prefixes: [a//b]\n",
+    {"tokens:\n  - name: x\n    token: t-secret-0123456789\n    prefixes: [a//b]\n",
      "config.yaml:4:16: tokens[0].prefixes[0]: \"a//b\" is not a name prefix;", false},
     /* What the walk does not model: libcyaml's own log, with its places. */
     {"semaphores:\n  - name: a\n    limit: *nope\n",
@@ -999,16 +1089,22 @@ static void each_error_says_what_where_and_how(void **state)
     }
 }
 
+
 /* Secrets stay out of messages, whatever is wrong with them. */
 static void errors_never_show_a_secret(void **state)
 {
     (void)state;
     static const char *const texts[] = {
-        ("tokens:\n  - name: a\n    token: TOPSECRET\n    admin: true\n"
-         "  - name: b\n    token: TOPSECRET\n    admin: true\n"),
+        ("tokens:\n  - name: a\n    token: TOPSECRET-0123456789\n    admin: true\n"
+         "  - name: b\n    token: TOPSECRET-0123456789\n    admin: true\n"),
         "tokens:\n  - name: a\n    token: \"TOP SECRET\"\n    admin: true\n",
-        "tokens:\n  - name: a\n    token: TOPSECRET\n",
-        "tokens:\n  - name: a\n    token: TOPSECRET\n    admin: true\n    prefixes: [x/]\n",
+        "tokens:\n  - name: a\n    token: TOPSECRET-0123456789\n",
+        ("tokens:\n  - name: a\n    token: TOPSECRET-0123456789\n    admin: true\n"
+         "    prefixes: [x/]\n"),
+        "tokens:\n  - name: a\n    token: TOPSECRET\n    admin: true\n", /* too short */
+        /* A clear secret and its own hash are one secret twice. */
+        ("tokens:\n  - name: a\n    token: TOPSECRET-0123456789\n    admin: true\n"
+         "  - name: b\n    token_sha256: " TOPSECRET_SHA256 "\n    admin: true\n"),
     };
     for (size_t i = 0; i < COUNT(texts); i++) {
         sl_conf c;
@@ -1093,10 +1189,11 @@ static void token_quotas_load(void **state)
                                "limits:\n  max_semaphores: 50\n"
                                "  token_quotas: {claims: 5, streams: 0}\n"
                                "tokens:\n"
-                               "  - {name: adm, token: k0, admin: true}\n"
-                               "  - {name: a, token: k1, prefixes: [a/], quotas: {claims: 2, "
+                               "  - {name: adm, token: k0-secret-0123456789, admin: true}\n"
+                               "  - {name: a, token: k1-secret-0123456789, prefixes: [a/], "
+                               "quotas: {claims: 2, "
                                "waiting: 0, requests_per_second: 7, burst: 9}}\n"
-                               "  - {name: b, token: k2, prefixes: [b/]}\n",
+                               "  - {name: b, token: k2-secret-0123456789, prefixes: [b/]}\n",
                                err, sizeof(err)),
                      0);
     assert_int_equal(c.max_semaphores, 50);
@@ -1122,7 +1219,8 @@ static void token_quotas_load(void **state)
     sl_conf_free(&copy);
     sl_conf_free(&c);
 
-    assert_int_equal(load_text(&c, "tokens:\n  - {name: a, token: k1, prefixes: [a/], "
+    assert_int_equal(load_text(&c, "tokens:\n  - {name: a, token: k1-secret-0123456789, "
+                                   "prefixes: [a/], "
                                    "quotas: {claims: many}}\n", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "tokens[0].quotas.claims: \"many\" is not a whole number"));
     sl_conf_free(&c);
@@ -1131,7 +1229,8 @@ static void token_quotas_load(void **state)
     assert_non_null(strstr(err, "unknown key \"clams\"; the keys here are claims, waiting, "
                                 "semaphores, streams, long_polls, requests_per_second, burst"));
     sl_conf_free(&c);
-    assert_int_equal(load_text(&c, "tokens:\n  - {name: adm, token: k0, admin: true, "
+    assert_int_equal(load_text(&c, "tokens:\n  - {name: adm, token: k0-secret-0123456789, "
+                                   "admin: true, "
                                    "quotas: {streams: 3}}\n", err, sizeof(err)), -1);
     assert_non_null(strstr(err, "tokens[0].quotas.streams: token \"adm\" is admin, and admin "
                                 "tokens have no quotas"));
@@ -1412,10 +1511,10 @@ static void check_without_a_file(void **state)
     c.ntokens = 2;
     c.tokens = calloc(2, sizeof(*c.tokens));
     c.tokens[0].name = strdup("one");
-    c.tokens[0].token = strdup("k1");
+    c.tokens[0].token = strdup("k1-secret-0123456789");
     c.tokens[0].admin = true;
     c.tokens[1].name = strdup("two");
-    c.tokens[1].token = strdup("k2");
+    c.tokens[1].token = strdup("k2-secret-0123456789");
     assert_int_equal(sl_conf_check(&c, err, sizeof(err)), -1);
     assert_string_equal(err, "tokens[1]: token \"two\" may do nothing; set admin: true, or list "
                              "the name prefixes it may use, like prefixes: [\"team-a/\"] (every "
@@ -1676,7 +1775,8 @@ static void cluster_section_loads_and_checks(void **state)
     sl_conf_free(&c);
 
     /* Tokens on PostgreSQL over plain HTTP: refused; on SQLite: no relays. */
-    static const char tokens[] = "tokens:\n  - {name: a, token: s, admin: true}\n";
+    static const char tokens[] =
+        "tokens:\n  - {name: a, token: s-secret-0123456789, admin: true}\n";
     snprintf(text, sizeof(text), "store: postgres://u@h/db\n%s", tokens);
     assert_int_equal(load_text(&c, text, err, sizeof(err)), 0);
     assert_non_null(strstr(sl_conf_cluster_problem(&c), "--cluster-insecure"));
@@ -1702,6 +1802,7 @@ int main(void)
         cmocka_unit_test(token_permissions_load),
         cmocka_unit_test(omitted_sections_keep_defaults),
         cmocka_unit_test(documented_example_loads),
+        cmocka_unit_test(tokens_by_hash_or_certificate),
         cmocka_unit_test(values_in_every_form),
         cmocka_unit_test(each_error_says_what_where_and_how),
         cmocka_unit_test(errors_never_show_a_secret),

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_fixture as fx  # noqa: E402
 from sluiced_fixture import ServerTestCase, Sluiced, wait_until  # noqa: E402
 
-ADMIN, TEAM_A = "adm-secret", "a-secret"
+ADMIN, TEAM_A = "adm-secret-0123456789", "a-secret-0123456789"
 TOKENS = """
 tokens:
   - {name: admin, token: "%s", admin: true}

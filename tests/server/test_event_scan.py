@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_fixture as fx  # noqa: E402
 from sluiced_fixture import ServerTestCase  # noqa: E402
 
-ADMIN, TEAM_A, TEAM_B = "adm-secret", "a-secret", "b-secret"
+ADMIN, TEAM_A, TEAM_B = "adm-secret-0123456789", "a-secret-0123456789", "b-secret-0123456789"
 BUDGET = 100
 
 CONFIG = """

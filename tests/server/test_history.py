@@ -313,41 +313,44 @@ class TestWaits(HistoryCase):
 # ---------------------------------------------------------------------------
 class TestAuth(HistoryCase):
     CONFIG = ("tokens:\n"
-              "  - name: admin\n    token: \"adm\"\n    admin: true\n"
-              "  - name: team\n    token: \"tm\"\n    prefixes: [\"team-a/\"]\n"
-              "  - name: team-b\n    token: \"tmb\"\n    prefixes: [\"team-b/\"]\n")
-    TOKEN = "adm"
+              "  - name: admin\n    token: \"adm-secret-0123456789\"\n    admin: true\n"
+              "  - name: team\n    token: \"tm-secret-0123456789\"\n    prefixes: [\"team-a/\"]\n"
+              "  - name: team-b\n    token: \"tmb-secret-0123456789\"\n"
+              "    prefixes: [\"team-b/\"]\n")
+    TOKEN = "adm-secret-0123456789"
+    TM = "tm-secret-0123456789"
+    TMB = "tmb-secret-0123456789"
 
     def test_one_tenant_cannot_evict_another_s_waits(self):
         # F13: team-a churns through more mutexes than the history tracks
         # (1000); team-b's one wait, older than all of them, stays.
         hist = "team-b/" + self._testMethodName
         r = self.srv.post("/v1/claims", {"holder": "team-b/job",
-                                         "locks": [{"mutex": hist}]}, token="tmb")
+                                         "locks": [{"mutex": hist}]}, token=self.TMB)
         self.assertEqual(r.status, 201, r)
-        self.assertEqual(self.srv.delete("/v1/claims/" + r.json["id"], token="tmb").status, 200)
-        before = self.srv.get("/v1/history?lock=mtx/" + q(hist), token="tmb").json["waits"]
+        self.assertEqual(self.srv.delete("/v1/claims/" + r.json["id"], token=self.TMB).status, 200)
+        before = self.srv.get("/v1/history?lock=mtx/" + q(hist), token=self.TMB).json["waits"]
         self.assertEqual(before["count"], 1)
         for i in range(18):  # 18 claims of 64 mutexes: 1152 locks
             locks = [{"mutex": "team-a/churn/%d-%d" % (i, j)} for j in range(64)]
             r = self.srv.post("/v1/claims", {"holder": "team-a/churn", "locks": locks},
-                              token="tm")
+                              token=self.TM)
             self.assertEqual(r.status, 201, r)
-            self.assertEqual(self.srv.delete("/v1/claims/" + r.json["id"], token="tm").status,
+            self.assertEqual(self.srv.delete("/v1/claims/" + r.json["id"], token=self.TM).status,
                              200)
-        after = self.srv.get("/v1/history?lock=mtx/" + q(hist), token="tmb").json["waits"]
+        after = self.srv.get("/v1/history?lock=mtx/" + q(hist), token=self.TMB).json["waits"]
         self.assertEqual(after["count"], 1, after)
 
     def test_limited_token_under_its_prefixes_only(self):
         self.srv.sem_put("team-a/db", 2)
         self.srv.sem_put("team-b/db", 2)
-        r = self.srv.get("/v1/history?lock=sem/team-a/db", token="tm")
+        r = self.srv.get("/v1/history?lock=sem/team-a/db", token=self.TM)
         self.assertEqual(r.status, 200, r)
-        r = self.srv.get("/v1/history?lock=mtx/team-a/m&window=24h", token="tm")
+        r = self.srv.get("/v1/history?lock=mtx/team-a/m&window=24h", token=self.TM)
         self.assertEqual(r.status, 200, r)
-        self.assertError(self.srv.get("/v1/history?lock=sem/team-b/db", token="tm"), 403,
+        self.assertError(self.srv.get("/v1/history?lock=sem/team-b/db", token=self.TM), 403,
                          "forbidden")
-        self.assertError(self.srv.get("/v1/history?lock=mtx/other", token="tm"), 403,
+        self.assertError(self.srv.get("/v1/history?lock=mtx/other", token=self.TM), 403,
                          "forbidden")
         self.assertError(self.srv.get("/v1/history?lock=mtx/team-a/m", token=""), 401,
                          "unauthorized")

@@ -109,22 +109,22 @@ class TestIdempotencyTokens(ServerTestCase):
     CONFIG = """
 tokens:
   - name: one
-    token: "one-secret"
+    token: "one-secret-0123456789"
     prefixes: ["shared/"]
   - name: two
-    token: "two-secret"
+    token: "two-secret-0123456789"
     prefixes: ["shared/"]
 """
-    TOKEN = "one-secret"
+    TOKEN = "one-secret-0123456789"
 
     def test_keys_are_per_token(self):
         body = {"holder": "shared/x", "locks": [{"mutex": "shared/m"}], "lease": "10s"}
-        a = post(self.srv, body, "same-key", token="one-secret")
-        b = post(self.srv, body, "same-key", token="two-secret")
+        a = post(self.srv, body, "same-key", token="one-secret-0123456789")
+        b = post(self.srv, body, "same-key", token="two-secret-0123456789")
         self.assertEqual((a.status, b.status), (201, 201))
         self.assertNotEqual(a.json["id"], b.json["id"])
         self.assertEqual(b.json["state"], "pending")
-        self.assertEqual(post(self.srv, body, "same-key", token="two-secret").json["id"],
+        self.assertEqual(post(self.srv, body, "same-key", token="two-secret-0123456789").json["id"],
                          b.json["id"])
         for c in (b, a):
             self.srv.release(c.json["id"])

@@ -216,8 +216,9 @@ class TestTour(unittest.TestCase):
             return real(method, target, status, headers, body, body_read=body_read)
         openapi_check.check = recording
         cls.real_check = real
-        cls.srv = Sluiced(config="tokens:\n  - name: admin\n    token: \"tok\"\n"
-                                 "    admin: true\n", token="tok")
+        tok = "tok-secret-0123456789"
+        cls.srv = Sluiced(config="tokens:\n  - name: admin\n    token: \"%s\"\n"
+                                 "    admin: true\n" % tok, token=tok)
 
     @classmethod
     def tearDownClass(cls):

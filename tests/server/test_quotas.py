@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sluiced_fixture as fx  # noqa: E402
 from sluiced_fixture import ServerTestCase, wait_until  # noqa: E402
 
-ADMIN = "adm-secret"
-SECRETS = {n: n + "-secret-0123" for n in ("claims", "waiting", "sems", "streams", "polls",
-                                           "rate", "big")}
+ADMIN = "adm-secret-0123456789"
+SECRETS = {n: n + "-secret-0123456789"
+           for n in ("claims", "waiting", "sems", "streams", "polls", "rate", "big")}
 QUOTAS = {
     "claims": "{claims: 3}",
     "waiting": "{waiting: 2}",

@@ -3,6 +3,7 @@
 too), tokens and limits change live; a file that does not load keeps the running configuration and the
 log says where the error is; what needs a restart says so and is kept.
 Every wait is on a state the server reports, with a deadline."""
+import hashlib
 import http.client
 import json
 import os
@@ -19,7 +20,7 @@ semaphores:
     limit: 2
 tokens:
   - name: ops
-    token: first-secret
+    token: first-secret-0123456789
     admin: true
 limits:
   max_body: 65536
@@ -33,10 +34,10 @@ semaphores:
     limit: 1
 tokens:
   - name: ops
-    token: first-secret
+    token: first-secret-0123456789
     admin: true
   - name: ci
-    token: second-secret
+    token: second-secret-0123456789
     prefixes: [ci/]
 limits:
   max_body: 300
@@ -45,7 +46,7 @@ limits:
 
 class TestReload(ServerTestCase):
     CONFIG = FIRST
-    TOKEN = "first-secret"
+    TOKEN = "first-secret-0123456789"
 
     def write(self, text):
         with open(self.srv.config_path, "w") as f:
@@ -61,17 +62,18 @@ class TestReload(ServerTestCase):
     def test_semaphores_tokens_and_limits_change_live(self):
         srv = self.srv
         self.assertEqual(self.sem_limit("reload/db"), 2)
-        self.assertEqual(srv.get("/v1/queue", token="second-secret").status, 401)
+        self.assertEqual(srv.get("/v1/queue", token="second-secret-0123456789").status, 401)
         self.write(SECOND)
         self.hup()
         wait_until(lambda: self.sem_limit("reload/db") == 5, 10, what="the new limit")
         self.assertEqual(self.sem_limit("reload/new"), 1)
         # The new token works, for its prefixes only.
         r = srv.post("/v1/claims", {"holder": "ci/job", "locks": [{"mutex": "ci/lock"}]},
-                     token="second-secret")
+                     token="second-secret-0123456789")
         self.assertEqual(r.status, 201, r)
         c = r.json
-        self.assertEqual(srv.get("/v1/semaphores/reload%2Fdb", token="second-secret").status,
+        self.assertEqual(srv.get("/v1/semaphores/reload%2Fdb",
+                                 token="second-secret-0123456789").status,
                          403)
         # The new body limit applies to what arrives now.
         r = srv.post("/v1/claims", {"holder": "x" * 400, "locks": [{"mutex": "big/m"}]})
@@ -83,7 +85,7 @@ class TestReload(ServerTestCase):
         self.hup()
         wait_until(lambda: self.sem_limit("reload/new") is None, 10, what="the semaphore gone")
         self.assertEqual(self.sem_limit("reload/db"), 2)
-        self.assertEqual(srv.get("/v1/queue", token="second-secret").status, 401)
+        self.assertEqual(srv.get("/v1/queue", token="second-secret-0123456789").status, 401)
 
     def test_a_broken_file_keeps_the_running_configuration(self):
         srv = self.srv
@@ -297,11 +299,12 @@ class TestFileSemaphoresAtStart(ServerTestCase):
 
 TENANTS = """
 tokens:
-  - {name: admin, token: adm-secret, admin: true}
-  - {name: team-a, token: a-secret, prefixes: ["team-a/"]}
-  - {name: team-b, token: b-secret, prefixes: ["team-b/"]}
+  - {name: admin, token: adm-secret-0123456789, admin: true}
+  - {name: team-a, token: a-secret-0123456789, prefixes: ["team-a/"]}
+  - {name: team-b, token: b-secret-0123456789, prefixes: ["team-b/"]}
 """
-TEAM_A_GONE = TENANTS.replace('  - {name: team-a, token: a-secret, prefixes: ["team-a/"]}\n', "")
+TEAM_A_GONE = TENANTS.replace(
+    '  - {name: team-a, token: a-secret-0123456789, prefixes: ["team-a/"]}\n', "")
 TEAM_A_NARROW = TENANTS.replace('["team-a/"]', '["team-a/other/"]')
 
 
@@ -312,7 +315,7 @@ class TestRevocation(ServerTestCase):
     closed before the body), and an Idempotency-Key replay is authorized
     again. Before the fix all of them went on with the old token."""
     CONFIG = TENANTS
-    TOKEN = "adm-secret"
+    TOKEN = "adm-secret-0123456789"
 
     def setUp(self):
         super().setUp()
@@ -332,7 +335,7 @@ class TestRevocation(ServerTestCase):
 
     def stream(self):
         conn, resp = self.srv.start_request("GET", "/v1/events/stream?since=%d" % self.last_seq(),
-                                            token="a-secret", timeout=10)
+                                            token="a-secret-0123456789", timeout=10)
         self.assertEqual(resp.status, 200)
         return conn, resp
 
@@ -355,7 +358,7 @@ class TestRevocation(ServerTestCase):
             self.assertEqual(self.holders_until_end(resp, "team-a/after-revoke"), [])
         finally:
             conn.close()
-        self.assertEqual(self.srv.get("/v1/claims", token="a-secret").status, 401)
+        self.assertEqual(self.srv.get("/v1/claims", token="a-secret-0123456789").status, 401)
 
     def test_a_narrowed_token_s_stream_is_filtered(self):
         conn, resp = self.stream()
@@ -382,7 +385,7 @@ class TestRevocation(ServerTestCase):
         finally:
             conn.close()
         # Its locks are no longer its to read, nor to configure.
-        r = self.srv.get("/v1/mutexes/team-a/x", token="a-secret")
+        r = self.srv.get("/v1/mutexes/team-a/x", token="a-secret-0123456789")
         self.assertError(r, 403, "forbidden", contains="read permission")
 
     def test_a_stream_sees_everything_once_no_token_is_left(self):
@@ -399,7 +402,7 @@ class TestRevocation(ServerTestCase):
             conn.close()
 
     def parked(self, path):
-        conn, resp = self.srv.start_request("GET", path, token="a-secret", timeout=10)
+        conn, resp = self.srv.start_request("GET", path, token="a-secret-0123456789", timeout=10)
         self.assertEqual(resp.status, 200)
         return conn, resp
 
@@ -437,13 +440,64 @@ class TestRevocation(ServerTestCase):
     def test_a_replay_is_authorized_again(self):
         body = {"holder": "team-a/r", "locks": [{"mutex": "team-a/idem"}]}
         headers = {"Idempotency-Key": "narrow-1"}
-        first = self.srv.post("/v1/claims", body, headers=headers, token="a-secret")
+        first = self.srv.post("/v1/claims", body, headers=headers, token="a-secret-0123456789")
         self.assertEqual(first.status, 201, first)
         self.reload_to(TEAM_A_NARROW)
-        again = self.srv.post("/v1/claims", body, headers=headers, token="a-secret")
+        again = self.srv.post("/v1/claims", body, headers=headers, token="a-secret-0123456789")
         self.assertEqual((again.status, again.error_code), (403, "forbidden"), again)
         self.assertNotIn(first.json["id"], again.body.decode())
         self.srv.release(first.json["id"])
+
+
+class TestExposedSecrets(ServerTestCase):
+    """F15: a file that holds a secret in clear and that every user may
+    read is warned about, at start and at each reload; one that only
+    holds hashes (token_sha256) or that is chmod 600 is not. A short clear
+    secret is refused by a reload, and the running tokens are kept."""
+    CONFIG = TENANTS
+    TOKEN = "adm-secret-0123456789"
+    WARNING = "every user may read it"
+
+    def reload_to(self, text, mode):
+        srv = self.srv
+        with open(srv.config_path, "w") as f:
+            f.write(text)
+        os.chmod(srv.config_path, mode)
+        before = srv.stderr().count(" read again: ")
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: srv.stderr().count(" read again: ") > before, 10, what="the reload")
+
+    def warnings(self):
+        return self.srv.stderr().count(self.WARNING)
+
+    def test_a_readable_file_with_clear_secrets_is_warned_about(self):
+        n = self.warnings()
+        self.reload_to(TENANTS, 0o644)
+        self.assertEqual(self.warnings(), n + 1, self.srv.stderr())
+        self.assertIn("mode 644", self.srv.stderr())
+        self.reload_to(TENANTS, 0o600)
+        self.assertEqual(self.warnings(), n + 1)
+        # Only hashes: nothing to hide.
+        hashed = TENANTS
+        for secret in ("adm-secret-0123456789", "a-secret-0123456789", "b-secret-0123456789"):
+            hashed = hashed.replace("token: " + secret, "token_sha256: " + sha256(secret))
+        self.reload_to(hashed, 0o644)
+        self.assertEqual(self.warnings(), n + 1)
+        self.assertEqual(self.srv.get("/v1/claims").status, 200)
+
+    def test_a_short_secret_is_refused_by_a_reload(self):
+        srv = self.srv
+        with open(srv.config_path, "w") as f:
+            f.write(TENANTS.replace("a-secret-0123456789", "a-short"))
+        srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: "fewer than 16" in srv.stderr(), 10, what="the refusal logged")
+        self.assertNotIn("a-short", srv.stderr())
+        self.assertEqual(srv.get("/v1/claims", token="a-secret-0123456789").status, 200)
+        self.assertEqual(srv.get("/v1/claims", token="a-short").status, 401)
+
+
+def sha256(secret):
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 if __name__ == "__main__":

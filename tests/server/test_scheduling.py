@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sluiced_fixture import ServerTestCase, q, wait_until  # noqa: E402
 import sluiced_fixture as fx  # noqa: E402
 
-ADMIN = "sched-admin-secret"
+ADMIN = "sched-admin-secret-0123456789"
 
 
 def parse_time(s):
@@ -505,10 +505,10 @@ tokens:
     token: "%s"
     admin: true
   - name: ci
-    token: ci-secret
+    token: ci-secret-0123456789
     prefixes: ["ci/"]
   - name: ci-jobs
-    token: jobs-secret
+    token: jobs-secret-0123456789
     claim: ["ci/"]
 """ % ADMIN
     TOKEN = ADMIN
@@ -516,7 +516,7 @@ tokens:
     def test_only_an_admin_token_sets_created_far_back(self):
         body = {"holder": "ci/x", "locks": [{"mutex": "ci/m"}],
                 "created": "2020-01-01T00:00:00.000Z"}
-        r = self.srv.post("/v1/claims", body, token="ci-secret")
+        r = self.srv.post("/v1/claims", body, token="ci-secret-0123456789")
         self.assertError(r, 403, "forbidden", contains="admin token")
         r = self.srv.post("/v1/claims", body)
         self.assertEqual(r.status, 201, r)
@@ -526,11 +526,11 @@ tokens:
         """F7: an admin's, or a token's with operate on the lock (prefixes
         give it); claim alone does not clear other clients' claims."""
         for query in ("lock=mtx/ci/m", "holder_prefix=ci/"):
-            r = self.srv.delete("/v1/queue?" + query, token="jobs-secret")
+            r = self.srv.delete("/v1/queue?" + query, token="jobs-secret-0123456789")
             self.assertError(r, 403, "forbidden", contains="operate permission")
-        self.assertEqual(self.srv.delete("/v1/queue?lock=mtx/ci/m", token="ci-secret").status,
+        self.assertEqual(self.srv.delete("/v1/queue?lock=mtx/ci/m", token="ci-secret-0123456789").status,
                          200)
-        r = self.srv.delete("/v1/queue?lock=mtx/other/m", token="ci-secret")
+        r = self.srv.delete("/v1/queue?lock=mtx/other/m", token="ci-secret-0123456789")
         self.assertError(r, 403, "forbidden", contains="outside its prefixes")
         r = self.srv.delete("/v1/queue?holder_prefix=ci/")
         self.assertEqual(r.status, 200, r)

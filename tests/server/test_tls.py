@@ -4,9 +4,17 @@ client certificates checked against tls.client_ca (a wrong CA, an expired
 certificate or none refused), certificates read again on SIGHUP (a
 connection opened before goes on, a new one sees the new certificate, a bad
 file keeps the one in use), and a client stuck in its handshake holds no one
-else up. The CA, server and client certificates are made at test time with
-the openssl command. Every wait is on a state the server reports (its log, or
+else up. Client certificates as principals: a token entry that names a
+certificate (CN, DNS or URI) admits the certificate's holder with the
+entry's rights and no Authorization header; a certificate no entry names is
+401, a bearer token wins over the certificate, a reload that removes the
+entry ends its access (new requests and parked ones), and such a client may
+take the connection slots kept for clients that authenticate. The CA,
+server and client certificates are made at test time with the openssl
+command. Every wait is on a state the server reports (its log, or
 an answer), with a deadline."""
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -75,6 +83,7 @@ class Server:
 class TLSTestCase(unittest.TestCase):
     CLIENT_CA = False
     PLAIN = False  # a plain listener on loopback beside TLS (plain_listen)
+    CONFIG = None
 
     @classmethod
     def setUpClass(cls):
@@ -87,6 +96,8 @@ class TLSTestCase(unittest.TestCase):
         make_cert(d, "alice", "ca", "alice", san="DNS:alice.example,URI:spiffe://x/alice")
         make_cert(d, "stranger", "other", "stranger")
         make_cert(d, "expired", "ca", "old", days="-1")
+        make_cert(d, "bob", "ca", "bob", san="DNS:bob.example")
+        make_cert(d, "carol", "ca", "someone", san="DNS:carol.example,URI:spiffe://x/carol")
         shutil.copy(os.path.join(d, "srv.pem"), os.path.join(d, "live.pem"))
         shutil.copy(os.path.join(d, "srv.key"), os.path.join(d, "live.key"))
         args = ["--tls-cert", os.path.join(d, "live.pem"), "--tls-key", os.path.join(d, "live.key")]
@@ -95,6 +106,11 @@ class TLSTestCase(unittest.TestCase):
         if cls.PLAIN:
             cls.plain_port = free_port()
             args += ["--plain-listen", "127.0.0.1:%d" % cls.plain_port]
+        if cls.CONFIG:
+            cls.config = os.path.join(d, "sluiced.yaml")
+            with open(cls.config, "w") as f:
+                f.write(cls.CONFIG)
+            args += ["--config", cls.config]
         cls.srv = Server(d, args)
 
     @classmethod
@@ -380,6 +396,154 @@ class TestPlainListener(TLSTestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("plain_listen", r.stderr)
         self.assertIn("is not a loopback address", r.stderr)
+
+
+ADMIN = "adm-secret-0123456789"
+PRINCIPALS = """
+tokens:
+  - name: admin
+    token: "%s"
+    admin: true
+  - name: alice
+    certificate: {cn: alice}
+    prefixes: ["team-a/"]
+  - name: carol
+    certificate: {uri: "spiffe://x/carol"}
+    prefixes: ["team-c/"]
+limits:
+  max_connections: 10
+  max_connections_per_client: 0
+""" % ADMIN
+
+
+class TestCertificatePrincipals(TLSTestCase):
+    CLIENT_CA = True
+    CONFIG = PRINCIPALS
+
+    def tearDown(self):
+        self.reload_to(PRINCIPALS)
+
+    def conn(self, cert):
+        return http.client.HTTPSConnection("localhost", self.srv.port, timeout=DEADLINE_S,
+                                           context=self.context(cert=cert))
+
+    def call(self, conn, method, path, body=None, token=None):
+        headers = {"Authorization": "Bearer " + token} if token else {}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            body = json.dumps(body)
+        conn.request(method, path, body=body, headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        return r.status, json.loads(data) if data else None
+
+    def request(self, cert, method, path, body=None, token=None):
+        c = self.conn(cert)
+        try:
+            return self.call(c, method, path, body, token)
+        finally:
+            c.close()
+
+    def claim(self, cert, holder, lock, token=None):
+        return self.request(cert, "POST", "/v1/claims",
+                            {"holder": holder, "locks": [{"mutex": lock}]}, token)
+
+    def reload_to(self, text):
+        with open(self.config, "w") as f:
+            f.write(text)
+        before = self.srv.text().count(" read again: ")
+        self.srv.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: self.srv.text().count(" read again: ") > before, DEADLINE_S,
+                   what="the reload logged")
+
+    def test_a_certificate_principal_claims_under_its_prefixes(self):
+        st, mine = self.claim("alice", "team-a/run/1", "team-a/db")
+        self.assertEqual(st, 201, mine)
+        self.assertEqual(self.request("alice", "GET", "/v1/claims/" + mine["id"])[0], 200)
+        # Outside its prefixes: a lock route is 403, another tenant's claim 404.
+        st, body = self.claim("alice", "team-a/run/1", "team-b/db")
+        self.assertEqual((st, body["error"]["code"]), (403, "forbidden"), body)
+        self.assertEqual(self.request("alice", "GET", "/v1/mutexes/team-b/db")[0], 403)
+        st, theirs = self.claim("alice", "team-b/x", "team-b/db", token=ADMIN)
+        self.assertEqual(st, 201, theirs)
+        st, body = self.request("alice", "GET", "/v1/claims/" + theirs["id"])
+        self.assertEqual((st, body["error"]["code"]), (404, "not_found"), body)
+        for c in (mine, theirs):
+            self.assertEqual(self.request("alice", "DELETE", "/v1/claims/" + c["id"],
+                                          token=ADMIN)[0], 200)
+
+    def test_a_uri_san_names_a_principal(self):
+        # carol's CN names no entry; its URI SAN does.
+        st, c = self.claim("carol", "team-c/x", "team-c/m")
+        self.assertEqual(st, 201, c)
+        self.assertEqual(self.claim("carol", "team-a/x", "team-a/m")[0], 403)
+        self.assertEqual(self.request("carol", "DELETE", "/v1/claims/" + c["id"])[0], 200)
+
+    def test_an_unmatched_certificate_gets_401(self):
+        st, body = self.request("bob", "GET", "/v1/claims")
+        self.assertEqual((st, body["error"]["code"]), (401, "unauthorized"), body)
+        self.assertIn('CN "bob"', body["error"]["message"])
+        # Admitted as a connection: /healthz needs nothing.
+        self.assertEqual(self.request("bob", "GET", "/healthz")[0], 200)
+        # With a token it is that token's.
+        self.assertEqual(self.request("bob", "GET", "/v1/claims", token=ADMIN)[0], 200)
+
+    def test_the_token_wins_over_the_certificate(self):
+        st, body = self.request("alice", "GET", "/v1/claims", token="not-a-known-secret")
+        self.assertEqual((st, body["error"]["code"]), (401, "unauthorized"), body)
+        # alice's certificate with the admin token is the admin.
+        st, c = self.claim("alice", "team-b/y", "team-b/y", token=ADMIN)
+        self.assertEqual(st, 201, c)
+        self.assertEqual(self.request("alice", "DELETE", "/v1/claims/" + c["id"],
+                                      token=ADMIN)[0], 200)
+
+    def test_a_reload_that_removes_the_entry_ends_its_access(self):
+        kept = self.conn("alice")
+        poll = self.conn("alice")
+        try:
+            self.assertEqual(self.call(kept, "GET", "/v1/claims")[0], 200)
+            seq = self.request("alice", "GET", "/v1/events?since=0&limit=10000",
+                               token=ADMIN)[1]["next"]
+            poll.request("GET", "/v1/events?since=%d&wait=20s" % seq)
+            parked = poll.getresponse()
+            self.assertEqual(parked.status, 200)  # the status line leaves at once
+            self.reload_to(PRINCIPALS.replace("  - name: alice\n    certificate: {cn: alice}\n"
+                                              "    prefixes: [\"team-a/\"]\n", ""))
+            # The parked long poll is cut, the kept-alive connection's next
+            # request is refused, and so is a new connection's.
+            with self.assertRaises((http.client.IncompleteRead, ConnectionError)):
+                parked.read()
+            self.assertEqual(self.call(kept, "GET", "/v1/claims")[0], 401)
+            self.assertEqual(self.request("alice", "GET", "/v1/claims")[0], 401)
+        finally:
+            kept.close()
+            poll.close()
+
+    def test_a_certificate_principal_may_take_a_kept_slot(self):
+        """With tokens, the last tenth of max_connections (1 of 10) is kept
+        for clients that authenticate: a certificate principal does."""
+        held = []
+        try:
+            # 9 connections past their handshake and idle fill the open slots.
+            for _ in range(9):
+                s = self.connect(self.context(cert="bob"))
+                held.append(s)
+                self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+            with self.connect(self.context(cert="bob")) as s:
+                s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                got = b""
+                try:
+                    # Until the server closes it: then its slot is free.
+                    for chunk in iter(lambda: s.recv(65536), b""):
+                        got += chunk
+                except (ssl.SSLError, ConnectionError):
+                    pass
+                self.assertTrue(got.startswith(b"HTTP/1.1 503"), got)
+            st, body = self.request("alice", "GET", "/v1/status")
+            self.assertEqual(st, 200, body)
+        finally:
+            for s in held:
+                s.close()
 
 
 if __name__ == "__main__":

@@ -278,22 +278,22 @@ test('a limit changed from a card is confirmed first, then reaches the server', 
 });
 
 test('with tokens: a 401 prompts for one, and the token is kept for the session', async () => {
-  const secured = await startServer('auth', 'tokens:\n  - name: ops\n    token: "ui-test-secret"\n    admin: true\n');
-  await secured.api('PUT', '/v1/semaphores/guarded', { limit: 2 }, 'ui-test-secret');
+  const secured = await startServer('auth', 'tokens:\n  - name: ops\n    token: "ui-test-secret-0123456789"\n    admin: true\n');
+  await secured.api('PUT', '/v1/semaphores/guarded', { limit: 2 }, 'ui-test-secret-0123456789');
   const b = await launch();
   const page = await b.newPage();
   await page.goto(secured.base + '/');
   await until(() => page.$('#auth-prompt:not([hidden])'), 'the token prompt');
   assert.match(await text(page, '#auth-prompt'), /needs a token/);
   await shot(page, 'auth-prompt');
-  await page.getByLabel('API token').fill('ui-test-secret');
+  await page.getByLabel('API token').fill('ui-test-secret-0123456789');
   await page.getByRole('button', { name: 'Save token' }).click();
   await until(() => page.$('[data-lock="sem/guarded"]'), 'the guarded card');
   assert.equal(await page.evaluate(() => document.getElementById('auth-prompt').hidden), true);
-  assert.equal(await page.evaluate(() => sessionStorage.getItem('sluice.token')), 'ui-test-secret');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('sluice.token')), 'ui-test-secret-0123456789');
   // The stream is read with the token in a header (fetch, not EventSource).
   await until(() => page.$('#live.on'), 'the authenticated event stream');
-  await secured.api('POST', '/v1/claims', { holder: 'g1', locks: [{ semaphore: 'guarded' }] }, 'ui-test-secret');
+  await secured.api('POST', '/v1/claims', { holder: 'g1', locks: [{ semaphore: 'guarded' }] }, 'ui-test-secret-0123456789');
   await until(async () => (await text(page, '[data-lock="sem/guarded"] .used')) === '1 / 2 used', 'live update with a token');
   await page.close();
 });

@@ -335,10 +335,10 @@ test('actions: cancel a pending claim and revoke a held one from their pages, af
 test('a limited token: its locks only, the live feed of its prefixes, refusals in words', async () => {
   const s = await startServer('limited', [
     'tokens:',
-    '  - name: ops', '    token: "admin-secret"', '    admin: true',
-    '  - name: team-a', '    token: "a-secret"', '    prefixes: ["team-a/"]',
-    '  - name: team-b', '    token: "b-secret"', '    prefixes: ["team-b/"]', ''].join('\n'));
-  const admin = (m, p, b) => s.api(m, p, b, 'admin-secret');
+    '  - name: ops', '    token: "admin-secret-0123456789"', '    admin: true',
+    '  - name: team-a', '    token: "a-secret-0123456789"', '    prefixes: ["team-a/"]',
+    '  - name: team-b', '    token: "b-secret-0123456789"', '    prefixes: ["team-b/"]', ''].join('\n'));
+  const admin = (m, p, b) => s.api(m, p, b, 'admin-secret-0123456789');
   await admin('PUT', '/v1/semaphores/team-a/db', { limit: 1 });
   await admin('PUT', '/v1/semaphores/team-b/db', { limit: 1 });
   const a1 = await admin('POST', '/v1/claims', { holder: 'team-a/run-1/build', locks: [{ semaphore: 'team-a/db' }] });
@@ -346,7 +346,7 @@ test('a limited token: its locks only, the live feed of its prefixes, refusals i
   const b = await launch();
   const page = await b.newPage();
   await page.goto(s.base + '/');
-  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'a-secret'));
+  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'a-secret-0123456789'));
   await page.reload();
   await until(() => page.$('[data-lock="sem/team-a/db"]'), 'the team-a card');
   assert.equal(await page.$('[data-lock="sem/team-b/db"]'), null, 'team-b is not listed');
@@ -371,7 +371,7 @@ test('a limited token: its locks only, the live feed of its prefixes, refusals i
   // An action the server refuses (sent with team-b's token): the message, in words.
   await page.goto(`${s.base}/claims/${a1.id}`);
   await until(() => page.$('[data-action="cancel"]'), 'the revoke button');
-  await page.route('**/cancel', (route) => route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer b-secret' } }));
+  await page.route('**/cancel', (route) => route.continue({ headers: { ...route.request().headers(), authorization: 'Bearer b-secret-0123456789' } }));
   await page.click('[data-action="cancel"]');
   await dialogText(page);
   await page.getByRole('button', { name: 'Revoke the claim' }).click();
@@ -385,16 +385,16 @@ test('a limited token: its locks only, the live feed of its prefixes, refusals i
 test('a read-only token: every page reads, and no action is offered', async () => {
   const s = await startServer('readonly', [
     'tokens:',
-    '  - name: ops', '    token: "admin-secret"', '    admin: true',
-    '  - name: dash', '    token: "dash-secret"', '    read: [""]', ''].join('\n'));
-  const admin = (m, p, b) => s.api(m, p, b, 'admin-secret');
+    '  - name: ops', '    token: "admin-secret-0123456789"', '    admin: true',
+    '  - name: dash', '    token: "dash-secret-0123456789"', '    read: [""]', ''].join('\n'));
+  const admin = (m, p, b) => s.api(m, p, b, 'admin-secret-0123456789');
   await admin('PUT', '/v1/semaphores/team-a/db', { limit: 1 });
   const held = await admin('POST', '/v1/claims', { holder: 'team-a/run-1', locks: [{ semaphore: 'team-a/db' }] });
   await admin('POST', '/v1/claims', { holder: 'team-a/run-2', locks: [{ semaphore: 'team-a/db' }] });
   const b = await launch();
   const page = await b.newPage();
   await page.goto(s.base + '/');
-  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'dash-secret'));
+  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'dash-secret-0123456789'));
   await page.goto(`${s.base}/claims/${held.id}`);
   await until(() => page.$('#claim-title'), 'the claim page');
   assert.equal(await page.$('[data-action="cancel"]'), null, 'no revoke button');
@@ -405,7 +405,7 @@ test('a read-only token: every page reads, and no action is offered', async () =
   assert.equal(await page.$('[data-action="clear-queue"]'), null, 'no clear button');
   await shots(page, 'readonly-lock');
   // The same pages with the admin token offer the actions.
-  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'admin-secret'));
+  await page.evaluate(() => sessionStorage.setItem('sluice.token', 'admin-secret-0123456789'));
   await page.reload();
   await until(() => page.$('[data-action="clear-queue"]'), 'the clear button for an admin');
   assert.ok(await page.$('.limit-form'));
