@@ -1,6 +1,7 @@
 // scale.test.mjs - the dashboard with 100 000 pending claims ($UI_SCALE_N to
 // change it): how long the pages take to draw and a live update to show,
-// printed in the test's output (asserted only under a generous 10 s), and
+// printed in the test's output and never asserted (a loaded machine is not
+// a regression: bench/ measures, tests check behaviour), and
 // that the overview never downloads the queue or the claims listing: every
 // figure is a count the server gives. Also: short claim labels that differ
 // though many ids share their first 8 characters (their millisecond).
@@ -11,7 +12,7 @@ import {
 } from './helpers.mjs';
 
 const N = Number(process.env.UI_SCALE_N || 100000);
-const SANE_MS = 10000; // a sanity bound, not a target
+const DEADLINE_MS = 60000; // how long a page may take to draw before the test gives up
 const WORKERS = 32; // concurrent keep-alive connections creating claims
 
 let s;
@@ -21,7 +22,6 @@ const timings = [];
 function report(what, ms) {
   timings.push([what, ms]);
   console.log(`# timing: ${what}: ${ms.toFixed(0)} ms`);
-  assert.ok(ms < SANE_MS, `${what} took ${ms.toFixed(0)} ms`);
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -118,7 +118,7 @@ test('queue, lock, claim and claims pages with the large queue: first paint', as
   const paint = async (path, sel, what) => {
     const t0 = performance.now();
     await page.goto(s.base + path);
-    await until(() => page.$(sel), what, SANE_MS);
+    await until(() => page.$(sel), what, DEADLINE_MS);
     report(`${what}: navigation to first paint`, performance.now() - t0);
   };
   await paint('/queue', 'table.queue tbody tr', 'queue (first 100 of the queue)');
