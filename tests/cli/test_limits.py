@@ -265,21 +265,28 @@ class LimitsTest(ServerTestCase):
         self.assertIn("queue clear", sluice(self.srv, "queue", "--help").out)
 
 
-class ClearNeedsAdminTest(ServerTestCase):
+class ClearNeedsOperateTest(ServerTestCase):
     CONFIG = ('tokens:\n'
               '  - name: admin\n'
               '    token: "s3cret-admin-0123456789"\n'
               '    admin: true\n'
               '  - name: ci\n'
               '    token: "s3cret-ci-0123456789"\n'
+              '    claim: ["ci/"]\n'
+              '  - name: ops\n'
+              '    token: "s3cret-ops-0123456789"\n'
               '    prefixes: ["ci/"]\n')
     TOKEN = "s3cret-admin-0123456789"
 
-    def test_a_limited_token_may_not_clear(self):
+    def test_clearing_needs_the_operate_permission(self):
         r = sluice(self.srv, "queue", "clear", "mtx/ci/m",
                    env=base_env(self.srv, SLUICE_TOKEN="s3cret-ci-0123456789"))
         self.assertEqual(r.rc, 1, r)
-        self.assertIn("admin", r.err)
+        self.assertIn("operate", r.err)
+        # prefixes give every permission on them, operate included.
+        r = sluice(self.srv, "queue", "clear", "mtx/ci/m",
+                   env=base_env(self.srv, SLUICE_TOKEN="s3cret-ops-0123456789"))
+        self.assertEqual((r.rc, r.out), (0, "canceled 0\n"), r)
         r = sluice(self.srv, "queue", "clear", "mtx/ci/m",
                    env=base_env(self.srv, SLUICE_TOKEN="s3cret-admin-0123456789"))
         self.assertEqual((r.rc, r.out), (0, "canceled 0\n"), r)

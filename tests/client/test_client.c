@@ -1391,8 +1391,9 @@ static void test_queue_clear(void **state)
     sl_client_free(c);
 }
 
-/* Clearing a queue needs an admin token: a limited one is refused. */
-static void test_queue_clear_admin(void **state)
+/* Clearing a queue needs the operate permission: a claim-only token is
+ * refused; prefixes give operate (and an admin may). */
+static void test_queue_clear_needs_operate(void **state)
 {
     (void)state;
     server s;
@@ -1402,7 +1403,7 @@ static void test_queue_clear_admin(void **state)
                      "    admin: true\n"
                      "  - name: ci\n"
                      "    token: \"s3cret-ci-0123456789\"\n"
-                     "    prefixes: [\"qa/\"]\n");
+                     "    claim: [\"qa/\"]\n");
     sl_client_error err;
     sl_client_queue_cleared n;
     sl_client_options o = {.server = s.url, .token = "s3cret-ci-0123456789"};
@@ -2417,7 +2418,7 @@ int main(void)
         cmocka_unit_test(test_inline_limit),
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_queue_clear),
-        cmocka_unit_test(test_queue_clear_admin),
+        cmocka_unit_test(test_queue_clear_needs_operate),
         cmocka_unit_test(test_semaphore_rules),
         cmocka_unit_test(test_why),
         cmocka_unit_test(test_queue),
