@@ -45,7 +45,8 @@ static int conv_perms(loader *ld, const raw_token *rt, size_t i, sl_conf_token *
 int sl__conf_quotas(loader *ld, const char *at, const raw_quotas *q, uint64_t zero,
                     uint64_t *out)
 {
-    char path[PATH_CAP];
+    /* at is a path of PATH_CAP at most; a quota's name fits in the rest. */
+    char path[PATH_CAP + 32];
     for (size_t k = 0; k < SL_QUOTA_COUNT; k++) {
         if (!q->v[k])
             continue;
