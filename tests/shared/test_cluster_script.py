@@ -25,15 +25,20 @@ from sluiced_fixture import health, wait_until  # noqa: E402
 
 
 def free_base():
-    """A port p with p, p+1 and p+2 free a moment ago."""
-    for _ in range(50):
+    """A port p with p, p+1 and p+2 free a moment ago. Probed with
+    SO_REUSEADDR, as sluiced and PostgreSQL bind: a port that only has
+    connections in TIME_WAIT (many, while a benchmark opens connections
+    next to the tests) is free for them."""
+    for _ in range(200):
         s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
         base = s.getsockname()[1]
         s.close()
         ok = True
         for p in (base + 1, base + 2):
             t = socket.socket()
+            t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 t.bind(("127.0.0.1", p))
             except OSError:
