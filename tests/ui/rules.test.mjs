@@ -161,14 +161,14 @@ test('claim pages: the preemption status in words, "preempted by" on the preempt
   assert.equal(await page.evaluate(() => document.querySelector('[data-fact="by"]').previousElementSibling.textContent), 'Preempted by');
   assert.equal(await text(page, '[data-fact="by"]'), short(ids.urgent.id));
   assert.match(await text(page, 'ol.timeline li[data-type="claim.revoking"]'),
-    new RegExp(`claim\\.revoking — preempted by a waiting claim of higher priority \\(preempted by ${short(ids.urgent.id)}\\)$`));
+    new RegExp(`claim\\.revoking — preempted by a waiting claim of higher priority \\(preempted by ${short(ids.urgent.id)}\\) · sluice$`));
   assert.deepEqual(await attrs(page, 'ol.timeline li[data-type="claim.revoking"] .by a', 'href'), [`/claims/${ids.urgent.id}`]);
   await shots(page, 'claim-preempted');
   // A waiter dropped from a full queue: superseded by the newcomer.
   await page.goto(`${srv.base}/claims/${ids.d2.id}`);
   await until(() => page.$('ol.timeline li[data-type="claim.superseded"]'), 'the superseded event');
   assert.match(await text(page, 'ol.timeline li[data-type="claim.superseded"]'),
-    new RegExp(`superseded: its lock's queue was full and it was the oldest waiter \\(superseded by ${short(ids.d3.id)}\\)$`));
+    new RegExp(`superseded: its lock's queue was full and it was the oldest waiter \\(superseded by ${short(ids.d3.id)}\\) · sluice$`));
   assert.deepEqual(page.errors, []);
   await page.close();
 });
