@@ -12,7 +12,7 @@
 //
 // sluiced answers index.html for each of these paths (src/server/ui.c).
 import {
-  h, headers, state, TOKEN_KEY, whoami, AuthError, ApiError, showError, hideAuthPrompt, countdownText, LEASE_WARN_MS, words,
+  h, headers, state, TOKEN_KEY, whoami, AuthError, ApiError, showError, clearDrawError, hideAuthPrompt, countdownText, LEASE_WARN_MS, words,
 } from './lib.js';
 import { viewOverview } from './overview.js';
 import { viewLock, lockRoute } from './lock.js';
@@ -96,14 +96,15 @@ async function render(focus = false) {
     const keep = liveInput();
     main.replaceChildren(node);
     restoreInput(keep);
-    showError('');
+    if (focus) showError(''); // another page: the last action's error was about the one left
+    else clearDrawError();
     document.body.dataset.page = r.name;
     document.body.dataset.rendered = String(Date.now());
     document.body.dataset.renderMs = String(Math.round(performance.now() - t0));
     if (focus && !keep) main.focus({ preventScroll: true });
   } catch (e) {
     if (e instanceof AuthError) main.replaceChildren(h('p', { class: 'muted' }, 'Waiting for a token.'));
-    else showError(e instanceof ApiError ? words(e) : e.message);
+    else showError(e instanceof ApiError ? words(e) : e.message, 'draw');
   } finally {
     loop.rendering = false;
   }

@@ -283,10 +283,23 @@ export function hideAuthPrompt() {
   document.getElementById('auth-prompt').hidden = true;
 }
 
-export function showError(text) {
+// The error bar says what an action or a draw could not do. An action's
+// error stays until the person acts again or goes to another page: a redraw
+// (the live feed redraws the page at any moment) clears only a draw's own
+// error, or a refusal would flash and vanish before anyone could read it.
+let errorFrom = 'action';
+
+export function showError(text, from = 'action') {
   const el = document.getElementById('error');
   el.textContent = text || '';
   el.hidden = !text;
+  errorFrom = from;
+}
+
+// After a draw that succeeded: clears the error of a failed draw, not an
+// action's.
+export function clearDrawError() {
+  if (errorFrom === 'draw') showError('');
 }
 
 // A note in the page saying what was refused and why, in place of a section.

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  startServer, cleanup, openPage, until, text, texts, count, attrs, shots, dialogText, launch, layoutProblems,
+  startServer, cleanup, openPage, until, text, texts, count, attrs, shots, dialogText, launch, redrawnSince, layoutProblems,
   DESKTOP, PHONE,
 } from './helpers.mjs';
 
@@ -376,8 +376,15 @@ test('a limited token: its locks only, the live feed of its prefixes, refusals i
   await dialogText(page);
   await page.getByRole('button', { name: 'Revoke the claim' }).click();
   await until(() => page.$('#error:not([hidden])'), 'the refusal');
-  assert.match(await text(page, '#error'), /^Canceling team-a\/run-1\/build's claim: .+ \(not_found, HTTP 404\)\.$/);
+  const refusal = await text(page, '#error');
+  assert.match(refusal, /^Canceling team-a\/run-1\/build's claim: .+ \(not_found, HTTP 404\)\.$/);
   assert.equal((await admin('GET', `/v1/claims/${a1.id}`)).state, 'held', 'nothing was canceled');
+  // The live feed redraws the page at any moment: the refusal stays until
+  // the next action or page (a redraw once wiped it before it could be read).
+  const since = await page.evaluate(() => Date.now());
+  await admin('POST', '/v1/claims', { holder: 'team-a/run-3', locks: [{ semaphore: 'team-a/db' }] });
+  await redrawnSince(page, since);
+  assert.equal(await text(page, '#error'), refusal, 'the refusal outlives a redraw');
   await page.unrouteAll({ behavior: 'wait' });
   await page.close();
 });
