@@ -107,6 +107,12 @@ static int token_new(cli *c, const char *name, bool admin, const char **prefixes
                          "'%s' is not a token name: use 1 to 253 visible ASCII characters, "
                          "like ci or team-a",
                          name);
+    /* The server refuses these two in its file: events name them as actors. */
+    if (strcmp(name, "sluice") == 0 || strcmp(name, "anonymous") == 0)
+        return cli_usage(c,
+                         "'%s' names the server itself in events (and anonymous requests): "
+                         "sluiced refuses it as a token's name; give another, like ci",
+                         name);
     if (admin == (n > 0))
         return cli_usage(c, admin ? "--admin and --prefix do not go together: an admin token "
                                     "may use every name"

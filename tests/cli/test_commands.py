@@ -562,7 +562,9 @@ tokens:
         for args in (["token"], ["token", "old", "x"], ["token", "new"],
                      ["token", "new", "x"], ["token", "new", "x", "--admin", "--prefix", "a/"],
                      ["token", "new", "x", "--prefix", "a b"], ["--json", "token", "new", "x",
-                                                               "--admin"]):
+                                                               "--admin"],
+                     ["token", "new", "sluice", "--admin"],
+                     ["token", "new", "anonymous", "--prefix", "a/"]):
             r = sluice(None, *args)
             self.assertEqual(r.rc, 2, r)
             self.assertEqual(r.out, "", r)
