@@ -2,9 +2,10 @@
  *
  * No bufferevent_openssl: a connection keeps its plain libevent events and
  * its buffers, and only the bytes go through SSL_read/SSL_write instead of
- * recv/send (tls_recv, tls_send below, which answer like them: EAGAIN when
- * OpenSSL wants the socket again). The handshake is driven by the same
- * events, a step per readiness, so a slow client never holds the loop.
+ * recv/send (sl__tls_recv, sl__tls_send below, on tls_io.c's, which answer
+ * like them: EAGAIN when OpenSSL wants the socket again). The handshake is
+ * driven by the same events, a step per readiness, so a slow client never
+ * holds the loop.
  *
  * The context (certificate, key, client CA, versions) is built whole from
  * the files and swapped in only when it is good: a reload with a bad file
@@ -19,16 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "http_int.h"
-
-static void ssl_error(char *err, size_t cap, const char *what, const char *path)
-{
-    unsigned long e = ERR_peek_last_error();
-    char why[256] = "unknown reason";
-    if (e)
-        ERR_error_string_n(e, why, sizeof(why));
-    ERR_clear_error();
-    snprintf(err, cap, "%s %s: %s", what, path, why);
-}
+#include "tls_io.h"
 
 /* ALPN: HTTP/1.1 is all this server speaks; a client offering only other
  * protocols goes on without ALPN rather than being refused. */
@@ -49,12 +41,12 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 static int client_ca(SSL_CTX *ctx, const char *path, char *err, size_t cap)
 {
     if (SSL_CTX_load_verify_locations(ctx, path, NULL) != 1) {
-        ssl_error(err, cap, "cannot read the client CA file", path);
+        sl__tls_io_say(err, cap, "cannot read the client CA file", path);
         return -1;
     }
     STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(path);
     if (!names) {
-        ssl_error(err, cap, "no CA certificate in the client CA file", path);
+        sl__tls_io_say(err, cap, "no CA certificate in the client CA file", path);
         return -1;
     }
     SSL_CTX_set_client_CA_list(ctx, names);
@@ -68,7 +60,7 @@ static SSL_CTX *tls_ctx(const sl_http_tls_conf *t, char *err, size_t cap)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
-        ssl_error(err, cap, "cannot make a TLS context", "");
+        sl__tls_io_say(err, cap, "cannot make a TLS context", "");
         return NULL;
     }
     /* OpenSSL's defaults otherwise (ciphers, curves, security level). */
@@ -85,11 +77,11 @@ static SSL_CTX *tls_ctx(const sl_http_tls_conf *t, char *err, size_t cap)
     SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_select, NULL);
     if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
-        ssl_error(err, cap, "cannot read the certificate file", t->cert);
+        sl__tls_io_say(err, cap, "cannot read the certificate file", t->cert);
     } else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1) {
-        ssl_error(err, cap, "cannot read the key file", t->key);
+        sl__tls_io_say(err, cap, "cannot read the key file", t->key);
     } else if (SSL_CTX_check_private_key(ctx) != 1) {
-        ssl_error(err, cap, "the key does not match the certificate in", t->cert);
+        sl__tls_io_say(err, cap, "the key does not match the certificate in", t->cert);
     } else if (!t->client_ca || client_ca(ctx, t->client_ca, err, cap) == 0) {
         return ctx;
     }
@@ -188,20 +180,6 @@ static void peer_names(sl_http_conn *c)
     X509_free(cert);
 }
 
-/* errno for what OpenSSL said: EAGAIN when it waits for the socket (and
- * whether for writing), ECONNRESET for a failure. */
-static int want(sl_http_conn *c, int rc)
-{
-    int e = SSL_get_error(c->ssl, rc);
-    c->tls_wants_write = e == SSL_ERROR_WANT_WRITE;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-        return EAGAIN;
-    if (e == SSL_ERROR_ZERO_RETURN)
-        return 0;
-    ERR_clear_error();
-    return ECONNRESET;
-}
-
 int sl__tls_handshake(sl_http_conn *c)
 {
     int rc = SSL_do_handshake(c->ssl);
@@ -211,29 +189,17 @@ int sl__tls_handshake(sl_http_conn *c)
         peer_names(c);
         return 1;
     }
-    return want(c, rc) == EAGAIN ? 0 : -1;
+    return sl__tls_io_errno(c->ssl, rc, &c->tls_wants_write) == EAGAIN ? 0 : -1;
 }
 
 ssize_t sl__tls_recv(sl_http_conn *c, void *buf, size_t n)
 {
-    int rc = SSL_read(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
-    if (rc > 0)
-        return rc;
-    int e = want(c, rc);
-    if (e == 0)
-        return 0; /* close_notify, or the socket's end of file */
-    errno = e;
-    return -1;
+    return sl__tls_io_recv(c->ssl, &c->tls_wants_write, buf, n);
 }
 
 ssize_t sl__tls_send(sl_http_conn *c, const void *buf, size_t n)
 {
-    int rc = SSL_write(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
-    if (rc > 0)
-        return rc;
-    int e = want(c, rc);
-    errno = e == 0 ? EPIPE : e;
-    return -1;
+    return sl__tls_io_send(c->ssl, &c->tls_wants_write, buf, n);
 }
 
 /* ---- the request ------------------------------------------------------------ */

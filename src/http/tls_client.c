@@ -1,6 +1,7 @@
 /* tls_client.c - the client side of TLS on a non-blocking socket (see
  * tls_client.h). Like tls.c, no bufferevent_openssl: the caller keeps its
- * own events and asks for a handshake step at each readiness.
+ * own events and asks for a handshake step at each readiness. The reading,
+ * writing and error words are tls_io.c's, shared with tls.c.
  *
  * A failed handshake is told apart: a certificate that does not verify, or
  * a peer that answers something other than TLS, is a refusal (trying again
@@ -8,7 +9,6 @@
  * died, and another may take its place). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@
 #include <openssl/x509v3.h>
 
 #include "tls_client.h"
+#include "tls_io.h"
 
 struct sl_tls_client {
     SSL_CTX *ctx;
@@ -29,34 +30,24 @@ struct sl_tls_conn {
     bool wants_write;
 };
 
-static void ssl_error(char *err, size_t cap, const char *what, const char *path)
-{
-    unsigned long e = ERR_peek_last_error();
-    char why[256] = "unknown reason";
-    if (e)
-        ERR_error_string_n(e, why, sizeof(why));
-    ERR_clear_error();
-    snprintf(err, cap, "%s %s: %s", what, path, why);
-}
-
 static int load(SSL_CTX *ctx, const sl_tls_client_conf *c, char *err, size_t cap)
 {
     if (c->ca && SSL_CTX_load_verify_locations(ctx, c->ca, NULL) != 1) {
-        ssl_error(err, cap, "cannot read the CA file", c->ca);
+        sl__tls_io_say(err, cap, "cannot read the CA file", c->ca);
         return -1;
     }
     if (!c->cert)
         return 0;
     if (SSL_CTX_use_certificate_chain_file(ctx, c->cert) != 1) {
-        ssl_error(err, cap, "cannot read the certificate file", c->cert);
+        sl__tls_io_say(err, cap, "cannot read the certificate file", c->cert);
         return -1;
     }
     if (!c->key || SSL_CTX_use_PrivateKey_file(ctx, c->key, SSL_FILETYPE_PEM) != 1) {
-        ssl_error(err, cap, "cannot read the key file", c->key ? c->key : "(none given)");
+        sl__tls_io_say(err, cap, "cannot read the key file", c->key ? c->key : "(none given)");
         return -1;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        ssl_error(err, cap, "the key does not match the certificate in", c->cert);
+        sl__tls_io_say(err, cap, "the key does not match the certificate in", c->cert);
         return -1;
     }
     return 0;
@@ -164,9 +155,8 @@ sl_tls_step sl_tls_conn_handshake(sl_tls_conn *c, char *err, size_t cap)
         c->wants_write = false;
         return SL_TLS_DONE;
     }
-    int e = SSL_get_error(c->ssl, rc);
-    c->wants_write = e == SSL_ERROR_WANT_WRITE;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+    int e = sl__tls_io_error(c->ssl, rc, &c->wants_write);
+    if (sl__tls_io_waits(e))
         return SL_TLS_AGAIN;
     return failed(c, e, err, cap);
 }
@@ -176,39 +166,14 @@ bool sl_tls_conn_wants_write(const sl_tls_conn *c)
     return c->wants_write;
 }
 
-/* errno for what OpenSSL said, as in tls.c: EAGAIN, 0 (the end), ECONNRESET. */
-static int want(sl_tls_conn *c, int rc)
-{
-    int e = SSL_get_error(c->ssl, rc);
-    c->wants_write = e == SSL_ERROR_WANT_WRITE;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-        return EAGAIN;
-    if (e == SSL_ERROR_ZERO_RETURN)
-        return 0;
-    ERR_clear_error();
-    return ECONNRESET;
-}
-
 ssize_t sl_tls_conn_recv(sl_tls_conn *c, void *buf, size_t n)
 {
-    int rc = SSL_read(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
-    if (rc > 0)
-        return rc;
-    int e = want(c, rc);
-    if (e == 0)
-        return 0;
-    errno = e;
-    return -1;
+    return sl__tls_io_recv(c->ssl, &c->wants_write, buf, n);
 }
 
 ssize_t sl_tls_conn_send(sl_tls_conn *c, const void *buf, size_t n)
 {
-    int rc = SSL_write(c->ssl, buf, n > INT32_MAX ? INT32_MAX : (int)n);
-    if (rc > 0)
-        return rc;
-    int e = want(c, rc);
-    errno = e == 0 ? EPIPE : e;
-    return -1;
+    return sl__tls_io_send(c->ssl, &c->wants_write, buf, n);
 }
 
 size_t sl_tls_conn_pending(const sl_tls_conn *c)
