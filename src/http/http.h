@@ -177,11 +177,14 @@ void sl_http_on_drained(sl_http_req *r, sl_http_gone_fn fn, void *arg);
 
 /* TLS on the listener (tls.c, OpenSSL): TLS 1.2 and 1.3 only, OpenSSL's
  * secure defaults, ALPN http/1.1, session resumption. With client_ca, a
- * client must show a certificate that CA signed (mTLS). */
+ * client must show a certificate that CA (or cluster_ca) signed (mTLS).
+ * With cluster_ca, a certificate that CA signed makes its connection a
+ * cluster peer (tls_peer.c). */
 typedef struct sl_http_tls_conf {
     const char *cert;      /* PEM: the certificate, then its chain; NULL: plain HTTP */
     const char *key;       /* PEM: its private key */
     const char *client_ca; /* PEM: the CAs of client certificates; NULL: none asked */
+    const char *cluster_ca; /* PEM: the CAs of the cluster's servers; NULL: no peers */
     int min_version;       /* 12 (TLS 1.2, the default) or 13 */
 } sl_http_tls_conf;
 
@@ -197,6 +200,9 @@ bool sl_http_req_tls(const sl_http_req *r);
  * "DNS:...", "URI:...", "email:...". 0 without a verified certificate. */
 #define SL_HTTP_PEER_NAMES_MAX 16
 size_t sl_http_req_peer_names(const sl_http_req *r, const char **out, size_t cap);
+/* Whether the connection's verified certificate chains to cluster_ca: it
+ * is another server of the cluster, proven. */
+bool sl_http_req_cluster_peer(const sl_http_req *r);
 
 /* The reason phrase of a status ("Created"). */
 const char *sl_http_status_text(int status);

@@ -84,6 +84,7 @@ struct sl_http_conn {
     bool tls_wants_write; /* OpenSSL waits for the socket to take bytes */
     sl_buf peer;          /* the verified client's names, NUL-ended (tls.c) */
     size_t npeer;
+    bool cluster_peer;    /* its certificate chains to the cluster CA (tls_peer.c) */
     sl_http_conn *prev, *next;
 };
 
@@ -142,5 +143,11 @@ ssize_t sl__tls_recv(sl_http_conn *c, void *buf, size_t n);
 ssize_t sl__tls_send(sl_http_conn *c, const void *buf, size_t n);
 /* Frees the connection's TLS (notify: send close_notify first). */
 void sl__tls_close(sl_http_conn *c, bool notify);
+/* tls_peer.c: the CAs of client certificates (client_ca, cluster_ca) into
+ * ctx; -1 and why in err when a file is bad. */
+int sl__tls_client_cas(SSL_CTX *ctx, const sl_http_tls_conf *t, char *err, size_t cap);
+/* Whether the verified certificate of a finished handshake chains to the
+ * context's cluster CA. */
+bool sl__tls_cluster_peer(SSL *ssl);
 
 #endif

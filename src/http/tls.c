@@ -38,24 +38,6 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_OK;
 }
 
-static int client_ca(SSL_CTX *ctx, const char *path, char *err, size_t cap)
-{
-    if (SSL_CTX_load_verify_locations(ctx, path, NULL) != 1) {
-        sl__tls_io_say(err, cap, "cannot read the client CA file", path);
-        return -1;
-    }
-    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(path);
-    if (!names) {
-        sl__tls_io_say(err, cap, "no CA certificate in the client CA file", path);
-        return -1;
-    }
-    SSL_CTX_set_client_CA_list(ctx, names);
-    /* mTLS: a client without a certificate this CA signed is refused in
-     * the handshake (expired ones too: OpenSSL checks the dates). */
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-    return 0;
-}
-
 static SSL_CTX *tls_ctx(const sl_http_tls_conf *t, char *err, size_t cap)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
@@ -82,7 +64,7 @@ static SSL_CTX *tls_ctx(const sl_http_tls_conf *t, char *err, size_t cap)
         sl__tls_io_say(err, cap, "cannot read the key file", t->key);
     } else if (SSL_CTX_check_private_key(ctx) != 1) {
         sl__tls_io_say(err, cap, "the key does not match the certificate in", t->cert);
-    } else if (!t->client_ca || client_ca(ctx, t->client_ca, err, cap) == 0) {
+    } else if (sl__tls_client_cas(ctx, t, err, cap) == 0) {
         return ctx;
     }
     SSL_CTX_free(ctx);
@@ -187,6 +169,7 @@ int sl__tls_handshake(sl_http_conn *c)
         c->tls_ready = true;
         c->tls_wants_write = false;
         peer_names(c);
+        c->cluster_peer = sl__tls_cluster_peer(c->ssl);
         return 1;
     }
     return sl__tls_io_errno(c->ssl, rc, &c->tls_wants_write) == EAGAIN ? 0 : -1;

@@ -183,7 +183,7 @@ void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *b
     if (!a || !a->path || !kept(sl_http_req_method(req), status, target))
         return;
     char addr[SL_HTTP_ADDRESS_MAX];
-    sl_http_req_address(req, addr, sizeof(addr));
+    sl_forward_address(req, addr, sizeof(addr));
     const char *actor = sl_http_req_label(req);
     const char *q = strchr(target, '?');
     json_t *code =
@@ -196,9 +196,11 @@ void sl_audit_answer(sl_server *srv, sl_http_req *req, int status, const void *b
     json_t *id = claim ? json_string(claim) : leading_string(body, len, "{\"id\":\"");
     if (id)
         json_object_set_new(o, "claim", id);
+    /* A follower proven by its certificate, or a header anyone could send. */
     const char *via = sl_http_req_header(req, "Sluice-Forwarded");
     if (via)
-        json_object_set_new(o, "relayed_by", text(&a->line, via, strlen(via)));
+        json_object_set_new(o, sl_http_req_cluster_peer(req) ? "relayed_by" : "relayed_by_unproven",
+                            text(&a->line, via, strlen(via)));
     sl_buf_clear(&a->line);
     sl_json_to_buffer(o, &a->line);
     json_decref(o);

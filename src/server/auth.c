@@ -65,8 +65,8 @@ typedef enum {
 /* Who a request is: its bearer token when it sends one (the token wins:
  * a wrong token is refused even over a certificate an entry names, and a
  * gateway's certificate can carry its clients' own tokens), else its
- * connection's verified client certificate, the first entry in the file's
- * order that names it. */
+ * connection's verified client certificate (or the one a proven follower
+ * forwarded: forward.c), the first entry in the file's order that names it. */
 static principal_kind principal(const sl_conf *conf, const sl_http_req *req,
                                 const sl_conf_token **out)
 {
@@ -76,12 +76,12 @@ static principal_kind principal(const sl_conf *conf, const sl_http_req *req,
         *out = by_secret(conf, secret);
         return *out ? KNOWN : BAD_TOKEN;
     }
-    const char *names[SL_HTTP_PEER_NAMES_MAX];
-    size_t n = sl_http_req_peer_names(req, names, SL_HTTP_PEER_NAMES_MAX);
-    if (n == 0)
+    sl_client_names f;
+    if (sl_forward_names(req, &f) == 0)
         return NO_CREDENTIAL;
     for (size_t i = 0; i < conf->ntokens && !*out; i++)
-        if (conf->tokens[i].certificate && names_certificate(conf->tokens[i].certificate, names, n))
+        if (conf->tokens[i].certificate &&
+            names_certificate(conf->tokens[i].certificate, f.names, f.n))
             *out = &conf->tokens[i];
     return *out ? KNOWN : UNKNOWN_CERT;
 }
@@ -104,8 +104,8 @@ int sl_auth_check(sl_ctx *c)
         sl_reply_error(c, 401, "unauthorized", "the token is not one this server knows");
         return -1;
     case UNKNOWN_CERT: {
-        const char *cn = "";
-        sl_http_req_peer_names(c->req, &cn, 1);
+        sl_client_names f;
+        const char *cn = sl_forward_names(c->req, &f) ? f.names[0] : "";
         sl_http_add_header(c->req, "WWW-Authenticate", "Bearer");
         sl_reply_error(c, 401, "unauthorized",
                        "the client certificate (CN \"%.100s\") is not one this server's tokens "

@@ -174,6 +174,7 @@ static void build_request(sl_relay *r)
     sl_buf_addf(&r->out, " HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nSluice-Forwarded: %s\r\n",
                 srv->leader_host, srv->advertise);
     copy_header(&r->out, req, "Authorization");
+    sl_forward_headers(srv, req, &r->out);
     copy_header(&r->out, req, "Content-Type");
     copy_header(&r->out, req, "Accept");
     copy_header(&r->out, req, "User-Agent");

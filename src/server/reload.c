@@ -119,12 +119,16 @@ static int peer_tls(sl_server *srv, bool reload)
 
 /* TLS's certificate, key and client CAs, read (again) from their files:
  * new connections get them, open ones keep theirs; a bad file keeps the
- * ones in use (on a reload) and says why. */
+ * ones in use (on a reload) and says why. In shared mode cluster.ca's
+ * certificates are the other servers' (relays that tell who their client
+ * is: forward.c). */
 int sl_server_tls(sl_server *srv, bool reload)
 {
     const sl_conf *c = srv->conf;
     sl_http_tls_conf t = {.cert = c->tls_cert, .key = c->tls_key,
-                          .client_ca = c->tls_client_ca, .min_version = c->tls_min_version};
+                          .client_ca = c->tls_client_ca,
+                          .cluster_ca = sl_conf_store_shared(c->store) ? c->cluster_ca : NULL,
+                          .min_version = c->tls_min_version};
     char err[512] = "";
     if (sl_http_set_tls(srv->http, &t, err, sizeof(err)) != 0) {
         sl_log(SL_LOG_ERROR, reload ? "reload: TLS: %s; the certificate in use is kept"

@@ -242,7 +242,7 @@ void sl_routes_handle(void *ud, sl_http_req *req)
     /* Before any relay: the leader is sent none of the headers it reads. */
     if (sl_browser_check(&c) != 0)
         return;
-    if (plain_beside_tls(&c))
+    if (plain_beside_tls(&c) || sl_forward_refuses(&c))
         return;
     /* HEAD is a GET whose body the HTTP layer leaves out: every route that
      * takes GET takes HEAD (RFC 9110, 9.3.2). */

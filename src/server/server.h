@@ -333,6 +333,29 @@ void sl_route_history(sl_ctx *c);
 /* Mutations are refused while the store cannot commit: 503 sent, true. */
 bool sl_refuse_if_store_failed(sl_ctx *c);
 
+/* ---- forward.c: who a relayed request's client is -------------------------- */
+
+/* The names of the client's verified certificate (sl_http_req_peer_names). */
+typedef struct sl_client_names {
+    const char *names[SL_HTTP_PEER_NAMES_MAX];
+    size_t n;
+    char buf[4096];
+} sl_client_names;
+
+/* The follower's side: the headers that tell the leader the client's
+ * address and certificate, onto the relayed request (none when the relay
+ * proves nothing: without cluster.ca). */
+void sl_forward_headers(const sl_server *srv, const sl_http_req *req, sl_buf *out);
+/* The client's certificate names: those a proven peer forwarded, else the
+ * connection's own. Returns f->n. */
+size_t sl_forward_names(const sl_http_req *req, sl_client_names *f);
+/* The client's IP address: the one a proven peer forwarded, else the
+ * connection's. */
+void sl_forward_address(const sl_http_req *req, char *out, size_t cap);
+/* Answers 403 when the forwarding headers come from anyone but a proven
+ * peer, 400 when a peer's are malformed; returns whether it answered. */
+bool sl_forward_refuses(sl_ctx *c);
+
 /* ---- auth.c -------------------------------------------------------------- */
 /* Checks the Authorization header. On failure answers 401 and returns -1. */
 /* browser.c: refuses what a web page could make a browser send (DNS

@@ -9,7 +9,12 @@ CA, or a plain-HTTP one, gets no byte of the request (no Authorization
 header), and the client gets 503 leader_unverified. Shared mode with tokens
 but nothing to prove the leader with refuses to start, unless
 --cluster-insecure says so. Every wait is on a state a server reports, with a
-deadline."""
+deadline.
+
+The leader takes a relayed client's address and certificate from the
+follower only because the follower's certificate chains to cluster.ca (here
+a CA other than the clients', tls.client_ca): a client that sends those
+headers itself is refused, wherever it sends them."""
 import http.client
 import json
 import os
@@ -33,6 +38,14 @@ ADMIN = "admin-secret-for-the-cluster-test"
 CONFIG = """tokens:
   - {name: admin, token: "%s", admin: true}
 """ % ADMIN
+# The principals of client certificates, and an audit log per server.
+NODE_CONFIG = CONFIG + """  - {name: deployer, certificate: {cn: "%s"}, prefixes: ["deploy/"]}
+  - {name: ops, certificate: {cn: ops}, admin: true}
+audit:
+  path: %s
+"""
+DEPLOYER_CN = "deployer, ops %2C"  # the forwarded names are percent-encoded, comma-separated
+CLIENT_HOST = "127.0.0.2"  # the clients' source address: the servers talk from 127.0.0.1
 
 
 class Rogue:
@@ -90,10 +103,14 @@ class Node:
         self.url = "https://127.0.0.1:%d" % self.port
         self.log = os.path.join(t.dir, "%s.log" % name)
         d = t.dir
+        self.audit = os.path.join(d, name + ".audit")
+        config = os.path.join(d, name + ".yaml")
+        with open(config, "w") as f:
+            f.write(NODE_CONFIG % (DEPLOYER_CN, self.audit))
         cmd = [binary(), "--listen", "127.0.0.1:%d" % self.port, "--store", t.store,
-               "--config", t.config, "--tls-cert", os.path.join(d, name + ".pem"),
+               "--config", config, "--tls-cert", os.path.join(d, name + ".pem"),
                "--tls-key", os.path.join(d, name + ".key"),
-               "--tls-client-ca", os.path.join(d, "cluster.pem"),
+               "--tls-client-ca", os.path.join(d, "clients.pem"),
                "--cluster-ca", os.path.join(d, "cluster.pem"), "--leader-timeout", "2s", *extra]
         with open(self.log, "wb") as err:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err)
@@ -101,6 +118,13 @@ class Node:
     def text(self):
         with open(self.log, errors="replace") as f:
             return f.read()
+
+    def audit_lines(self):
+        try:
+            with open(self.audit) as f:
+                return [json.loads(line) for line in f]
+        except FileNotFoundError:
+            return []
 
     def health(self):
         try:
@@ -125,10 +149,12 @@ class ClusterTLSTest(unittest.TestCase):
         cls.dir = tempfile.mkdtemp(prefix="sluiced-cluster-tls-")
         d = cls.dir
         make_ca(d, "cluster")
+        make_ca(d, "clients")
         make_ca(d, "other")
         for name in ("a", "b"):
             make_cert(d, name, "cluster", "sluiced-" + name, san="IP:127.0.0.1")
-        make_cert(d, "client", "cluster", "a-client", san="DNS:client.example")
+        make_cert(d, "client", "clients", "a-client", san="DNS:client.example")
+        make_cert(d, "deployer", "clients", DEPLOYER_CN, san="DNS:deploy.example")
         make_cert(d, "rogue", "other", "rogue", san="IP:127.0.0.1")
         cls.config = os.path.join(d, "sluice.yaml")
         with open(cls.config, "w") as f:
@@ -136,8 +162,8 @@ class ClusterTLSTest(unittest.TestCase):
         cls.pg = Postgres().start()
         cls.pg.psql("CREATE DATABASE sluice")
         cls.store = cls.pg.url("sluice")
-        cls.ctx = ssl.create_default_context(cafile=os.path.join(d, "cluster.pem"))
-        cls.ctx.load_cert_chain(os.path.join(d, "client.pem"), os.path.join(d, "client.key"))
+        cls.ctx = cls.client_ctx("client")
+        cls.deployer = cls.client_ctx("deployer")
         cls.nodes = []
         try:
             cls.a = cls.start_node("a")
@@ -149,6 +175,13 @@ class ClusterTLSTest(unittest.TestCase):
         except BaseException:
             cls.tearDownClass()
             raise
+
+    @classmethod
+    def client_ctx(cls, cert):
+        ctx = ssl.create_default_context(cafile=os.path.join(cls.dir, "cluster.pem"))
+        ctx.load_cert_chain(os.path.join(cls.dir, cert + ".pem"),
+                            os.path.join(cls.dir, cert + ".key"))
+        return ctx
 
     @classmethod
     def start_node(cls, name):
@@ -169,11 +202,14 @@ class ClusterTLSTest(unittest.TestCase):
             shutil.rmtree(cls.dir, ignore_errors=True)
 
     @classmethod
-    def request(cls, port, method, path, body=None, token=ADMIN):
+    def request(cls, port, method, path, body=None, token=ADMIN, ctx=None, headers=None):
         conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=DEADLINE_S,
-                                           context=cls.ctx)
+                                           context=ctx or cls.ctx,
+                                           source_address=(CLIENT_HOST, 0))
         try:
-            headers = {"Authorization": "Bearer " + token} if token else {}
+            headers = dict(headers or {})
+            if token:
+                headers["Authorization"] = "Bearer " + token
             if body is not None:
                 headers["Content-Type"] = "application/json"
                 body = json.dumps(body)
@@ -218,6 +254,57 @@ class ClusterTLSTest(unittest.TestCase):
         # The leader checks the client's token, as without TLS.
         status, body = self.request(self.b.port, "GET", "/v1/claims", token="wrong")
         self.assertEqual(status, 401, body)
+
+    def audit_line(self, node, pred, what):
+        found = []
+        wait_until(lambda: found.extend(x for x in node.audit_lines() if pred(x)) or found,
+                   DEADLINE_S, what=what)
+        return found[0]
+
+    def test_a_certificate_principal_through_the_follower(self):
+        """The client's certificate and address reach the leader through the
+        follower: the leader's audit line and the claim's actor name them."""
+        status, body = self.request(self.b.port, "POST", "/v1/claims", token=None,
+                                    ctx=self.deployer,
+                                    body={"holder": "deploy/run-1", "locks": [{"mutex": "deploy/m"}]})
+        self.assertEqual(status, 201, body)
+        claim = body["id"]
+        self.assertEqual(body["actor"], "deployer", body)
+        line = self.audit_line(self.a, lambda x: x.get("claim") == claim and x["method"] == "POST",
+                               "the leader's audit line of the claim")
+        self.assertEqual(line["actor"], "deployer", line)
+        self.assertEqual(line["address"], CLIENT_HOST, line)
+        self.assertEqual(line["relayed_by"], self.b.url, line)
+        status, body = self.request(self.b.port, "GET", "/v1/events?claim=" + claim)
+        self.assertEqual(status, 200, body)
+        self.assertEqual({e["actor"] for e in body["events"]}, {"deployer"}, body)
+        # The leader maps the certificate with its own configuration: one no
+        # entry names is refused by the leader, naming it.
+        status, body = self.request(self.b.port, "GET", "/v1/claims", token=None)
+        self.assertEqual(status, 401, body)
+        self.assertIn('CN "a-client"', body["error"]["message"])
+
+    def test_a_client_may_not_forward_an_identity(self):
+        """The reproduction: a client names the admin certificate (and another
+        address) in the forwarding headers itself, to the leader or to the
+        follower. It gets no admin rights: 403, and the audit line has its
+        own address."""
+        spoof = {"Sluice-Client-Certificate": "ops", "Sluice-Client-Address": "10.9.9.9",
+                 "Sluice-Forwarded": self.b.url}
+        for node in (self.a, self.b):
+            for path in ("/v1/whoami", "/v1/semaphores/spoofed"):
+                method = "PUT" if "semaphores" in path else "GET"
+                status, body = self.request(node.port, method, path, token=None, headers=spoof,
+                                            body={"limit": 1} if method == "PUT" else None)
+                self.assertEqual(status, 403, (node.name, path, body))
+                self.assertIn("Sluice-Client-Certificate", body["error"]["message"])
+        status, body = self.request(self.a.port, "GET", "/v1/semaphores/spoofed")
+        self.assertEqual(status, 404, body)
+        line = self.audit_line(self.a, lambda x: x["path"] == "/v1/semaphores/spoofed" and
+                               x["method"] == "PUT", "the refusal's audit line")
+        self.assertEqual((line["status"], line["address"], line["actor"]), (403, CLIENT_HOST, None))
+        self.assertEqual(line["relayed_by_unproven"], self.b.url, line)
+        self.assertNotIn("relayed_by", line)
 
     def test_a_leader_of_another_ca_gets_nothing(self):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
