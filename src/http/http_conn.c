@@ -221,6 +221,13 @@ static void after_drained(sl_http_conn *c)
         c->busy++;
         fn(c->drained_arg);
         c->busy--;
+        /* What fn wrote waited for the end of a callback (busy), and this
+         * is that end: send it once the socket takes it (at once, as it
+         * just drained), and close after that. */
+        if (sl_buf_size(&c->out) > 0 && !c->gone && c->fd >= 0) {
+            arm_write(c);
+            return;
+        }
     }
     if (c->close_after && !answering(c) && c->state != CS_DRAINING && c->state != CS_CLOSING &&
         !c->gone)

@@ -53,6 +53,20 @@ static void on_gone(void *arg)
     g_gone++;
 }
 
+/* /pages: three chunks, each written by the drained callback of the one
+ * before (the event stream's catch-up, one page at a time). */
+static int g_pages;
+
+static void next_page(void *arg)
+{
+    sl_http_req *r = arg;
+    char line[32];
+    int n = snprintf(line, sizeof(line), "page %d\n", ++g_pages);
+    sl_http_stream_chunk(r, line, (size_t)n);
+    if (g_pages < 3)
+        sl_http_on_drained(r, next_page, r);
+}
+
 static void handler(void *ud, sl_http_req *r)
 {
     (void)ud;
@@ -72,6 +86,11 @@ static void handler(void *ud, sl_http_req *r)
         g_parked = r;
         sl_http_req_on_gone(r, on_gone, NULL);
         sl_http_stream_start(r, 200, "text/event-stream");
+    } else if (strcmp(t, "/pages") == 0) {
+        g_parked = r;
+        g_pages = 0;
+        sl_http_stream_start(r, 200, "text/plain");
+        next_page(r); /* inside the read callback: the output goes at its end */
     } else if (strcmp(t, "/big") == 0) {
         char *b = malloc(g_big);
         assert_non_null(b);
@@ -553,6 +572,25 @@ static void streams(void **state)
     close(fd);
 }
 
+/* Output written by a drained callback goes out at once, though the
+ * callback runs inside the flush that drained the socket: it once waited for
+ * the next write from elsewhere (the stream's heartbeat, 15 s), so an event
+ * stream catching up sent a page every 15 s. */
+static void output_from_a_drained_callback(void **state)
+{
+    (void)state;
+    int fd = client();
+    got g = {0};
+    sends(fd, "GET /pages HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_true(read_until(fd, &g, "page 3\n", 1));
+    assert_non_null(strstr(g.p, "page 1\n"));
+    assert_non_null(strstr(g.p, "page 2\n"));
+    sl_http_stream_end(g_parked);
+    g_parked = NULL;
+    got_free(&g);
+    close(fd);
+}
+
 static void connection_cap(void **state)
 {
     (void)state;
@@ -613,6 +651,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(half_closed_gets_its_answer, setup, teardown),
         cmocka_unit_test_setup_teardown(answer_larger_than_the_socket_buffers, setup, teardown),
         cmocka_unit_test_setup_teardown(streams, setup, teardown),
+        cmocka_unit_test_setup_teardown(output_from_a_drained_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(connection_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(idle_and_slow_clients_time_out, setup, teardown),
     };
