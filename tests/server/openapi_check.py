@@ -49,8 +49,11 @@ def enabled():
 
 
 def load(path=None):
+    # libyaml's loader when PyYAML has it: the same document in a fifth of
+    # the time (0.1 s, not 0.5 s, in every test process that checks answers).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path or DOCUMENT, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        return yaml.load(f, Loader=loader)
 
 
 def _escape(token):

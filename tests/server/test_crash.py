@@ -19,9 +19,14 @@ the test checks docs/engine.md's durability promises:
   - nothing is held that no one can account for.
 
 The kill/restart cycle repeats (15 cycles by default, bounded to about 60 s:
-what CI runs) with a seed printed at the start; SLUICE_CRASH_SEED replays a
-run and SLUICE_CRASH_CYCLES sets the number of rounds (the time budget then
-grows with it, 6 s a round), so the long run by hand is
+what CI's release run runs) with a seed printed at the start;
+SLUICE_CRASH_SEED replays a run and SLUICE_CRASH_CYCLES sets the number of
+rounds (the time budget then grows with it, 6 s a round). The ASan run sets
+5 (tests/server/CMakeLists.txt): every round goes through the same code (the
+clients' traffic, a kill at a random moment, the restart's recovery from the
+store, the checks' reads), so ASan sees all of it in each round, and what
+more rounds add is more moments of the kill, which the release run's 15
+rounds try. The long run by hand is
 
     SLUICE_CRASH_CYCLES=100 SLUICED=build/release/src/server/sluiced \
         python3 tests/server/test_crash.py
