@@ -158,6 +158,7 @@ export async function openPage(server, path, viewport = DESKTOP) {
   const b = await launch();
   const page = await b.newPage();
   await page.setViewportSize(viewport);
+  page.openedAt = Date.now(); // every text the page draws is written after this
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   page.on('console', (m) => { if (m.type() === 'error' && !/status of 40[0345]/.test(m.text())) errors.push(m.text()); });
@@ -165,6 +166,27 @@ export async function openPage(server, path, viewport = DESKTOP) {
   await until(() => page.$('body[data-rendered]'), `${path} to render`);
   page.errors = errors;
   return page;
+}
+
+// A countdown's "(in 9m 58s)" (lib.js's span) checked against the server's
+// time `iso` it counts to (revoke_at, expires): the page wrote the text at
+// some moment since it was opened (page.openedAt, set by openPage) and
+// rounded it to the second (from an hour on, "1h 0m": to the minute below),
+// so what it shows lies between the time left now and the time left at the
+// opening, however loaded the machine. Returns the text.
+export async function assertCountdown(page, sel, iso) {
+  const t = await text(page, sel);
+  const now = Date.now();
+  const m = t.match(/\(in (?:(\d+)h (\d+)m|(?:(\d+)m )?(\d+)s)\)/);
+  assert.ok(m, `${sel}: no "(in ...)" in "${t}"`);
+  const hours = m[1] !== undefined;
+  const shown = hours ? Number(m[1]) * 3600 + Number(m[2]) * 60 : Number(m[3] || 0) * 60 + Number(m[4]);
+  const at = Date.parse(iso);
+  const low = (at - now) / 1000 - (hours ? 60.5 : 0.5);
+  const high = (at - page.openedAt) / 1000 + 0.5;
+  assert.ok(shown >= low && shown <= high,
+    `${sel}: "${t}" shows ${shown} s left; ${low.toFixed(1)} to ${high.toFixed(1)} s were left between the page's opening and now (${iso})`);
+  return t;
 }
 
 // A page drawn again since `since` (body[data-rendered] is the time of the
