@@ -683,6 +683,21 @@ def lock_json(l):
     return d
 
 
+def json_call(conn, method, path, body=None, token=None, headers=None):
+    """One request on an http.client connection (HTTPS ones of the TLS
+    tests, with their own contexts): body as JSON, token as Bearer, more
+    headers; (status, the answer's bytes)."""
+    headers = dict(headers or {})
+    if token:
+        headers["Authorization"] = "Bearer " + token
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        body = json.dumps(body)
+    conn.request(method, path, body=body, headers=headers)
+    r = conn.getresponse()
+    return r.status, r.read()
+
+
 def wait_until(fn, deadline_s, poll_s=0.02, what="condition"):
     """Polls fn() until it returns something true, at most deadline_s.
     Returns that value; raises AssertionError naming what when time runs out."""

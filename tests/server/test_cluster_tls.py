@@ -30,8 +30,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pg_fixture import Postgres  # noqa: E402
-from sluiced_fixture import SANITIZER_MARKS, binary, free_port, wait_until  # noqa: E402
-from test_tls import make_ca, make_cert  # noqa: E402
+from sluiced_fixture import SANITIZER_MARKS, binary, free_port, json_call, wait_until  # noqa: E402
+from certs import make_ca, make_cert  # noqa: E402
 
 DEADLINE_S = 20
 ADMIN = "admin-secret-for-the-cluster-test"
@@ -207,16 +207,8 @@ class ClusterTLSTest(unittest.TestCase):
                                            context=ctx or cls.ctx,
                                            source_address=(CLIENT_HOST, 0))
         try:
-            headers = dict(headers or {})
-            if token:
-                headers["Authorization"] = "Bearer " + token
-            if body is not None:
-                headers["Content-Type"] = "application/json"
-                body = json.dumps(body)
-            conn.request(method, path, body=body, headers=headers)
-            r = conn.getresponse()
-            data = r.read()
-            return r.status, json.loads(data) if data.startswith(b"{") else data
+            status, data = json_call(conn, method, path, body, token, headers)
+            return status, json.loads(data) if data.startswith(b"{") else data
         finally:
             conn.close()
 

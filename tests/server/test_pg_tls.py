@@ -15,7 +15,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pg_fixture import Postgres  # noqa: E402
 from sluiced_fixture import SANITIZER_MARKS, binary, free_port, health, wait_until  # noqa: E402
-from test_tls import make_ca  # noqa: E402
+from certs import make_ca  # noqa: E402
 
 DEADLINE_S = 20
 HINT = "sslrootcert must name the CA that signed the database server's certificate"

@@ -27,31 +27,10 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluiced_fixture import binary, free_port, wait_until  # noqa: E402
+from certs import make_ca, make_cert  # noqa: E402
+from sluiced_fixture import binary, free_port, json_call, wait_until  # noqa: E402
 
 DEADLINE_S = 20
-
-
-def openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def make_ca(d, name):
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", name + ".key", "-out", name + ".pem", "-days", "2", "-subj", "/CN=" + name,
-            cwd=d)
-
-
-def make_cert(d, name, ca, cn, days="2", san=None):
-    """A certificate for cn signed by ca (days "-1": already expired)."""
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + cn, cwd=d)
-    ext = os.path.join(d, name + ".ext")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=%s\n" % (san or "DNS:localhost,IP:127.0.0.1"))
-    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
-            "-days", days, "-out", name + ".pem", "-extfile", ext, cwd=d)
 
 
 class Server:
@@ -428,14 +407,8 @@ class TestCertificatePrincipals(TLSTestCase):
                                            context=self.context(cert=cert))
 
     def call(self, conn, method, path, body=None, token=None):
-        headers = {"Authorization": "Bearer " + token} if token else {}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-            body = json.dumps(body)
-        conn.request(method, path, body=body, headers=headers)
-        r = conn.getresponse()
-        data = r.read()
-        return r.status, json.loads(data) if data else None
+        status, data = json_call(conn, method, path, body, token)
+        return status, json.loads(data) if data else None
 
     def request(self, cert, method, path, body=None, token=None):
         c = self.conn(cert)

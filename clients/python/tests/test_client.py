@@ -121,12 +121,19 @@ def wait_until(cond: Any, deadline_s: float = 10.0, what: str = "condition") -> 
         time.sleep(0.01)
 
 
-class ClientTest(unittest.TestCase):
+class ServerCase(unittest.TestCase):
+    """One sluiced for the whole class (make_server: which), stopped with SIGTERM at the
+    class's end, exit status 0 required. test_tls.py's classes are these too."""
+
     server: Server
 
     @classmethod
+    def make_server(cls) -> Server:
+        return Server()
+
+    @classmethod
     def setUpClass(cls) -> None:
-        cls.server = Server()
+        cls.server = cls.make_server()
         try:
             cls.server.start()
         except BaseException:
@@ -142,6 +149,8 @@ class ClientTest(unittest.TestCase):
         finally:
             cls.server.cleanup()
 
+
+class ClientTest(ServerCase):
     def setUp(self) -> None:
         self.client = sluice.Client(self.server.url, timeout=10.0)
 

@@ -17,7 +17,7 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -26,29 +26,14 @@ from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional
 
 import sluice
-from test_client import Server
+from test_client import Server, ServerCase
+
+# The certificates are made as the server's TLS tests make theirs (tests/server/certs.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "tests", "server"))
+from certs import make_ca, make_cert  # noqa: E402
 
 FAST_S = 5.0  # a refusal must come well before the failover's retry_for (15 s)
-
-
-def openssl(d: str, *args: str) -> None:
-    subprocess.run(["openssl", *args], cwd=d, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def make_ca(d: str, name: str) -> None:
-    openssl(d, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", name + ".key", "-out", name + ".pem", "-days", "2", "-subj", "/CN=" + name)
-
-
-def make_cert(d: str, name: str, ca: str) -> None:
-    """A certificate for localhost and 127.0.0.1, signed by ca."""
-    openssl(d, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name)
-    with open(os.path.join(d, name + ".ext"), "w", encoding="ascii") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    openssl(d, "x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
-            "-days", "2", "-out", name + ".pem", "-extfile", name + ".ext")
 
 
 @contextmanager
@@ -95,34 +80,19 @@ def tearDownModule() -> None:
     shutil.rmtree(CERTS, ignore_errors=True)
 
 
-class TLSCase(unittest.TestCase):
+class TLSCase(ServerCase):
     """One sluiced over TLS (with CLIENT_CA: asking for client certificates) for the class."""
 
     CLIENT_CA = False
-    server: Server
 
     @classmethod
-    def setUpClass(cls) -> None:
+    def make_server(cls) -> Server:
         args = ["--tls-cert", cls.path("srv.pem"), "--tls-key", cls.path("srv.key")]
         ctx = ssl.create_default_context(cafile=cls.path("ca.pem"))
         if cls.CLIENT_CA:
             args += ["--tls-client-ca", cls.path("ca.pem")]
             ctx.load_cert_chain(cls.path("alice.pem"), cls.path("alice.key"))
-        cls.server = Server(args, ctx)
-        try:
-            cls.server.start()
-        except BaseException:
-            cls.server.cleanup()
-            raise
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        try:
-            rc = cls.server.stop()
-            if rc != 0:
-                raise AssertionError(f"sluiced exited {rc}: {cls.server.output()}")
-        finally:
-            cls.server.cleanup()
+        return Server(args, ctx)
 
     @staticmethod
     def path(name: str) -> str:
