@@ -687,11 +687,14 @@ static bool tls_handshake(sl_http_conn *c)
     return hs > 0;
 }
 
-/* Bytes OpenSSL decrypted and holds are not the socket's readiness: read
- * them on the next turn of the loop. */
+/* Bytes OpenSSL holds (records read ahead, or decrypted and not yet read)
+ * are not the socket's readiness: read them on the next turn of the loop.
+ * Not after a read that waited for the socket: what OpenSSL holds then is
+ * part of a record, and its rest comes with the socket's readiness (waking
+ * the loop for it would spin until it came). */
 static void tls_pending(sl_http_conn *c)
 {
-    if (c->ssl && !c->gone && !c->reading_paused && SSL_pending(c->ssl) > 0)
+    if (c->ssl && !c->gone && !c->reading_paused && SSL_has_pending(c->ssl))
         event_active(c->rev, EV_READ, 0);
 }
 
@@ -703,6 +706,7 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
     c->busy++;
     if (c->ssl && !c->tls_ready && !tls_handshake(c))
         goto out;
+    bool waited = false; /* the last read waited for the socket */
     for (int round = 0; round < 4 && !c->gone && !c->reading_paused; round++) {
         char *space = sl_buf_space(&c->in, READ_CHUNK);
         ssize_t n = io_recv(c, space, READ_CHUNK);
@@ -712,8 +716,11 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
                 sl__http_update_timer(c); /* activity: the idle time starts again */
             parse_input(c);
             swallow(c);
-            if ((size_t)n < READ_CHUNK && !c->ssl)
-                break; /* (OpenSSL gives a record at a time: read until it waits) */
+            /* The socket is empty (level-triggered: more wakes us), and so
+             * is OpenSSL, which gives a record at a time: no read to spend
+             * on EAGAIN. */
+            if ((size_t)n < READ_CHUNK && (!c->ssl || !SSL_has_pending(c->ssl)))
+                break;
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -721,6 +728,7 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (c->tls_wants_write)
                 arm_write(c);
+            waited = true;
             break;
         }
         if (n == 0)
@@ -733,7 +741,8 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
      * the pipelined requests behind it be parsed now). */
     if (!c->gone)
         parse_input(c);
-    tls_pending(c);
+    if (!waited)
+        tls_pending(c);
 out:
     c->busy--;
     if (!c->gone)

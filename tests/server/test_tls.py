@@ -1,5 +1,6 @@
 """test_tls.py - sluiced over TLS (docs/security.md, "TLS"): TLS 1.2 and 1.3
-served, 1.0 and 1.1 refused, ALPN http/1.1, keep-alive and pipelining,
+served, 1.0 and 1.1 refused, ALPN http/1.1, keep-alive and pipelining (in
+one record, and in a record per request read ahead together),
 client certificates checked against tls.client_ca (a wrong CA, an expired
 certificate or none refused), certificates read again on SIGHUP (a
 connection opened before goes on, a new one sees the new certificate, a bad
@@ -189,6 +190,17 @@ class TestTLS(TLSTestCase):
             self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
             self.assertEqual(self.get(s, 20), ["HTTP/1.1 200 OK"] * 20)
             self.assertEqual(self.get(s), ["HTTP/1.1 200 OK"])
+
+    def test_pipelined_requests_each_in_its_own_record(self):
+        # 30 requests, a TLS record each, reaching the server in one TCP
+        # segment (corked): one recv reads them all ahead, and the records
+        # OpenSSL holds beyond the first are read without a socket event.
+        with self.connect(self.context()) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+            for _ in range(30):
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 0)
+            self.assertEqual(self.read_answers(s, 30), ["HTTP/1.1 200 OK"] * 30)
 
     def test_curl_over_tls(self):
         if not shutil.which("curl"):
