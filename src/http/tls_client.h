@@ -46,7 +46,9 @@ sl_tls_step sl_tls_conn_handshake(sl_tls_conn *c, char *err, size_t cap);
 /* Whether OpenSSL waits for the socket to be writable (else readable). */
 bool sl_tls_conn_wants_write(const sl_tls_conn *c);
 /* Like recv and send: -1 with errno EAGAIN when the socket must be ready
- * first, 0 (recv) at the end of the stream. */
+ * first, EPROTO when the server sent a fatal alert (in TLS 1.3 a refused
+ * client certificate comes so, at the first read), 0 (recv) at the end of
+ * the stream. */
 ssize_t sl_tls_conn_recv(sl_tls_conn *c, void *buf, size_t n);
 ssize_t sl_tls_conn_send(sl_tls_conn *c, const void *buf, size_t n);
 /* Bytes already decrypted and waiting to be read (no socket event comes for them). */

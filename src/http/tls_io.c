@@ -26,8 +26,12 @@ int sl__tls_io_errno(SSL *ssl, int rc, bool *wants_write)
         return EAGAIN;
     if (e == SSL_ERROR_ZERO_RETURN)
         return 0;
+    /* A fatal alert from the other side (in TLS 1.3 a server refuses the
+     * client's certificate after the client's handshake has ended). */
+    bool alert = e == SSL_ERROR_SSL &&
+                 ERR_GET_REASON(ERR_peek_last_error()) >= SSL_AD_REASON_OFFSET;
     ERR_clear_error();
-    return ECONNRESET;
+    return alert ? EPROTO : ECONNRESET;
 }
 
 ssize_t sl__tls_io_recv(SSL *ssl, bool *wants_write, void *buf, size_t n)

@@ -16,8 +16,9 @@ int sl__tls_io_error(SSL *ssl, int rc, bool *wants_write);
 /* Whether that error only waits for the socket. */
 bool sl__tls_io_waits(int e);
 /* errno for what OpenSSL said of rc: EAGAIN when it waits for the socket,
- * 0 at the end of the stream (close_notify), ECONNRESET for a failure
- * (OpenSSL's error queue is then cleared). */
+ * 0 at the end of the stream (close_notify), EPROTO for a fatal alert the
+ * other side sent, ECONNRESET for another failure (OpenSSL's error queue is
+ * then cleared). */
 int sl__tls_io_errno(SSL *ssl, int rc, bool *wants_write);
 /* As recv(2) and send(2): -1 with errno EAGAIN when the socket must be
  * ready first; recv 0 at the end of the stream, send EPIPE there. */

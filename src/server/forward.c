@@ -128,10 +128,16 @@ bool sl_forward_refuses(sl_ctx *c)
     if (!addr && !cert)
         return false;
     if (!sl_http_req_cluster_peer(c->req)) {
+        /* A follower whose cluster.cert this server's cluster.ca did not
+         * sign: the operator's to mend, and the message says so. */
+        const char *via = sl_http_req_header(c->req, "Sluice-Forwarded");
         sl_reply_error(c, 403, "forbidden",
                        "the headers " H_ADDRESS " and " H_CERT " are taken only from another "
                        "server of the cluster, proven by a certificate of its cluster.ca; this "
-                       "connection's is not one: leave them out");
+                       "connection's is not one: %s",
+                       via ? "the relaying server's cluster.cert must chain to the leader's "
+                             "cluster.ca (docs/shared-mode.md, \"Who the client is\")"
+                           : "leave them out");
         return true;
     }
     sl_client_names f;

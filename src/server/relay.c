@@ -26,8 +26,9 @@
  * cluster.ca the relay speaks TLS only, and the leader's certificate must
  * chain to that CA and name the URL's host; a plain http:// leader, or one
  * whose handshake fails so, gets nothing, and the client 503
- * leader_unverified. Without it (no tokens, or cluster.insecure) the relay
- * goes as the URL says. */
+ * leader_unverified; so does a leader that refuses this server's own
+ * certificate. Without it (no tokens, or cluster.insecure) the relay goes
+ * as the URL says. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -352,6 +353,7 @@ static int on_message_complete(llhttp_t *p)
 /* ---- the connection -------------------------------------------------------- */
 
 static void relay_try(sl_relay *r);
+static void refused_by_leader(sl_relay *r);
 static void client_gone(void *arg);
 static void drained(void *arg);
 
@@ -471,6 +473,10 @@ static void on_readable(sl_relay *r)
             return;
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == EPROTO && r->tls && !r->got_bytes) {
+            refused_by_leader(r);
+            return;
+        }
         if (n <= 0) {
             if (n == 0 && r->got_bytes && llhttp_finish(&r->parser) == HPE_OK && r->complete &&
                 !r->retry_leader) {
@@ -523,21 +529,28 @@ static void watch(sl_relay *r, short what)
     event_add(r->ev, NULL);
 }
 
+/* Whether to log a refusal now: once in a while, as every relay finds the
+ * same; sluice_relay_refused_total counts each. */
+static bool log_refusal(sl_server *srv)
+{
+    srv->metrics.relay_refused++;
+    int64_t now = mono_ms();
+    if (srv->refusal_logged_ms && now - srv->refusal_logged_ms < SL_RELAY_REFUSAL_LOG_MS)
+        return false;
+    srv->refusal_logged_ms = now;
+    return true;
+}
+
 /* The leader was not proven: it gets nothing, the client a 503 that says
- * so, the log an error (once in a while: every relay finds the same), and
- * sluice_relay_refused_total one more. */
+ * so, the log an error. */
 static void refuse(sl_relay *r, const char *why)
 {
     sl_server *srv = r->srv;
-    srv->metrics.relay_refused++;
-    int64_t now = mono_ms();
-    if (!srv->refusal_logged_ms || now - srv->refusal_logged_ms >= SL_RELAY_REFUSAL_LOG_MS) {
-        srv->refusal_logged_ms = now;
+    if (log_refusal(srv))
         sl_log(SL_LOG_ERROR,
                "relay: the leader named by the database, %s, was not proven to belong to the "
                "cluster (%s): nothing was sent to it, and its requests are answered 503",
                srv->view.leader, why);
-    }
     close_upstream(r);
     char msg[512];
     snprintf(msg, sizeof(msg),
@@ -546,6 +559,25 @@ static void refuse(sl_relay *r, const char *why)
              "servers' logs say more)",
              why);
     answer_error(r, 503, "leader_unverified", msg);
+}
+
+/* The leader ended the TLS connection with an alert before any answer: it
+ * refused this server's certificate (TLS 1.3 says so after the client's
+ * side of the handshake ended). It never read the request; sending it again
+ * would meet the same, so the client is told at once. */
+static void refused_by_leader(sl_relay *r)
+{
+    sl_server *srv = r->srv;
+    if (log_refusal(srv))
+        sl_log(SL_LOG_ERROR,
+               "relay: the leader, %s, refused this server's certificate in the TLS handshake: "
+               "cluster.cert (or tls.cert) must chain to the leader's cluster.ca; its requests "
+               "are answered 503",
+               srv->view.leader);
+    close_upstream(r);
+    answer_error(r, 503, "leader_unverified", /* the servers did not prove each other */
+                 "the leader refused this server's certificate, so the request was not sent "
+                 "to it; try another server, and tell an operator (the servers' logs say more)");
 }
 
 /* A step of the TLS handshake; the request goes only once it succeeded. */

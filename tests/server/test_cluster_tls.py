@@ -151,7 +151,7 @@ class ClusterTLSTest(unittest.TestCase):
         make_ca(d, "cluster")
         make_ca(d, "clients")
         make_ca(d, "other")
-        for name in ("a", "b"):
+        for name in ("a", "b", "c"):
             make_cert(d, name, "cluster", "sluiced-" + name, san="IP:127.0.0.1")
         make_cert(d, "client", "clients", "a-client", san="DNS:client.example")
         make_cert(d, "deployer", "clients", DEPLOYER_CN, san="DNS:deploy.example")
@@ -184,8 +184,8 @@ class ClusterTLSTest(unittest.TestCase):
         return ctx
 
     @classmethod
-    def start_node(cls, name):
-        n = Node(cls, name)
+    def start_node(cls, name, extra=()):
+        n = Node(cls, name, extra)
         cls.nodes.append(n)
         wait_until(lambda: "listening on https://" in n.text() or n.proc.poll() is not None,
                    DEADLINE_S, what="%s listening" % name)
@@ -297,6 +297,24 @@ class ClusterTLSTest(unittest.TestCase):
         self.assertEqual((line["status"], line["address"], line["actor"]), (403, CLIENT_HOST, None))
         self.assertEqual(line["relayed_by_unproven"], self.b.url, line)
         self.assertNotIn("relayed_by", line)
+
+    def test_a_follower_the_leader_does_not_take(self):
+        """A follower whose cluster.cert the leader's CAs did not sign: the
+        leader refuses it in the TLS handshake (after the follower's side of
+        it ended, in TLS 1.3), and the client is told at once, not held."""
+        d = self.dir
+        c = self.start_node("c", ("--cluster-cert", os.path.join(d, "rogue.pem"),
+                                  "--cluster-key", os.path.join(d, "rogue.key")))
+        self.addCleanup(self.nodes.remove, c)
+        self.addCleanup(c.stop)
+        wait_until(lambda: (c.health() or {}).get("role") == "follower", DEADLINE_S,
+                   what="c following")
+        status, body = self.request(c.port, "GET", "/v1/claims")
+        self.assertEqual(status, 503, body)
+        self.assertEqual(body["error"]["code"], "leader_unverified", body)
+        self.assertIn("refused this server's certificate", body["error"]["message"])
+        self.assertRegex(c.text(), r" error relay: the leader, https://127\.0\.0\.1:%d, refused "
+                                   r"this server's certificate" % self.a.port)
 
     def test_a_leader_of_another_ca_gets_nothing(self):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
