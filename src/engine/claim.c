@@ -733,6 +733,7 @@ void sl__claim_free(sl_engine *eng, sl_claim *c)
 {
     sl__idem_free(eng, c);
     sl__actor_free(eng, c);
+    sl__claim_seqs_free(eng, c);
     sl__free(&eng->mem, c->by);
     sl__free(&eng->mem, c);
 }

@@ -537,6 +537,21 @@ void sl_claim_get(const sl_claim *c, sl_claim_view *out);
 void sl_claim_set_udata(sl_claim *c, void *udata);
 void *sl_claim_udata(const sl_claim *c);
 
+/* The seqs of a claim's events, noted as the engine gives them out, so that
+ * a read of one claim's events goes to them rather than through every
+ * event in between (evseq.c). Up to 3 in the claim, then 4 bytes each, at
+ * most SL_CLAIM_SEQS_MAX per claim: past that, or past 2^32 seqs after its
+ * first, no more are noted.
+ * Writes the first max of them, ascending, and returns how many it wrote;
+ * *more is true when the claim may have events after the last written
+ * that are not (the cap, or max). A restored claim has none of the seqs
+ * before the restore until the embedder notes them (note_event). */
+#define SL_CLAIM_SEQS_MAX 1024
+size_t sl_claim_event_seqs(const sl_claim *c, uint64_t *out, size_t max, bool *more);
+/* Notes that the event seq is the claim's, in order among those noted (an
+ * embedder reading the log back after a restore). */
+void sl_claim_note_event(sl_engine *eng, sl_claim *c, uint64_t seq);
+
 typedef struct sl_claim_lock_view {
     sl_kind kind;
     const char *name;

@@ -131,6 +131,15 @@ struct sl_claim {
     sl_actor *actor; /* shared with the actor's other claims; NULL: none (actor.c) */
     void *udata;
     sl_tag *tags;
+    /* Its events' seqs (evseq.c): up to 3 in place (most claims have no
+     * more), else in a block. */
+    union {
+        struct {
+            uint64_t first;
+            uint32_t off[2];
+        } in;
+        struct sl_evseqs *block;
+    } seqs;
     uint64_t grant_seq;
     int64_t arrived, lease, grace, timeout, life, granted, revoke_at, ended;
     int watchers;
@@ -144,6 +153,7 @@ struct sl_claim {
      * million waiters each tree level is a cache miss; keeping the ordering
      * fields beside the first entry's tree node makes it one miss, not two. */
     uint8_t state;
+    uint8_t nseqs; /* seqs in place, or SL_SEQS_BLOCK */
     uint16_t nlocks;
     int32_t priority;
     int64_t created;
@@ -208,6 +218,11 @@ void sl__claim_link(sl_engine *eng, sl_claim *c, uint64_t idhash);
 void sl__claim_end(sl_engine *eng, sl_claim *c, sl_state state, sl_reason reason,
                    const char *by, int64_t now);
 void sl__claim_free(sl_engine *eng, sl_claim *c);
+
+/* evseq.c */
+typedef struct sl_evseqs sl_evseqs;
+void sl__claim_note_seq(sl_engine *eng, sl_claim *c, uint64_t seq);
+void sl__claim_seqs_free(sl_engine *eng, sl_claim *c);
 void sl__claim_touch(sl_engine *eng, sl_claim *c); /* mark changed for the store */
 int sl__claim_order(const sl_claim *a, const sl_claim *b);       /* the total order */
 int sl__claim_age_order(const sl_claim *a, const sl_claim *b);   /* created, arrival */
@@ -301,7 +316,7 @@ sl_claim *sl__oldest_ended(const sl_engine *eng);
 void sl__purge_early(sl_engine *eng, sl_claim *c);
 
 /* events.c */
-sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, int64_t now);
+sl_event *sl__event_add(sl_engine *eng, sl_event_type type, sl_claim *c, int64_t now);
 sl_event *sl__event_sem(sl_engine *eng, sl_event_type type, const sl_config *cfg,
                         const char *name, int64_t now);
 /* Zeroed memory that lives until sl_engine_changes_clear. */

@@ -37,7 +37,7 @@ void sl__acting(sl_claim *const *set, size_t n, bool on)
         set[i]->acting = on;
 }
 
-sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, int64_t now)
+sl_event *sl__event_add(sl_engine *eng, sl_event_type type, sl_claim *c, int64_t now)
 {
     if (eng->nevents == eng->capevents) {
         eng->capevents = eng->capevents ? eng->capevents * 2 : 64;
@@ -50,6 +50,8 @@ sl_event *sl__event_add(sl_engine *eng, sl_event_type type, const sl_claim *c, i
     ev->type = type;
     ev->claim = c;
     ev->actor = c && c->acting ? asked_by(eng) : SL_ACTOR_SERVER;
+    if (c)
+        sl__claim_note_seq(eng, c, ev->seq);
     return ev;
 }
 

@@ -99,6 +99,19 @@ static int64_t arrived(void *ud, const char *claim)
     return v.arrived_ms;
 }
 
+/* A restored claim's event: the engine notes its seq, so that its events
+ * are read from their records (routes_events.c). */
+static void note_seq(sl_server *srv, const sl_store_event *ev)
+{
+    sl_claim *c = ev->claim ? sl_claim_find(srv->eng, ev->claim) : NULL;
+    if (!c)
+        return;
+    sl_claim_view v;
+    sl_claim_get(c, &v);
+    if (v.arrival < srv->seqs_arrival)
+        sl_claim_note_event(srv->eng, c, ev->seq);
+}
+
 static int replay_one(void *ud, const sl_store_event *ev)
 {
     page *p = ud;
@@ -107,6 +120,7 @@ static int replay_one(void *ud, const sl_store_event *ev)
         return 1;
     }
     sl_history_replay(p->srv->history, ev, arrived, p->srv);
+    note_seq(p->srv, ev);
     return 0;
 }
 
@@ -117,6 +131,8 @@ static void rebuild_done(sl_server *srv, const char *problem)
     int64_t ms = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000 - srv->hist_started;
     sl_history_replay_done(srv->history);
     sl_hist_catch_up(srv, sl_server_now(srv));
+    if (!problem)
+        srv->seqs_arrival = 0; /* every claim's event seqs are known */
     if (problem)
         sl_log(SL_LOG_WARN, "the lock history is partial: reading the event log failed: %s",
                problem);

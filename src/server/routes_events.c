@@ -32,24 +32,42 @@ static json_t *page_json(sl_server *srv, json_t *events, uint64_t next)
     return page;
 }
 
+/* The seqs of a claim's events, when the engine knows them all: not yet
+ * those of a claim restored at a start or a takeover until the history's
+ * rebuild has read the log back (history_run.c). */
+static const sl_store_seqs *claim_seqs(const sl_server *srv, const sl_claim *claim,
+                                       const sl_claim_view *v, uint64_t *buf, sl_store_seqs *at)
+{
+    if (srv->seqs_arrival && v->arrival < srv->seqs_arrival)
+        return NULL;
+    at->seq = buf;
+    at->n = sl_claim_event_seqs(claim, buf, SL_CLAIM_SEQS_MAX, &at->more);
+    return at;
+}
+
 json_t *sl_events_page(sl_server *srv, uint64_t since, const char *claim_id, size_t limit,
                        const sl_event_scope *scope, size_t *count)
 {
     page_ctx p = {json_array(), 0, scope, NULL};
     uint64_t next = since;
-    /* A claim's events lie between its arrival and its end: the read of
-     * the log starts and stops there (a purged claim's: the whole log). */
+    /* A claim's events lie between its arrival and its end, in the records
+     * holding the seqs the engine noted: the read goes to those (a purged
+     * claim's: from claim_log's record, docs/store.md). */
     int64_t from_ms = INT64_MIN, to_ms = INT64_MAX;
     const sl_claim *claim = claim_id ? sl_claim_find(srv->eng, claim_id) : NULL;
+    const sl_store_seqs *at = NULL;
+    sl_store_seqs seqs;
+    uint64_t buf[SL_CLAIM_SEQS_MAX];
     if (claim) {
         sl_claim_view v;
         sl_claim_get(claim, &v);
         from_ms = v.arrived_ms;
         if (v.ended_ms >= 0)
             to_ms = v.ended_ms;
+        at = claim_seqs(srv, claim, &v, buf, &seqs);
     }
-    if (sl_store_claim_events(srv->store, since, claim_id, from_ms, to_ms, limit, add_event, &p,
-                              &next) != 0) {
+    if (sl_store_claim_events_at(srv->store, since, claim_id, at, from_ms, to_ms, limit, add_event,
+                                 &p, &next) != 0) {
         sl_log(SL_LOG_ERROR, "reading the event log failed: %s", sl_store_error(srv->store));
         json_decref(p.events);
         *count = 0;

@@ -343,6 +343,7 @@ int sl_server_rebuild(sl_server *srv)
         return -1;
     }
     srv->seq_done = ch.next_seq;
+    srv->seqs_arrival = ch.next_arrival;
     sl_engine_changes_clear(srv->eng);
     sl_store_set_source(srv->store, SL_SOURCE_API);
     sl_hist_rebuild(srv);

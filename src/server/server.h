@@ -129,6 +129,10 @@ typedef struct sl_server {
     uint64_t hist_fed;          /* events up to this seq are in the history */
     uint64_t hist_since, hist_upto; /* the rebuild reads the log after since, up to upto */
     int64_t hist_started;       /* when the rebuild started (monotonic ms), for the log */
+    /* Claims of an arrival below this were restored from the store: the
+     * engine knows the seqs of their events from before only once the
+     * rebuild has read the log back (0: it knows every claim's). */
+    uint64_t seqs_arrival;
     /* Per-token quotas (quota.c): each limited token's streams, long polls
      * and request bucket, by name; refusals by quota for /metrics. */
     sl_quota_use **quota_uses;

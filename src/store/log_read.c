@@ -97,6 +97,8 @@ int sl__log_scan_record(sl_store *st, sl_store_batch *b, int64_t id, const void 
         bool other = sc->claim && (!ev.claim || strcmp(ev.claim, sc->claim));
         if (!other && sc->to_end && ended(ev.type))
             sc->ended = true; /* nothing of the claim comes after its end */
+        if (ev.seq > sc->rec_hi)
+            sc->rec_hi = ev.seq;
         if (ev.seq <= sc->since)
             continue;
         /* Every event passed over counts against the budget, so a read
@@ -111,5 +113,26 @@ int sl__log_scan_record(sl_store *st, sl_store_batch *b, int64_t id, const void 
         sc->passed++;
         sc->stopped = rc != 0;
     }
+    return 0;
+}
+
+int sl__log_read_at(sl_store *st, const sl_store_seqs *at, sl_log_scan *sc, sl_log_at_fn read,
+                    bool *walk)
+{
+    *walk = false;
+    bool found = true;
+    for (size_t i = 0; i < at->n && found && !sl__log_scan_done(sc); i++) {
+        /* Listed seqs in a record already read were taken with it. */
+        if (at->seq[i] <= sc->since || at->seq[i] <= sc->rec_hi)
+            continue;
+        int rc = read(st, at->seq[i], sc, &found);
+        if (rc)
+            return rc;
+    }
+    if (!found || !at->more || sl__log_scan_done(sc))
+        return 0;
+    if (sc->rec_hi > sc->since)
+        sc->since = sc->rec_hi;
+    *walk = true;
     return 0;
 }

@@ -19,6 +19,7 @@ typedef struct sl_log_scan {
     bool to_end;        /* read the claim up to its end event */
     bool ended;         /* and it was seen */
     uint64_t last;      /* the last seq examined */
+    uint64_t rec_hi;    /* the highest seq of the records decoded */
     sl_store_event_fn fn;
     void *ud;
 } sl_log_scan;
@@ -35,5 +36,17 @@ bool sl__log_scan_done(const sl_log_scan *sc);
  * message when the record or an event in it is damaged. */
 int sl__log_scan_record(sl_store *st, sl_store_batch *scratch, int64_t id, const void *rec,
                         size_t n, sl_log_scan *sc);
+
+/* A backend's read of the record holding seq (the first whose seq_hi is at
+ * least seq) through sl__log_scan_record; *found false when no record
+ * does (seq is not committed yet). */
+typedef int (*sl_log_at_fn)(sl_store *st, uint64_t seq, sl_log_scan *sc, bool *found);
+/* Reads the records holding the listed seqs after sc->since, one search
+ * each (sl_store_claim_events_at), until sl__log_scan_done. *walk says
+ * whether the read goes on by walking the log after them (at->more, and
+ * the listed ones all read): from sc->since, which is then past the last
+ * record read. */
+int sl__log_read_at(sl_store *st, const sl_store_seqs *at, sl_log_scan *sc, sl_log_at_fn read,
+                    bool *walk);
 
 #endif

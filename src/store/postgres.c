@@ -60,6 +60,7 @@ static const char *const stmt_sql[PQ_COUNT] = {
     [PQ_LOG_START_SEQ] = "SELECT id FROM log WHERE seq_hi > $1 ORDER BY seq_hi, id LIMIT 1",
     [PQ_LOG_START_TIME] = "SELECT id FROM log WHERE time_hi >= $1 ORDER BY time_hi, id LIMIT 1",
     [PQ_LOG_PAGE] = "SELECT id, time_hi, rec FROM log WHERE id >= $1 ORDER BY id LIMIT 256",
+    [PQ_LOG_AT] = "SELECT id, rec FROM log WHERE seq_hi >= $1 ORDER BY seq_hi, id LIMIT 1",
     [PQ_LOG_LAST] = "SELECT id, seq_hi, time_hi FROM log ORDER BY id DESC LIMIT 1",
     [PQ_CLAIM_LOG_FIND] = "SELECT first FROM claim_log WHERE id = $1",
     [PQ_APPLIED_GET] = "SELECT applied FROM meta WHERE id = 1",

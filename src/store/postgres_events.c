@@ -121,8 +121,48 @@ static int scan_gone_claim(sl_pg *pg, int64_t start, sl_log_scan *sc)
     return scan_range(pg, first > start ? first : start, INT64_MAX, sc);
 }
 
-int sl__pg_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms, int64_t to_ms,
-                  size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next)
+/* The record holding seq, alone (sl_log_at_fn): one statement. */
+static int read_at(sl_store *st, uint64_t seq, sl_log_scan *sc, bool *found)
+{
+    sl_pg *pg = (sl_pg *)st;
+    char why[512], arg[24];
+    snprintf(arg, sizeof(arg), "%" PRIu64, seq);
+    const char *v[1] = {arg};
+    PGresult *r = sl__pg_exec(pg->rc, PQ_LOG_AT, 1, v, NULL, NULL, 1, why, sizeof(why));
+    if (!r)
+        return read_fail(pg, why);
+    int rc = 0;
+    *found = PQntuples(r) > 0;
+    if (*found)
+        rc = sl__log_scan_record(st, pg->read_batch, be64(PQgetvalue(r, 0, 0)), PQgetvalue(r, 0, 1),
+                                 (size_t)PQgetlength(r, 0, 1), sc);
+    PQclear(r);
+    return rc;
+}
+
+/* The records a read goes through, from sc->since: a claim's listed ones
+ * (and the log after them when the list stops short), or those of the
+ * window from from_ms on, or a purged claim's. */
+static int scan(sl_pg *pg, const sl_store_seqs *at, int64_t from_ms, sl_log_scan *sc)
+{
+    bool walk = false;
+    if (at) {
+        int rc = sl__log_read_at(&pg->base, at, sc, read_at, &walk);
+        if (rc || !walk)
+            return rc;
+    }
+    int64_t start = 0;
+    int rc = find_start(pg, sc->since, from_ms, &start);
+    if (rc || !start)
+        return rc;
+    if (!at && sc->claim && from_ms == INT64_MIN)
+        return scan_gone_claim(pg, start, sc);
+    return scan_range(pg, start, INT64_MAX, sc);
+}
+
+int sl__pg_events(sl_store *st, uint64_t since, const char *claim, const sl_store_seqs *at,
+                  int64_t from_ms, int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
+                  uint64_t *next)
 {
     sl_pg *pg = (sl_pg *)st;
     *next = since;
@@ -133,16 +173,9 @@ int sl__pg_events(sl_store *st, uint64_t since, const char *claim, int64_t from_
     char why[512];
     if (sl__pg_ensure(pg, pg->rc, why, sizeof(why)) != 0)
         return read_fail(pg, why);
-    int64_t start = 0;
-    int rc = find_start(pg, since, from_ms, &start);
-    if (rc)
-        return rc;
     sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms, .limit = limit,
                       .budget = st->scan_budget, .last = since, .fn = fn, .ud = ud};
-    if (start && claim && from_ms == INT64_MIN)
-        rc = scan_gone_claim(pg, start, &sc);
-    else if (start)
-        rc = scan_range(pg, start, INT64_MAX, &sc);
+    int rc = scan(pg, at, from_ms, &sc);
     if (rc)
         return rc;
     st->read_partial = sl__log_scan_spent(&sc) && !sc.stopped && sc.passed < limit;

@@ -36,6 +36,7 @@ typedef enum {
     PQ_LOG_START_SEQ,
     PQ_LOG_START_TIME,
     PQ_LOG_PAGE,
+    PQ_LOG_AT,
     PQ_LOG_LAST,
     PQ_CLAIM_LOG_FIND,
     PQ_APPLIED_GET,
@@ -113,8 +114,9 @@ int sl__pg_commit(sl_store *st, sl_store_batch *b);
 int sl__pg_apply(sl_pg *pg, size_t max);
 int64_t sl__pg_pending(const sl_pg *pg);
 bool sl__pg_apply_due(const sl_pg *pg);
-int sl__pg_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms, int64_t to_ms,
-                  size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);
+int sl__pg_events(sl_store *st, uint64_t since, const char *claim, const sl_store_seqs *at,
+                  int64_t from_ms, int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
+                  uint64_t *next);
 int sl__pg_last_seq(sl_store *st, uint64_t *out);
 int sl__pg_prune_in(sl_pg *pg, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);
 int sl__pg_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);

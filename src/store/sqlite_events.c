@@ -119,6 +119,38 @@ static int scan_gone_claim(sl_sqlite *sq, int64_t start, sl_log_scan *sc)
     return scan_range(sq, first > start ? first : start, INT64_MAX, sc);
 }
 
+/* The record holding seq, alone (sl_log_at_fn). */
+static int read_at(sl_store *st, uint64_t seq, sl_log_scan *sc, bool *found)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    int64_t at = 0;
+    if (find_start(sq, seq - 1, INT64_MIN, &at) != 0)
+        return sl__sqlite_fail(sq, "cannot find where to read the events");
+    *found = at != 0;
+    return at ? scan_range(sq, at, at, sc) : 0;
+}
+
+/* The records a read goes through, from sc->since: a claim's listed ones
+ * (and the log after them when the list stops short), or those of the
+ * window from from_ms on, or a purged claim's. */
+static int scan(sl_sqlite *sq, const sl_store_seqs *at, int64_t from_ms, sl_log_scan *sc)
+{
+    bool walk = false;
+    if (at) {
+        int rc = sl__log_read_at(&sq->base, at, sc, read_at, &walk);
+        if (rc || !walk)
+            return rc;
+    }
+    int64_t start = 0;
+    if (find_start(sq, sc->since, from_ms, &start) != 0)
+        return sl__sqlite_fail(sq, "cannot find where to read the events");
+    if (!start)
+        return 0;
+    if (!at && sc->claim && from_ms == INT64_MIN)
+        return scan_gone_claim(sq, start, sc);
+    return scan_range(sq, start, INT64_MAX, sc);
+}
+
 static int last_seq(sl_sqlite *sq, uint64_t *out)
 {
     probe last;
@@ -135,8 +167,9 @@ int sl__sqlite_last_seq(sl_store *st, uint64_t *out)
     return last_seq((sl_sqlite *)st, out);
 }
 
-int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
-                      int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next)
+int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, const sl_store_seqs *at,
+                      int64_t from_ms, int64_t to_ms, size_t limit, sl_store_event_fn fn,
+                      void *ud, uint64_t *next)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
     *next = since;
@@ -145,16 +178,9 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t f
         return 0;
     if (!sq->read_batch && !(sq->read_batch = sl_store_batch_new()))
         return sl__store_fail(st, SL_STORE_EIO, "out of memory for a log record");
-    int64_t start = 0;
-    if (find_start(sq, since, from_ms, &start) != 0)
-        return sl__sqlite_fail(sq, "cannot find where to read the events");
     sl_log_scan sc = {.since = since, .claim = claim, .to_ms = to_ms, .limit = limit,
                       .budget = st->scan_budget, .last = since, .fn = fn, .ud = ud};
-    int rc = 0;
-    if (start && claim && from_ms == INT64_MIN)
-        rc = scan_gone_claim(sq, start, &sc);
-    else if (start)
-        rc = scan_range(sq, start, INT64_MAX, &sc);
+    int rc = scan(sq, at, from_ms, &sc);
     if (rc)
         return rc;
     st->read_partial = sl__log_scan_spent(&sc) && !sc.stopped && sc.passed < limit;

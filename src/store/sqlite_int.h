@@ -113,8 +113,9 @@ int sl__sqlite_functions(sqlite3 *db);
 
 int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
 int sl__sqlite_commit(sl_store *st, sl_store_batch *b);
-int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
-                      int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);
+int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, const sl_store_seqs *at,
+                      int64_t from_ms, int64_t to_ms, size_t limit, sl_store_event_fn fn,
+                      void *ud, uint64_t *next);
 int sl__sqlite_last_seq(sl_store *st, uint64_t *out);
 /* Deletes old events in the write connection's open transaction. */
 int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);

@@ -324,7 +324,7 @@ int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limi
 {
     st->err[0] = '\0';
     st->read_partial = false;
-    return st->ops->events(st, since, claim, INT64_MIN, INT64_MAX, limit, fn, ud, next);
+    return st->ops->events(st, since, claim, NULL, INT64_MIN, INT64_MAX, limit, fn, ud, next);
 }
 
 int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
@@ -333,7 +333,16 @@ int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64
 {
     st->err[0] = '\0';
     st->read_partial = false;
-    return st->ops->events(st, since, claim, from_ms, to_ms, limit, fn, ud, next);
+    return st->ops->events(st, since, claim, NULL, from_ms, to_ms, limit, fn, ud, next);
+}
+
+int sl_store_claim_events_at(sl_store *st, uint64_t since, const char *claim,
+                             const sl_store_seqs *at, int64_t from_ms, int64_t to_ms,
+                             size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next)
+{
+    st->err[0] = '\0';
+    st->read_partial = false;
+    return st->ops->events(st, since, claim, at, from_ms, to_ms, limit, fn, ud, next);
 }
 
 uint64_t sl_store_log_unapplied(const sl_store *st)

@@ -197,6 +197,23 @@ int sl_store_events(sl_store *st, uint64_t since, const char *claim, size_t limi
 int sl_store_claim_events(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
                           int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
                           uint64_t *next);
+/* Where one claim's events are: their seqs, ascending, as the engine noted
+ * them (sl_claim_event_seqs). */
+typedef struct sl_store_seqs {
+    const uint64_t *seq;
+    size_t n;
+    bool more; /* events of the claim after seq[n - 1] may be unlisted */
+} sl_store_seqs;
+/* sl_store_claim_events for a claim whose event seqs the caller knows:
+ * every event of the claim after since up to at->seq[at->n - 1] is
+ * listed. The read goes to the records holding them (a search by seq for
+ * each, where the records between them hold none of the claim's events)
+ * rather than through the log between; with at->more, it walks on from the
+ * last listed one as sl_store_claim_events does. The budget counts the
+ * events of the records it decodes. */
+int sl_store_claim_events_at(sl_store *st, uint64_t since, const char *claim,
+                             const sl_store_seqs *at, int64_t from_ms, int64_t to_ms,
+                             size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);
 /* The most events after `since` one read above examines, whether it takes
  * them, fn skips them or they are another claim's (0, the default: no
  * bound). A read that reaches it stops there: a partial page, whose *next

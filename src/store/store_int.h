@@ -24,8 +24,9 @@ typedef struct sl_store_ops {
     bool (*checkpoint_due)(const sl_store *st);
     int (*checkpoint)(sl_store *st);
     int (*config_source)(sl_store *st, const char *name, bool *found, sl_config_source *out);
-    int (*events)(sl_store *st, uint64_t since, const char *claim, int64_t from_ms,
-                  int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud, uint64_t *next);
+    int (*events)(sl_store *st, uint64_t since, const char *claim, const sl_store_seqs *at,
+                  int64_t from_ms, int64_t to_ms, size_t limit, sl_store_event_fn fn, void *ud,
+                  uint64_t *next);
     int (*last_seq)(sl_store *st, uint64_t *out);
     int (*apply)(sl_store *st);
     int64_t (*last_time)(const sl_store *st);

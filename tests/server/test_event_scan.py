@@ -147,6 +147,110 @@ class TestEventScan(ServerTestCase):
         self.srv.request("DELETE", "/v1/claims/%s" % c.json["id"], token=TEAM_B)
 
 
+class TestClaimEvents(ServerTestCase):
+    """A claim's events, read with claim=ID, come from the records that hold
+    them (the engine notes their seqs): a page or two however many other
+    events lie between them. They used to be read by walking the log from
+    the claim's arrival, a budget at a time: 100 events a page here, so the
+    ~1500 others between each of its events made 15 pages of them."""
+    CONFIG = CONFIG
+    TOKEN = ADMIN
+    OTHERS = 500  # claims made and ended between two events of the watched ones
+
+    @classmethod
+    def churn(cls):
+        """3 * OTHERS events of team-a's: a claim each, made, then all ended
+        at once. One connection for them all: a fresh one a request made
+        this take seconds."""
+        conn = cls.srv.connect()
+        try:
+            for i in range(cls.OTHERS):
+                body = json.dumps({"holder": "team-a/churn", "locks": [
+                    {"mutex": "team-a/c/%d" % i}]})
+                conn.request("POST", "/v1/claims", body=body, headers={
+                    "Authorization": "Bearer " + TEAM_A, "Content-Type": "application/json"})
+                r = conn.getresponse()
+                assert r.status == 201, r.read()
+                r.read()
+        finally:
+            conn.close()
+        r = cls.srv.request("DELETE", "/v1/claims?holder_prefix=team-a/churn", token=TEAM_A)
+        assert r.status == 200 and r.json["released"] == cls.OTHERS, r
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        srv = cls.srv
+
+        def claim(holder):
+            r = srv.request("POST", "/v1/claims", {"holder": holder, "lease": "1h", "locks": [
+                {"mutex": "team-b/early"}]}, token=TEAM_B)
+            assert r.status == 201, r
+            return r.json["id"]
+        # holder holds; waiter waits through the churn, is granted, renewed
+        # after more of it, and stays held; ended is released long after.
+        cls.holder = claim("team-b/holder")
+        cls.waiter = claim("team-b/waiter")
+        cls.churn()
+        assert srv.request("DELETE", "/v1/claims/" + cls.holder, token=TEAM_B).status == 200
+        cls.churn()
+        assert srv.request("POST", "/v1/claims/%s/renew" % cls.waiter, {},
+                           token=TEAM_B).status == 200
+        cls.churn()
+
+    def read(self, cid, token=TEAM_B, limit=1000):
+        """The claim's events from 0 the way the dashboard pages them, and
+        the number of pages."""
+        since, out, pages = 0, [], 0
+        while True:
+            r = self.srv.get("/v1/events?claim=%s&since=%d&limit=%d" % (cid, since, limit),
+                             token=token)
+            self.assertEqual(r.status, 200, r)
+            pages += 1
+            out.extend(r.json["events"])
+            self.assertGreaterEqual(r.json["next"], since)
+            since = r.json["next"]
+            if not r.json.get("partial") and len(r.json["events"]) < limit:
+                return out, pages
+
+    def test_a_live_claims_events_far_apart_read_in_one_page(self):
+        events, pages = self.read(self.waiter)
+        self.assertEqual([e["type"] for e in events],
+                         ["claim.queued", "claim.waiting", "claim.acquired", "claim.renewed"])
+        self.assertGreater(events[-1]["seq"] - events[0]["seq"], 20 * BUDGET)
+        self.assertLessEqual(pages, 2)
+
+    def test_an_ended_claims_events_read_in_one_page(self):
+        events, pages = self.read(self.holder)
+        self.assertEqual([e["type"] for e in events], ["claim.queued", "claim.acquired",
+                                                       "claim.released"])
+        self.assertGreater(events[-1]["seq"] - events[0]["seq"], 5 * BUDGET)
+        self.assertLessEqual(pages, 2)
+
+    def test_one_event_a_page_and_another_tenants_token(self):
+        whole, _ = self.read(self.waiter)
+        one, pages = self.read(self.waiter, limit=1)
+        self.assertEqual(one, whole)
+        self.assertLessEqual(pages, len(whole) + 1)
+        hidden, pages = self.read(self.waiter, token=TEAM_A)
+        self.assertEqual(hidden, [])
+        self.assertLessEqual(pages, 2)
+
+    def test_z_after_a_restart_once_the_log_is_read_back(self):
+        """A restored claim's seqs come back from the log (the history's
+        rebuild reads it): its new events and its old ones, one page."""
+        before, _ = self.read(self.waiter)
+        self.srv.restart()
+        fx.wait_until(lambda: not self.srv.get("/v1/history?lock=mtx/team-b/early")
+                      .json["rebuilding"], 30, what="the history rebuilt")
+        r = self.srv.request("POST", "/v1/claims/%s/renew" % self.waiter, {}, token=TEAM_B)
+        self.assertEqual(r.status, 200, r)
+        events, pages = self.read(self.waiter)
+        self.assertEqual(events[:len(before)], before)
+        self.assertEqual([e["type"] for e in events[len(before):]], ["claim.renewed"])
+        self.assertLessEqual(pages, 2)
+
+
 def read_sse(resp, n):
     """Reads n events from a text/event-stream response: (id, data)."""
     out, ident, data = [], None, None
