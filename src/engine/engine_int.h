@@ -221,7 +221,6 @@ void sl__claim_free(sl_engine *eng, sl_claim *c);
 
 /* evseq.c */
 typedef struct sl_evseqs sl_evseqs;
-void sl__claim_note_seq(sl_engine *eng, sl_claim *c, uint64_t seq);
 void sl__claim_seqs_free(sl_engine *eng, sl_claim *c);
 void sl__claim_touch(sl_engine *eng, sl_claim *c); /* mark changed for the store */
 int sl__claim_order(const sl_claim *a, const sl_claim *b);       /* the total order */

@@ -51,7 +51,7 @@ sl_event *sl__event_add(sl_engine *eng, sl_event_type type, sl_claim *c, int64_t
     ev->claim = c;
     ev->actor = c && c->acting ? asked_by(eng) : SL_ACTOR_SERVER;
     if (c)
-        sl__claim_note_seq(eng, c, ev->seq);
+        sl_claim_note_event(eng, c, ev->seq);
     return ev;
 }
 

@@ -73,6 +73,7 @@ static bool in_place(sl_claim *c, uint64_t seq)
     c->seqs.in.off[c->nseqs++ - 1] = (uint32_t)d;
     return true;
 }
+
 /* Inserts seq in order (a rebuild notes older seqs after newer ones). A
  * full list drops its newest seq for an older one, and says `more`. */
 static void insert(sl_evseqs *s, uint64_t seq)
@@ -107,7 +108,7 @@ static void rebase(sl_evseqs *s, uint64_t seq)
     s->first = seq;
 }
 
-void sl__claim_note_seq(sl_engine *eng, sl_claim *c, uint64_t seq)
+void sl_claim_note_event(sl_engine *eng, sl_claim *c, uint64_t seq)
 {
     if (in_place(c, seq))
         return;
@@ -121,11 +122,6 @@ void sl__claim_note_seq(sl_engine *eng, sl_claim *c, uint64_t seq)
     if (s->n == s->cap && s->cap < SL_CLAIM_SEQS_MAX)
         s = c->seqs.block = grow(eng, s);
     insert(s, seq);
-}
-
-void sl_claim_note_event(sl_engine *eng, sl_claim *c, uint64_t seq)
-{
-    sl__claim_note_seq(eng, c, seq);
 }
 
 size_t sl_claim_event_seqs(const sl_claim *c, uint64_t *out, size_t max, bool *more)
