@@ -103,8 +103,7 @@ def finish(p, timeout=CMD_TIMEOUT_S):
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
-        out, err = p.communicate()
+        out, err = stop(p)
         raise AssertionError("sluice %s did not finish within %.0f s:\n%s\n%s"
                              % (p.args, timeout, out.decode(errors="replace"),
                                 err.decode(errors="replace")))
@@ -206,16 +205,40 @@ def tmpdir(test):
     return d
 
 
-def kill_tree(p):
-    """Stops a background sluice and what it started (its session)."""
+def kill_tree(p, grace=5):
+    """Stops a background process that leads a process group of its own
+    (start_new_session) with every process of that group, and returns what
+    it wrote (stdout, stderr: bytes, b"" for one not piped). Killing the
+    leader alone would leave its children (sluice run's command, a shell's
+    commands) holding its pipes, and reading them to their end would wait
+    as long as those run; what still holds them after `grace` seconds (a
+    process that left the group) is not waited for."""
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    return _collect(p, grace)
+
+
+def stop(p, grace=5):
+    """Stops a background process, with its group when it leads one (see
+    kill_tree); returns what it wrote."""
     try:
-        p.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
+        leads = p.returncode is None and os.getpgid(p.pid) == p.pid
+    except ProcessLookupError:
+        leads = False
+    if leads:
+        return kill_tree(p, grace)
+    p.kill()
+    return _collect(p, grace)
+
+
+def _collect(p, grace):
+    try:
+        out, err = p.communicate(timeout=grace)
+    except subprocess.TimeoutExpired as e:
+        out, err = e.stdout, e.stderr
+    return out or b"", err or b""
 
 
 def pid_alive(pid):

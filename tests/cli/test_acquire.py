@@ -18,7 +18,8 @@ import signal
 import subprocess
 import time
 
-from cli_fixture import ServerTestCase, base_env, main, pid_alive, sluice, tmpdir, wait_until
+from cli_fixture import (ServerTestCase, base_env, kill_tree, main, pid_alive, sluice, tmpdir,
+                         wait_until)
 
 LEASES = 4  # the claim must outlive this many leases while its caller lives
 
@@ -56,12 +57,14 @@ class AcquireKeeperTest(ServerTestCase):
         return base_env(self.srv, **kw)
 
     def script(self, shell, body, **env):
-        """Runs a script in the background; its pid is the caller's."""
+        """Runs a script in the background; its pid is the caller's. In a
+        process group of its own, which the cleanup stops whole: a sluice
+        acquire still waiting holds the script's stderr."""
         d = tmpdir(self)
         p = subprocess.Popen([shell, "-c", body], env=self.env(D=d, **env),
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
-        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.communicate()))
+                             stderr=subprocess.PIPE, start_new_session=True)
+        self.addCleanup(kill_tree, p)
         return p, d
 
     def renewals(self, cid):

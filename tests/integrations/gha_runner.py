@@ -9,18 +9,21 @@ and `${{ steps.ID.outputs.* }}` substituted in `env`, `run`,
 GITHUB_PATH, GITHUB_OUTPUT, RUNNER_TEMP and RUNNER_TOOL_CACHE; lines a step
 appends to GITHUB_PATH put first on PATH for the next steps, and
 `name=value` lines in GITHUB_OUTPUT become the step's outputs. A step that
-fails stops the action, as in a job.
+fails stops the action, as in a job. Each step's output begins with a line
+naming it (as GitHub's log shows "Run ..."), so that a run that overran its
+time says which step it was in.
 """
 import json
 import os
 import re
-import signal
 import subprocess
 import tempfile
 
 import yaml
 
 EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+# The line the runner writes as a step begins (as GitHub's log shows "Run ...").
+STEP_LINE = re.compile(r"^##\[runner\] step (.*) begins$", re.M)
 
 
 class ActionResult:
@@ -58,6 +61,8 @@ class ActionRun:
                 self.inputs[name] = self.expand(str(spec.get("default", "")), {})
         self.log = os.path.join(self.temp, "log")
         self.proc = None
+        # What a run that overran its time adds to its failure (the server's log).
+        self.diagnose = None
 
     def expand(self, text, steps):
         def value(m):
@@ -97,22 +102,25 @@ class ActionRun:
 
     def kill(self):
         """Stops a run a failed test left behind, with every process of its
-        steps (the run has a process group of its own)."""
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.communicate()
+        steps (the run has a process group of its own); returns what it
+        wrote."""
+        if self.proc is None:
+            return b""
+        from cli_fixture import stop  # the test's (tests/cli is on its path), not the runner's
+        return stop(self.proc)[0]
 
     def finish(self, timeout=60):
         try:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate()
-            raise AssertionError("the action did not finish within %d s:\n%s"
-                                 % (timeout, out.decode(errors="replace")))
+            # The steps' processes too: the runner's alone would leave them
+            # holding its output, and reading it would wait as long as they run.
+            text = self.kill().decode("utf-8", "replace")
+            steps = STEP_LINE.findall(text)
+            raise AssertionError("the action did not finish within %d s; %s:\n%s%s"
+                                 % (timeout, "step %s hung" % steps[-1] if steps else
+                                    "no step had begun", text,
+                                    self.diagnose() if self.diagnose else ""))
         text = out.decode("utf-8", "replace")
         outputs = {}
         path = os.path.join(self.temp, "outputs.json")
@@ -148,6 +156,7 @@ def _execute(plan):
         cwd = run.expand(step.get("working-directory", "."), steps)
         cwd = os.path.join(plan["work"], cwd)
         assert step.get("shell") == "bash", "a composite step needs shell: bash"
+        print("##[runner] step %d (%s) begins" % (i + 1, step.get("name", "unnamed")), flush=True)
         rc = subprocess.call(["bash", "--noprofile", "--norc", "-eo", "pipefail", script],
                              env=step_env, cwd=cwd)
         with open(path_file, encoding="utf-8") as f:

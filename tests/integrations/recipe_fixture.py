@@ -14,7 +14,6 @@ never on time.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ INTEGRATIONS = os.path.join(ROOT, "integrations")
 sys.path.insert(0, os.path.join(ROOT, "tests", "server"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
 
-from cli_fixture import main, sluice_bin  # noqa: E402,F401 (the CLI tests' own)
+from cli_fixture import main, sluice_bin, stop  # noqa: E402,F401 (the CLI tests' own)
 from sluiced_fixture import ServerTestCase, wait_until  # noqa: E402,F401
 
 DEADLINE_S = 30.0
@@ -112,19 +111,16 @@ class Job:
         self.rc, self.out = None, ""
 
     def kill(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.communicate()
+        """Stops the job whole (cli_fixture.stop); returns what it wrote."""
+        return stop(self.proc)[0]
 
     def finish(self, timeout=DEADLINE_S):
         try:
             out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError("%s did not finish within %.0f s" % (self.proc.args, timeout))
+            out = self.kill()
+            raise AssertionError("%s did not finish within %.0f s:\n%s"
+                                 % (self.proc.args, timeout, out.decode("utf-8", "replace")))
         self.rc, self.out = self.proc.returncode, out.decode("utf-8", "replace")
         return self
 

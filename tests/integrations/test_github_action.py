@@ -30,10 +30,11 @@ import shutil
 import ssl
 import subprocess
 import tempfile
+import time
 import unittest
 import urllib.request
 
-from recipe_fixture import (ServerTestCase, base_env, claims_of, lock_names, main,
+from recipe_fixture import (DEADLINE_S, ServerTestCase, base_env, claims_of, lock_names, main,
                             read, recipe, sluice_bin, tmpdir, wait_claim, wait_file)
 import gha_runner
 from test_tls import Server as TLSServer, make_ca, make_cert  # tests/server: certificates by openssl
@@ -72,6 +73,11 @@ def fake_sluice(path, version):
     os.chmod(path, 0o755)
 
 
+def log_tail(text):
+    """The end of sluiced's log, for a failure's message."""
+    return "---- sluiced's log (its last 4000 characters) ----\n" + text[-4000:]
+
+
 WAIT_FOR = 'for i in $(seq 600); do [ -e "%s" ] && break; sleep 0.05; done; [ -e "%s" ]'
 
 
@@ -81,6 +87,7 @@ class GitHubActionTest(ServerTestCase):
     def action(self, work, run_id, job="build", env=None, action=ACTION, **inputs):
         github = {"repository": "acme/shop", "run_id": run_id, "job": job}
         run = gha_runner.ActionRun(action, inputs, env or base_env(self.srv), github, work)
+        run.diagnose = lambda: log_tail(self.srv.stderr())
         self.addCleanup(run.kill)
         return run
 
@@ -296,6 +303,21 @@ class GitHubActionTest(ServerTestCase):
         self.assertIn("using " + mine, res.out)
         self.assertEqual(claims_of(self.srv, self.holder(1303))[0]["state"], "released")
 
+    def test_a_run_that_overruns_is_stopped_whole(self):
+        # The harness itself: a step still running at the run's deadline is
+        # killed with its children (bash, sluice run, the command), which hold
+        # the runner's output; the failure names the step and shows the
+        # server's log, at once rather than when the command would have ended.
+        d = tmpdir(self)
+        run = self.action(d, 1401, mutex="m1401", run="touch started; exec sleep 60").start()
+        wait_file(os.path.join(d, "started"))
+        t0 = time.monotonic()
+        with self.assertRaises(AssertionError) as failed:
+            run.finish(timeout=1)
+        self.assertLess(time.monotonic() - t0, DEADLINE_S)
+        self.assertIn("step 2 (Run under sluice) hung", str(failed.exception))
+        self.assertIn("sluiced's log", str(failed.exception))
+
     def test_install_never_without_sluice(self):
         d = tmpdir(self)
         env = base_env(self.srv, with_sluice=False)
@@ -360,6 +382,7 @@ class GitHubActionTLSTest(unittest.TestCase):
         env["SLUICE_SERVER"] = "https://localhost:%d" % self.srv.port
         run = gha_runner.ActionRun(ACTION, inputs, env, {"repository": "acme/shop",
                                                          "run_id": run_id, "job": "tls"}, work)
+        run.diagnose = lambda: log_tail(self.srv.text())
         self.addCleanup(run.kill)
         return run
 
