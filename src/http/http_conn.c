@@ -744,9 +744,12 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
     if (!waited)
         tls_pending(c);
 out:
-    c->busy--;
+    /* The flush under busy too: a send that finds the client gone tells a
+     * parked request's owner, whose answer must not free the connection
+     * before this callback is done with it. */
     if (!c->gone)
         flush(c);
+    c->busy--;
     maybe_free(c);
 }
 

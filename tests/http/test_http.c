@@ -7,7 +7,8 @@
  * test answers it, and streams /stream as the test says.
  *
  * Covered: keep-alive, pipelining (answers in order, held behind a parked
- * request), a parked request's client leaving seen at once, limits (431,
+ * request), a parked request's client leaving seen at once (also by a reset
+ * right behind a long poll's request), limits (431,
  * 414, 413 with the body drained), chunked bodies read and bounded, no
  * request smuggling (CL+TE, duplicate CL, other codings), Expect: 100-continue, HTTP/1.0 and Connection:
  * close, HEAD, idle and slow clients timed out, the connection cap, chunked
@@ -53,6 +54,15 @@ static void on_gone(void *arg)
     g_gone++;
 }
 
+/* /wait's gone callback: as the server's long polls (src/server/waits.c)
+ * do, the answer is ended when its client leaves. */
+static void end_on_gone(void *arg)
+{
+    g_gone++;
+    g_parked = NULL;
+    sl_http_stream_end(arg);
+}
+
 /* /pages: three chunks, each written by the drained callback of the one
  * before (the event stream's catch-up, one page at a time). */
 static int g_pages;
@@ -86,6 +96,10 @@ static void handler(void *ud, sl_http_req *r)
         g_parked = r;
         sl_http_req_on_gone(r, on_gone, NULL);
         sl_http_stream_start(r, 200, "text/event-stream");
+    } else if (strcmp(t, "/wait") == 0) {
+        g_parked = r;
+        sl_http_req_on_gone(r, end_on_gone, r);
+        sl_http_stream_start(r, 200, "application/json"); /* its headers at once */
     } else if (strcmp(t, "/pages") == 0) {
         g_parked = r;
         g_pages = 0;
@@ -249,6 +263,8 @@ static void until(bool (*fn)(void), const char *what)
     }
 }
 
+static bool no_connections(void);
+
 static bool parked(void)
 {
     return g_parked != NULL;
@@ -356,6 +372,28 @@ static void client_reset_before_the_answer_is_freed(void **state)
     g_parked = NULL;
     turn();
     assert_int_equal(sl_http_connections(g_http), 0);
+}
+
+/* A long poll's client that resets the connection just after sending it,
+ * both before the loop turns (a CLI's keeper abandoning its long poll as its
+ * command ends): the read callback reads the request, whose handler starts
+ * the answer, and the send of its headers, at the callback's end, finds the
+ * client gone; the gone callback ends the answer, which frees the
+ * connection. The read callback then used the freed connection: ASan
+ * aborted sluiced, and integrations/github_action's sluice run retried
+ * the vanished server for ten minutes. */
+static void client_reset_behind_a_long_poll(void **state)
+{
+    (void)state;
+    int fd = client();
+    static const char req[] = "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(req) - 1));
+    struct linger lg = {1, 0};
+    assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+    close(fd); /* RST, queued behind the request */
+    until(one_gone, "the gone callback");
+    assert_null(g_parked);
+    until(no_connections, "the connection freed");
 }
 
 static void expect_refusal(const char *req, const char *status, const char *code)
@@ -641,6 +679,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(client_leaving_a_parked_request_is_seen_at_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(client_reset_before_the_answer_is_freed, setup, teardown),
+        cmocka_unit_test_setup_teardown(client_reset_behind_a_long_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(limits, setup, teardown),
         cmocka_unit_test_setup_teardown(body_over_the_limit_is_413_and_drained, setup, teardown),
         cmocka_unit_test_setup_teardown(headers, setup, teardown),
