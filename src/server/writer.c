@@ -179,6 +179,10 @@ int sl_writer_start(sl_server *srv)
 
 static bool commit_here(sl_writer *w, const sl_store_batch *b)
 {
+    /* An append to the log file: no thread hand-over is worth it, and the
+     * checkpoint's connection is not the commit's. */
+    if (sl_store_commit_inline(w->srv->store))
+        return true;
     if (w->srv->conf->durability == SL_DURABILITY_FULL ||
         sl_store_batch_rows(b) > SL_COMMIT_HERE_ROWS)
         return false;

@@ -237,6 +237,10 @@ static void sqlite_close(sl_store *st)
      * has nothing to apply; if this fails, that start applies it. */
     if (!sq->memory && sq->wstmt[SQ_APPLY_READ])
         (void)sl__sqlite_apply(sq, 0);
+    if (sq->journal) {
+        (void)sl_journal_drop_through(sq->journal, (uint64_t)sq->applied);
+        sl_journal_close(sq->journal);
+    }
     if (sq->wdb != sq->db) {
         for (int i = 0; i < SQ_COUNT; i++)
             sqlite3_finalize(sq->wstmt[i]);
@@ -250,6 +254,9 @@ static void sqlite_close(sl_store *st)
     if (sq->lock_fd >= 0)
         close(sq->lock_fd);
     sl_rec_buf_free(&sq->rec);
+    sl_rec_buf_free(&sq->frame);
+    free(sq->log_dir);
+    pthread_mutex_destroy(&sq->wlock);
     sl_store_batch_free(sq->apply_batch);
     sl_store_batch_free(sq->read_batch);
     free(sq->path);
@@ -373,6 +380,44 @@ static int read_log_ends(sl_sqlite *sq)
     return 0;
 }
 
+/* The log file beside the database (journal.h). The records the table
+ * holds unapplied (written before the log file existed) are applied
+ * first, so that the log file starts right after the last of them; then
+ * the log file's records are applied too, and the table is where a start
+ * reads everything from, the newest event time included. */
+static int open_journal(sl_sqlite *sq, char *err, size_t errlen)
+{
+    size_t n = strlen(sq->path) + sizeof("-log");
+    sq->log_dir = xcalloc(1, n);
+    snprintf(sq->log_dir, n, "%s-log", sq->path);
+    int rc = sl__sqlite_apply(sq, 0);
+    if (rc) {
+        snprintf(err, errlen, "cannot use the store %s: %s", sq->path, sq->apply_err);
+        sqlite_close(&sq->base);
+        return rc;
+    }
+    /* Applying deletes the segments it applied: it must be synced. */
+    if (pragma(sq->wdb, "PRAGMA synchronous=FULL", NULL, 0) != SQLITE_OK)
+        return open_fail(sq, err, errlen, "cannot set its durability");
+    sl_journal_opts o = {.dir = sq->log_dir, .first_id = (uint64_t)sq->applied + 1};
+    char jerr[SL_STORE_ERR_MAX];
+    rc = sl_journal_open(&o, &sq->journal, jerr, sizeof(jerr));
+    if (rc == 0) {
+        sq->next_id = (int64_t)sl_journal_next_id(sq->journal);
+        rc = sl__sqlite_apply(sq, 0);
+        snprintf(jerr, sizeof(jerr), "%s", sq->apply_err);
+    }
+    if (rc == 0 && read_log_ends(sq) != 0)
+        return open_fail(sq, err, errlen, "cannot read its log");
+    if (rc) {
+        snprintf(err, errlen, "cannot use the store %s: %s", sq->path, jerr);
+        sqlite_close(&sq->base);
+        return rc;
+    }
+    sq->next_id = (int64_t)sl_journal_next_id(sq->journal);
+    return 0;
+}
+
 int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out, char *err,
                     size_t errlen)
 {
@@ -384,6 +429,7 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
     sq->base.ops = &sqlite_ops;
     sq->base.source = SL_SOURCE_API;
     sq->lock_fd = -1;
+    pthread_mutex_init(&sq->wlock, NULL);
     sq->memory = memory;
     sq->full = opts->durability == SL_DURABILITY_FULL;
     size_t plen = strlen(path);
@@ -421,6 +467,9 @@ int sl__sqlite_open(const char *path, const sl_store_opts *opts, sl_store **out,
         return rc;
     if (read_log_ends(sq) != 0)
         return open_fail(sq, err, errlen, "cannot read its log");
+    rc = memory ? 0 : open_journal(sq, err, errlen);
+    if (rc)
+        return rc;
     *out = &sq->base;
     return 0;
 }
@@ -471,8 +520,10 @@ static int sqlite_checkpoint(sl_store *st)
     if (sq->wal_frames < SQ_CHECKPOINT_FRAMES)
         return 0;
     int log = 0, done = 0;
+    pthread_mutex_lock(&sq->wlock); /* a prune on the loop may use the connection */
     int rc = sqlite3_wal_checkpoint_v2(sq->wdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
     sq->wal_frames = 0;
+    pthread_mutex_unlock(&sq->wlock);
     if (rc == SQLITE_OK || rc == SQLITE_BUSY)
         return 0;
     snprintf(sq->apply_err, sizeof(sq->apply_err), "the store %s: cannot checkpoint its WAL: %s",
@@ -509,11 +560,17 @@ static bool sqlite_commit_overlaps(const sl_store *st)
     return sq->wdb != sq->db;
 }
 
+static bool sqlite_commit_inline(const sl_store *st)
+{
+    return ((const sl_sqlite *)st)->journal != NULL;
+}
+
 static const sl_store_ops sqlite_ops = {
     .close = sqlite_close,
     .load = sl__sqlite_load,
     .commit = sl__sqlite_commit,
     .commit_overlaps = sqlite_commit_overlaps,
+    .commit_inline = sqlite_commit_inline,
     .checkpoint_due = sqlite_checkpoint_due,
     .checkpoint = sqlite_checkpoint,
     .config_source = sqlite_config_source,

@@ -163,6 +163,63 @@ static int apply_rows(sl_sqlite *sq, size_t max, bool yield, int64_t *last)
     return rc;
 }
 
+/* The same from the log file: each frame becomes a row of the log table
+ * (the event log reads it there from now on) and is applied. */
+typedef struct frames {
+    sl_sqlite *sq;
+    bool yield;
+    int64_t *last;
+    int rc;
+} frames;
+
+static int insert_row(sl_sqlite *sq, int64_t id, const unsigned char *p, size_t n)
+{
+    uint64_t seq_hi;
+    int64_t time_hi;
+    uint32_t events;
+    sl__sqlite_frame_read(p, &seq_hi, &time_hi, &events);
+    sqlite3_stmt *s = sq->wstmt[SQ_LOG_INSERT];
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 2, (int64_t)seq_hi);
+    sqlite3_bind_int64(s, 3, time_hi);
+    sqlite3_bind_int64(s, 4, events);
+    sqlite3_bind_blob(s, 5, p + SQ_FRAME_HEAD, (int)(n - SQ_FRAME_HEAD), SQLITE_STATIC);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : wfail(sq, "cannot move a record into the log");
+    sl__sqlite_reset(s);
+    return rc;
+}
+
+static int apply_frame(void *ud, uint64_t id, const void *p, size_t n)
+{
+    frames *f = ud;
+    sl_sqlite *sq = f->sq;
+    if (n < SQ_FRAME_HEAD || n - SQ_FRAME_HEAD > INT32_MAX)
+        f->rc = afail(sq, SL_STORE_EDATA, "the store %s: log record %llu is too short", sq->path,
+                      (unsigned long long)id);
+    if (f->rc == 0)
+        f->rc = insert_row(sq, (int64_t)id, p, n);
+    if (f->rc == 0)
+        f->rc = apply_record(sq, (int64_t)id, (const unsigned char *)p + SQ_FRAME_HEAD,
+                             n - SQ_FRAME_HEAD);
+    if (f->rc)
+        return 1;
+    *f->last = (int64_t)id;
+    return f->yield && sq->base.yield && sq->base.yield(sq->base.yield_arg);
+}
+
+static int apply_frames(sl_sqlite *sq, size_t max, bool yield, int64_t *last)
+{
+    uint64_t from = (uint64_t)sq->applied + 1, to = (uint64_t)sq->next_id;
+    if (max && to - from > max)
+        to = from + max;
+    frames f = {.sq = sq, .yield = yield, .last = last};
+    char err[SL_STORE_ERR_MAX];
+    int rc = sl_journal_read(sq->log_dir, from, to, apply_frame, &f, err, sizeof(err));
+    if (rc < 0)
+        return afail(sq, rc, "the store %s: %s", sq->path, err);
+    return f.rc;
+}
+
 static int step_plain(sl_sqlite *sq, sq_stmt which, const char *what)
 {
     sqlite3_stmt *s = sq->wstmt[which];
@@ -181,16 +238,21 @@ int sl__sqlite_apply(sl_sqlite *sq, size_t max)
         return 0;
     if (!sq->apply_batch && !(sq->apply_batch = sl_store_batch_new()))
         return afail(sq, SL_STORE_EIO, "out of memory for a log record");
-    /* With --durability full every commit of the log is synced, and an
-     * apply needs no sync of its own: the records are safe in the log, and
-     * an apply that power loss takes back is done again at the next start.
-     * The next synced commit syncs the WAL it wrote anyway. */
-    if (sq->full)
+    /* With --durability full every commit of the log table is synced, and
+     * an apply needs no sync of its own: the records are safe in the log,
+     * and an apply that power loss takes back is done again at the next
+     * start. The next synced commit syncs the WAL it wrote anyway. Records
+     * moved out of the log file are another matter: their segments are
+     * deleted once applied, so that apply is synced whatever the
+     * durability (set at open). */
+    if (sq->full && !sq->journal)
         sqlite3_exec(sq->wdb, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    pthread_mutex_lock(&sq->wlock);
     int rc = step_plain(sq, SQ_BEGIN, "cannot start applying the log");
     if (rc == 0)
         rc = apply_txn(sq, max, yield);
-    if (sq->full)
+    pthread_mutex_unlock(&sq->wlock);
+    if (sq->full && !sq->journal)
         sqlite3_exec(sq->wdb, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
     return rc;
 }
@@ -200,7 +262,7 @@ static int apply_txn(sl_sqlite *sq, size_t max, bool yield)
 {
     int rc = 0;
     int64_t last = sq->applied;
-    rc = apply_rows(sq, max, yield, &last);
+    rc = sq->journal ? apply_frames(sq, max, yield, &last) : apply_rows(sq, max, yield, &last);
     if (rc == 0)
         rc = step_plain(sq, SQ_CLAIM_LOG_PRUNE, "cannot forget pruned claims' records");
     if (rc == 0 && last != sq->applied) {

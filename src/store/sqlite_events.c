@@ -42,11 +42,13 @@ static bool past(const probe *p, uint64_t since, int64_t from_ms)
 
 /* The first row that may hold an event with seq > since and time >=
  * from_ms; 0 in *start when none does. */
-static int find_start(sl_sqlite *sq, uint64_t since, int64_t from_ms, int64_t *start)
+static int find_start(sl_sqlite *sq, uint64_t since, int64_t from_ms, int64_t *start,
+                      int64_t *table_last)
 {
     probe last, p;
     *start = 0;
     int rc = probe_at(sq, SQ_LOG_LAST, 0, &last);
+    *table_last = rc == 1 ? last.id : 0;
     if (rc <= 0 || !past(&last, since, from_ms))
         return rc < 0 ? -1 : 0;
     sqlite3_stmt *f = sq->stmt[SQ_LOG_FIRST];
@@ -66,22 +68,32 @@ static int find_start(sl_sqlite *sq, uint64_t since, int64_t from_ms, int64_t *s
     return 0;
 }
 
+/* Where a read of the table left off, for the log file's records after
+ * it (the ones not yet applied): the last id read, the last record's
+ * newest time, and whether the read goes on there. */
+typedef struct walk {
+    int64_t last_id;
+    int64_t prev_time;
+    bool on;
+} walk;
+
 /* Reads the records from start to end (ids, inclusive). */
-static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, sl_log_scan *sc)
+static int scan_range(sl_sqlite *sq, int64_t start, int64_t end, sl_log_scan *sc, walk *w)
 {
     sqlite3_stmt *s = sq->stmt[SQ_LOG_FROM];
     sqlite3_bind_int64(s, 1, start);
     int rc = 0, step = SQLITE_DONE;
-    int64_t prev_time = INT64_MIN;
     while (rc == 0 && !sl__log_scan_done(sc) && (step = sqlite3_step(s)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(s, 0);
         /* A record's events are no older than the previous record's
          * newest: past the claim's end, nothing more of it can come. */
-        if (prev_time > sc->to_ms || id > end) {
+        if (w->prev_time > sc->to_ms || id > end) {
             step = SQLITE_DONE;
+            w->on = false;
             break;
         }
-        prev_time = sqlite3_column_int64(s, 1);
+        w->prev_time = sqlite3_column_int64(s, 1);
+        w->last_id = id > w->last_id ? id : w->last_id;
         rc = sl__log_scan_record(&sq->base, sq->read_batch, id, sqlite3_column_blob(s, 2),
                                  (size_t)sqlite3_column_bytes(s, 2), sc);
     }
@@ -105,7 +117,7 @@ static int read_one(sqlite3_stmt *s, int64_t *out)
  * record of its first event (claim_log) to its end, or, when claim_log
  * has no row for it (never made, or made after the apply's last record),
  * the records the apply has not reached. Never the whole log. */
-static int scan_gone_claim(sl_sqlite *sq, int64_t start, sl_log_scan *sc)
+static int scan_gone_claim(sl_sqlite *sq, int64_t start, sl_log_scan *sc, walk *w)
 {
     int64_t first = 0, applied = 0;
     sqlite3_stmt *f = sq->stmt[SQ_CLAIM_LOG_FIND];
@@ -116,39 +128,127 @@ static int scan_gone_claim(sl_sqlite *sq, int64_t start, sl_log_scan *sc)
     if (!found)
         first = applied + 1;
     sc->to_end = true;
-    return scan_range(sq, first > start ? first : start, INT64_MAX, sc);
+    return scan_range(sq, first > start ? first : start, INT64_MAX, sc, w);
 }
 
-/* The record holding seq, alone (sl_log_at_fn). */
+typedef struct tail {
+    sl_sqlite *sq;
+    sl_log_scan *sc;
+    walk *w;
+    uint64_t since;
+    int64_t from_ms;
+    bool started; /* a record past since and from_ms was reached */
+    bool one;     /* stop after that record (read_at) */
+    int rc;
+} tail;
+
+static int tail_frame(void *ud, uint64_t id, const void *p, size_t n)
+{
+    tail *t = ud;
+    uint64_t seq_hi;
+    int64_t time_hi;
+    uint32_t events;
+    if (n < SQ_FRAME_HEAD) {
+        t->rc = sl__store_fail(&t->sq->base, SL_STORE_EDATA,
+                               "the store %s: log record %llu is too short", t->sq->path,
+                               (unsigned long long)id);
+        return 1;
+    }
+    sl__sqlite_frame_read(p, &seq_hi, &time_hi, &events);
+    probe pr = {(int64_t)id, seq_hi, time_hi};
+    if (!t->started && !past(&pr, t->since, t->from_ms))
+        return 0;
+    t->started = true;
+    if (t->w->prev_time > t->sc->to_ms)
+        return 1;
+    t->w->prev_time = time_hi;
+    t->w->last_id = (int64_t)id;
+    t->rc = sl__log_scan_record(&t->sq->base, t->sq->read_batch, (int64_t)id,
+                                (const unsigned char *)p + SQ_FRAME_HEAD, n - SQ_FRAME_HEAD, t->sc);
+    return t->rc || t->one || sl__log_scan_done(t->sc);
+}
+
+/* The records after the table's last, in the log file: committed, not yet
+ * applied (at most a few thousand); with one, only the first past since
+ * and from_ms. w->last_id is then the last record read. */
+static int scan_tail(sl_sqlite *sq, walk *w, sl_log_scan *sc, uint64_t since, int64_t from_ms,
+                     bool started, bool one)
+{
+    if (!sq->journal || !w->on || sl__log_scan_done(sc))
+        return 0;
+    uint64_t from = (uint64_t)w->last_id + 1, first = sl_journal_first_id(sq->journal);
+    tail t = {.sq = sq, .sc = sc, .w = w, .since = since, .from_ms = from_ms, .started = started,
+              .one = one};
+    char err[SL_STORE_ERR_MAX];
+    int rc = sl_journal_read(sq->log_dir, from > first ? from : first, (uint64_t)sq->next_id,
+                             tail_frame, &t, err, sizeof(err));
+    if (rc < 0)
+        return sl__store_fail(&sq->base, rc, "the store %s: cannot read the events: %s", sq->path,
+                              err);
+    return t.rc;
+}
+
+/* Where the log file's records begin for a read whose table read ended at
+ * table_last: records up to the applied one are the table's (or pruned),
+ * and their copies in the file are never read. Taken after the table's
+ * last row was, applied is at most what the table read sees. */
+static walk walk_from(sl_sqlite *sq, int64_t table_last)
+{
+    int64_t applied = sq->applied;
+    return (walk){.last_id = table_last > applied ? table_last : applied,
+                  .prev_time = INT64_MIN, .on = true};
+}
+
+/* The record holding seq, alone (sl_log_at_fn): found by binary search in
+ * the table, or, not applied yet, in the log file, from the record after
+ * the last one a listed seq found there (the seqs come in order). */
 static int read_at(sl_store *st, uint64_t seq, sl_log_scan *sc, bool *found)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
-    int64_t at = 0;
-    if (find_start(sq, seq - 1, INT64_MIN, &at) != 0)
+    int64_t at = 0, table_last = 0;
+    if (find_start(sq, seq - 1, INT64_MIN, &at, &table_last) != 0)
         return sl__sqlite_fail(sq, "cannot find where to read the events");
+    walk w = walk_from(sq, table_last);
     *found = at != 0;
-    return at ? scan_range(sq, at, at, sc) : 0;
+    if (at)
+        return scan_range(sq, at, at, sc, &w);
+    if (sq->read_tail_id > w.last_id)
+        w.last_id = sq->read_tail_id;
+    int64_t before = w.last_id;
+    int rc = scan_tail(sq, &w, sc, seq - 1, INT64_MIN, false, true);
+    *found = w.last_id > before;
+    sq->read_tail_id = w.last_id;
+    return rc;
 }
 
 /* The records a read goes through, from sc->since: a claim's listed ones
  * (and the log after them when the list stops short), or those of the
- * window from from_ms on, or a purged claim's. */
+ * window from from_ms on, or a purged claim's; the table's, then the log
+ * file's. */
 static int scan(sl_sqlite *sq, const sl_store_seqs *at, int64_t from_ms, sl_log_scan *sc)
 {
-    bool walk = false;
     if (at) {
-        int rc = sl__log_read_at(&sq->base, at, sc, read_at, &walk);
-        if (rc || !walk)
+        bool on = false;
+        sq->read_tail_id = 0;
+        int rc = sl__log_read_at(&sq->base, at, sc, read_at, &on);
+        if (rc || !on)
             return rc;
     }
-    int64_t start = 0;
-    if (find_start(sq, sc->since, from_ms, &start) != 0)
+    int64_t start = 0, table_last = 0;
+    if (find_start(sq, sc->since, from_ms, &start, &table_last) != 0)
         return sl__sqlite_fail(sq, "cannot find where to read the events");
-    if (!start)
-        return 0;
-    if (!at && sc->claim && from_ms == INT64_MIN)
-        return scan_gone_claim(sq, start, sc);
-    return scan_range(sq, start, INT64_MAX, sc);
+    walk w = walk_from(sq, table_last);
+    bool gone = !at && sc->claim && from_ms == INT64_MIN;
+    int rc = 0;
+    if (start && gone)
+        rc = scan_gone_claim(sq, start, sc, &w);
+    else if (start)
+        rc = scan_range(sq, start, INT64_MAX, sc, &w);
+    else if (gone)
+        sc->to_end = true; /* as scan_gone_claim: its records, if any, are in the log file */
+    if (rc == 0)
+        rc = scan_tail(sq, &w, sc, sc->since, from_ms, start != 0, false);
+    return rc;
 }
 
 static int last_seq(sl_sqlite *sq, uint64_t *out)
@@ -158,6 +258,8 @@ static int last_seq(sl_sqlite *sq, uint64_t *out)
     if (rc < 0)
         return sl__sqlite_fail(sq, "cannot read the newest event");
     *out = rc == 1 ? last.seq_hi : 0;
+    if (sq->committed_seq > *out) /* in the log file, not yet applied */
+        *out = sq->committed_seq;
     return 0;
 }
 

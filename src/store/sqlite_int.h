@@ -7,7 +7,10 @@
 #ifndef SL_SQLITE_INT_H
 #define SL_SQLITE_INT_H
 
+#include <pthread.h>
 #include <sqlite3.h>
+
+#include "journal.h"
 
 #include "record.h"
 #include "rows_json.h"
@@ -70,10 +73,25 @@ typedef struct sl_sqlite {
     char apply_err[SL_STORE_ERR_MAX]; /* why the last apply failed */
     sl_store_batch *apply_batch;  /* a record read back to apply it */
     sl_store_batch *read_batch;   /* a record read back for its events (the loop's) */
+    int64_t read_tail_id;         /* a claim read's last record found in the log file (the loop's) */
     bool memory;
     bool full;   /* --durability full: the write connection syncs every commit */
     int lock_fd;    /* the file, flock()ed for the store's life; -1 in memory */
+    /* The log file (journal.h), PATH-log/: commits append there, on the
+     * loop, and applying moves the records into the log table. NULL in
+     * memory, whose commits append to the table. The write connection is
+     * then used by the applier's thread and, for a prune, by the loop: wlock
+     * keeps them apart. */
+    struct sl_journal *journal;
+    char *log_dir;
+    pthread_mutex_t wlock;
+    sl_rec_buf frame;         /* the frame's payload being committed */
+    uint64_t committed_seq;   /* seq_hi of the newest record committed (the loop's) */
 } sl_sqlite;
+
+/* A journal frame's payload: the log row's columns (seq_hi u64, time_hi
+ * i64, events u32, little-endian), then the record. */
+#define SQ_FRAME_HEAD 20
 
 /* The schema this build writes, and the migrations that lead to it:
  * sl__sqlite_migrations[v] takes a store from version v to v + 1. */
@@ -119,5 +137,9 @@ int sl__sqlite_events(sl_store *st, uint64_t since, const char *claim, const sl_
 int sl__sqlite_last_seq(sl_store *st, uint64_t *out);
 /* Deletes old events in the write connection's open transaction. */
 int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);
+/* sqlite_write.c: a frame's head into p (SQ_FRAME_HEAD bytes) and back. */
+void sl__sqlite_frame_head(unsigned char *p, uint64_t seq_hi, int64_t time_hi, uint32_t events);
+void sl__sqlite_frame_read(const unsigned char *p, uint64_t *seq_hi, int64_t *time_hi,
+                           uint32_t *events);
 
 #endif

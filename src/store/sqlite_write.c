@@ -3,6 +3,7 @@
  * the batch holds. The state tables (claims, locks, configs, meta) are
  * brought forward from the log later and in bulk (sqlite_apply.c), and the
  * event log is read from the records themselves (sqlite_events.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "sqlite_int.h"
@@ -39,11 +40,99 @@ static int append(sl_sqlite *sq, sl_store_batch *b, int64_t time_hi)
     return rc;
 }
 
+void sl__sqlite_frame_head(unsigned char *p, uint64_t seq_hi, int64_t time_hi, uint32_t events)
+{
+    uint64_t v[3] = {seq_hi, (uint64_t)time_hi, events};
+    int width[3] = {8, 8, 4};
+    for (int k = 0, at = 0; k < 3; at += width[k], k++)
+        for (int i = 0; i < width[k]; i++)
+            p[at + i] = (unsigned char)(v[k] >> (8 * i));
+}
+
+void sl__sqlite_frame_read(const unsigned char *p, uint64_t *seq_hi, int64_t *time_hi,
+                           uint32_t *events)
+{
+    uint64_t v[3] = {0, 0, 0};
+    int width[3] = {8, 8, 4};
+    for (int k = 0, at = 0; k < 3; at += width[k], k++)
+        for (int i = width[k] - 1; i >= 0; i--)
+            v[k] = v[k] << 8 | p[at + i];
+    *seq_hi = v[0];
+    *time_hi = (int64_t)v[1];
+    *events = (uint32_t)v[2];
+}
+
+/* The batch as the next frame of the log file: one write, and with
+ * --durability full one fdatasync (a failed one cuts the frame off again,
+ * journal.h). No SQLite, no lock: this runs on the loop while the applier
+ * may be using the write connection. */
+static int append_frame(sl_sqlite *sq, sl_store_batch *b, int64_t time_hi)
+{
+    sl_rec_encode(b, &sq->rec);
+    sl_rec_buf *f = &sq->frame;
+    if (f->cap < SQ_FRAME_HEAD + sq->rec.n) {
+        unsigned char *p = realloc(f->p, SQ_FRAME_HEAD + sq->rec.n);
+        if (!p)
+            abort();
+        f->p = p;
+        f->cap = SQ_FRAME_HEAD + sq->rec.n;
+    }
+    sl__sqlite_frame_head(f->p, b->seq_hi, time_hi, b->nevents);
+    memcpy(f->p + SQ_FRAME_HEAD, sq->rec.p, sq->rec.n);
+    f->n = SQ_FRAME_HEAD + sq->rec.n;
+    uint64_t id;
+    int rc = sl_journal_append(sq->journal, f->p, f->n, &id);
+    if (rc == 0 && sq->full)
+        rc = sl_journal_sync(sq->journal);
+    if (rc)
+        return sl__batch_fail(b, rc, "the store %s: %s", sq->path, sl_journal_error(sq->journal));
+    sq->next_id = (int64_t)id + 1;
+    sq->last_time = time_hi;
+    sq->committed_seq = b->seq_hi;
+    /* Segments the applier is done with go; cheap when none is. */
+    (void)sl_journal_drop_through(sq->journal, (uint64_t)sq->applied);
+    return 0;
+}
+
+/* A prune asked with the batch: on the write connection, which the applier
+ * may be using at this moment (wlock); prunes are rare. */
+static int prune_now(sl_sqlite *sq, sl_store_batch *b)
+{
+    pthread_mutex_lock(&sq->wlock);
+    int rc = run_plain(sq, SQ_BEGIN, b, "cannot start a transaction");
+    if (rc == 0)
+        rc = sl__sqlite_prune_in(sq, b->prune_before, &b->pruned, b);
+    if (rc == 0)
+        rc = run_plain(sq, SQ_COMMIT, b, "cannot commit a prune");
+    if (rc && !sqlite3_get_autocommit(sq->wdb)) {
+        sqlite3_step(sq->wstmt[SQ_ROLLBACK]);
+        sqlite3_reset(sq->wstmt[SQ_ROLLBACK]);
+    }
+    pthread_mutex_unlock(&sq->wlock);
+    return rc;
+}
+
+static int commit_to_file(sl_sqlite *sq, sl_store_batch *b)
+{
+    int64_t time_hi = b->time_hi > sq->last_time ? b->time_hi : sq->last_time;
+    if (!b->nops)
+        return prune_now(sq, b);
+    int rc = append_frame(sq, b, time_hi);
+    /* The frame is committed whatever the prune does (committing the batch
+     * again would append it twice): a prune that fails is asked again with
+     * a later batch. */
+    if (rc == 0 && b->prune)
+        (void)prune_now(sq, b);
+    return rc;
+}
+
 int sl__sqlite_commit(sl_store *st, sl_store_batch *b)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
     if (sl_store_batch_empty(b))
         return 0;
+    if (sq->journal)
+        return commit_to_file(sq, b);
     int64_t time_hi = b->time_hi > sq->last_time ? b->time_hi : sq->last_time;
     /* One append is a transaction by itself; a prune joins it in one. */
     int rc = b->prune ? run_plain(sq, SQ_BEGIN, b, "cannot start a transaction") : 0;

@@ -272,6 +272,11 @@ bool sl_store_commit_overlaps(const sl_store *st)
     return st->ops->commit_overlaps(st);
 }
 
+bool sl_store_commit_inline(const sl_store *st)
+{
+    return st->ops->commit_inline && st->ops->commit_inline(st);
+}
+
 bool sl_store_checkpoint_due(const sl_store *st)
 {
     return st->ops->checkpoint_due(st);

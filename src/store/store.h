@@ -134,6 +134,10 @@ int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_stor
  * same b may be committed again. b is not changed except for its error. */
 int sl_store_commit(sl_store *st, sl_store_batch *b);
 bool sl_store_commit_overlaps(const sl_store *st);
+/* A commit is an append to a file (the SQLite store's log file,
+ * docs/store.md): cheap enough to make on the loop whatever the batch, and
+ * it may run while a checkpoint runs on another thread. */
+bool sl_store_commit_inline(const sl_store *st);
 /* Work a commit leaves for later is due: the log's records applied to the
  * state (every SQLite checkpoint of its own: 1024 records waiting, or any
  * for a second), the write-ahead log copied into the database. The store

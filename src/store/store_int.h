@@ -21,6 +21,7 @@ typedef struct sl_store_ops {
     int (*load)(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_stats *stats);
     int (*commit)(sl_store *st, sl_store_batch *b);
     bool (*commit_overlaps)(const sl_store *st);
+    bool (*commit_inline)(const sl_store *st); /* NULL: false */
     bool (*checkpoint_due)(const sl_store *st);
     int (*checkpoint)(sl_store *st);
     int (*config_source)(sl_store *st, const char *name, bool *found, sl_config_source *out);

@@ -1,11 +1,15 @@
 /* store_support.c - helpers shared by the store tests (see store_support.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -21,7 +25,8 @@ char *ts_tmpdir(void)
     return dir;
 }
 
-void ts_rmdir(char *dir)
+/* dir and what is in it, the store's log directory (sluice.db-log/) too. */
+static void rm_tree(const char *dir)
 {
     DIR *d = opendir(dir);
     assert_non_null(d);
@@ -30,10 +35,18 @@ void ts_rmdir(char *dir)
             continue;
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        assert_int_equal(unlink(path), 0);
+        if (unlink(path) != 0 && errno == EISDIR)
+            rm_tree(path);
+        else
+            assert_int_equal(access(path, F_OK), -1);
     }
     closedir(d);
     assert_int_equal(rmdir(dir), 0);
+}
+
+void ts_rmdir(char *dir)
+{
+    rm_tree(dir);
     free(dir);
 }
 
@@ -79,15 +92,57 @@ static void copy_file(const char *from, const char *to)
     assert_int_equal(fclose(out), 0);
 }
 
+void ts_log_full(const char *dir, bool full)
+{
+    static struct rlimit old;
+    if (!full) {
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+        return;
+    }
+    char log[4200], seg[4500];
+    snprintf(log, sizeof(log), "%s-log", ts_path(dir));
+    DIR *d = opendir(log);
+    assert_non_null(d);
+    off_t biggest = 0; /* the segment being written is the only one in these tests */
+    for (struct dirent *e; (e = readdir(d));) {
+        struct stat sb;
+        snprintf(seg, sizeof(seg), "%s/%s", log, e->d_name);
+        if (e->d_name[0] != '.' && stat(seg, &sb) == 0 && sb.st_size > biggest)
+            biggest = sb.st_size;
+    }
+    closedir(d);
+    signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    struct rlimit lim = old;
+    lim.rlim_cur = (rlim_t)biggest + 20; /* room for part of a frame */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+}
+
 void ts_copy_store(const char *from_dir, const char *to_dir)
 {
-    char from[4096], to[4096];
+    char from[4200], to[4200];
     snprintf(from, sizeof(from), "%s", ts_path(from_dir));
     snprintf(to, sizeof(to), "%s", ts_path(to_dir));
     copy_file(from, to);
     strcat(from, "-wal");
     strcat(to, "-wal");
     copy_file(from, to);
+    /* the log file's segments (docs/store.md, "The log file") */
+    snprintf(from, sizeof(from), "%s-log", ts_path(from_dir));
+    snprintf(to, sizeof(to), "%s-log", ts_path(to_dir));
+    DIR *d = opendir(from);
+    if (!d)
+        return;
+    assert_int_equal(mkdir(to, 0755), 0);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char f[4500], t[4500];
+        snprintf(f, sizeof(f), "%s/%s", from, e->d_name);
+        snprintf(t, sizeof(t), "%s/%s", to, e->d_name);
+        copy_file(f, t);
+    }
+    closedir(d);
 }
 
 void ts_commit(sl_store *st, sl_engine *eng)

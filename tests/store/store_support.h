@@ -29,6 +29,9 @@ void ts_commit(sl_store *st, sl_engine *eng);
 extern bool ts_apply_commits;
 /* Copies a store's file and its WAL as they are now (an open store that
  * does not write meanwhile): what a kill -9 would leave. */
+/* Appends to the store's log file fail from now on (the file size limit
+ * stands in for a full disk: "File too large") or work again. */
+void ts_log_full(const char *dir, bool full);
 void ts_copy_store(const char *from_dir, const char *to_dir);
 /* A new engine (t_engine_opts with opts, or the defaults when NULL) loaded
  * from the store at now; fails the test on error. */

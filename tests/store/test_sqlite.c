@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -869,26 +870,36 @@ static void failed_batch_rolls_back(void **state)
 
     /* The batch: a released (its row updated, the lock's token unchanged),
      * b granted (a new row, tokens moved), a new configuration, and the
-     * events. Its append fails: nothing of it is in the log. */
+     * events. Its append to the log file fails (the file size limit stands
+     * in for a full disk): nothing of it is in the log. */
     sqlite3 *db = ts_db(dir);
-    ts_exec(db, "CREATE TRIGGER boom BEFORE INSERT ON log"
-                " BEGIN SELECT RAISE(ABORT, 'boom: the disk is on fire'); END");
+    char seg[4200];
+    snprintf(seg, sizeof(seg), "%s-log/%020d.seg", ts_path(dir), 1);
+    struct stat sb;
+    assert_int_equal(stat(seg, &sb), 0);
     t_release(eng, 3, "a");
     t_claim(eng, 4, "id=b s:db m:two");
     t_sem(eng, 5, "new", 4, SL_SKIP);
     sl_changes ch;
     sl_engine_changes(eng, &ch);
-    assert_int_equal(sl_store_write(st, eng, &ch), SL_STORE_EIO);
-    assert_non_null(strstr(sl_store_error(st), "boom: the disk is on fire"));
-    assert_non_null(strstr(sl_store_error(st), "cannot append a batch to the log"));
-    assert_int_equal(ts_int(db, "SELECT count(*) FROM log"), 1);
-    assert_int_equal(ts_int(db, "SELECT max(seq_hi) FROM log"), 3);
+    ts_log_full(dir, true);
+    int rc = sl_store_write(st, eng, &ch);
+    ts_log_full(dir, false);
+    assert_int_equal(rc, SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_error(st), "cannot append to the log"));
+    assert_non_null(strstr(sl_store_error(st), "File too large"));
+    struct stat after;
+    assert_int_equal(stat(seg, &after), 0);
+    assert_int_equal(after.st_size, sb.st_size);
+    assert_int_equal(sl_store_log_unapplied(st), 0);
 
     /* The batch is still the engine's: once the fault is gone it goes in. */
-    ts_exec(db, "DROP TRIGGER boom");
     assert_int_equal(sl_store_write(st, eng, &ch), 0);
     sl_engine_changes_clear(eng);
-    assert_int_equal(ts_int(db, "SELECT max(seq_hi) FROM log"), 7);
+    assert_int_equal(sl_store_log_unapplied(st), 1);
+    uint64_t seq = 0;
+    assert_int_equal(sl_store_last_seq(st, &seq), 0);
+    assert_int_equal(seq, 7);
 
     /* Applying it fails late (on b's row, after a's): none of it is in the
      * state, which stays as of the record before; then it goes in whole. */
@@ -904,6 +915,7 @@ static void failed_batch_rolls_back(void **state)
     assert_int_equal(ts_int(db, "SELECT count(*) FROM locks WHERE key = 'mtx/two'"), 0);
     assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 4);
     assert_int_equal(ts_int(db, "SELECT applied FROM meta"), 1);
+    assert_int_equal(ts_int(db, "SELECT count(*) FROM log"), 1);
     ts_exec(db, "DROP TRIGGER boom");
     assert_int_equal(sl_store_apply(st), 0);
     assert_int_equal(ts_int(db, "SELECT state FROM claims WHERE id = 'a'"), SL_RELEASED);
@@ -912,6 +924,7 @@ static void failed_batch_rolls_back(void **state)
     assert_int_equal(ts_int(db, "SELECT source FROM configs WHERE name = 'new'"), 0);
     assert_int_equal(ts_int(db, "SELECT next_seq FROM meta"), 8);
     assert_int_equal(ts_int(db, "SELECT applied FROM meta"), 2);
+    assert_int_equal(ts_int(db, "SELECT max(seq_hi) FROM log"), 7);
     sqlite3_close(db);
 
     sl_engine *back = ts_load(st, NULL, 6, NULL);
@@ -922,25 +935,28 @@ static void failed_batch_rolls_back(void **state)
     ts_rmdir(dir);
 }
 
-/* A store another connection keeps locked: the write fails after the busy
- * timeout instead of waiting for ever, and nothing is half-written. */
+/* A store another connection keeps locked: commits go on (they append to
+ * the log file), the apply fails after the busy timeout instead of waiting
+ * for ever, nothing is half-applied, and it goes in once the lock goes. */
 static void locked_store_fails_cleanly(void **state)
 {
     (void)state;
     char *dir = ts_tmpdir();
     sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
-    sqlite3_busy_timeout(((sl_sqlite *)st)->db, 1); /* keep the test short */
+    sqlite3_busy_timeout(((sl_sqlite *)st)->wdb, 1); /* keep the test short */
     sl_engine *eng = t_engine();
     t_claim(eng, 1, "id=a m:x");
     sqlite3 *db = ts_db(dir);
     ts_exec(db, "BEGIN IMMEDIATE");
     sl_changes ch;
     sl_engine_changes(eng, &ch);
-    assert_int_equal(sl_store_write(st, eng, &ch), SL_STORE_EIO);
-    assert_non_null(strstr(sl_store_error(st), "locked"));
-    ts_exec(db, "COMMIT");
     assert_int_equal(sl_store_write(st, eng, &ch), 0);
     sl_engine_changes_clear(eng);
+    assert_int_equal(sl_store_apply(st), SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_error(st), "locked"));
+    assert_int_equal(sl_store_log_unapplied(st), 1);
+    ts_exec(db, "COMMIT");
+    assert_int_equal(sl_store_apply(st), 0);
     assert_int_equal(ts_int(db, "SELECT count(*) FROM claims"), 1);
     sqlite3_close(db);
     sl_store_close(st);
