@@ -415,6 +415,9 @@ int sl_server_init(sl_server *srv, sl_conf *conf)
     event_add(srv->sigterm_ev, NULL);
     event_add(srv->sighup_ev, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file size limit (ulimit -f) reached by the log file fails the
+     * append (EFBIG: answered as a full disk is) instead of killing us. */
+    signal(SIGXFSZ, SIG_IGN);
     sl_commit_rearm_timer(srv);
     return 0;
 }

@@ -330,21 +330,29 @@ class Sluiced:
         return ""
 
     def block_commits(self, name, message="injected failure"):
-        """Every commit of the store fails with message until unblock_commits."""
+        """Every commit of the store fails until unblock_commits. Returns the
+        words the failure gives: message (PostgreSQL), or "File too large":
+        the SQLite store's commits append to its log file (docs/store.md),
+        and a file size limit put on the server at the log's present size
+        makes the next append fail as a full disk would."""
         if self.pg_db:
             self.store_sql("CREATE FUNCTION %s_fn() RETURNS trigger LANGUAGE plpgsql AS $$ "
                            "BEGIN RAISE EXCEPTION '%s'; END $$; CREATE TRIGGER %s BEFORE "
                            "INSERT ON log FOR EACH ROW EXECUTE FUNCTION %s_fn()"
                            % (name, message, name, name))
-        else:
-            self.store_sql("CREATE TRIGGER %s BEFORE INSERT ON log BEGIN SELECT "
-                           "RAISE(ABORT, '%s'); END" % (name, message))
+            return message
+        log = self.store + "-log"
+        seg = os.path.join(log, max(f for f in os.listdir(log) if f.endswith(".seg")))
+        subprocess.run(["prlimit", "--pid", str(self.proc.pid),
+                        "--fsize=%d:" % os.path.getsize(seg)], check=True)
+        return "File too large"
 
     def unblock_commits(self, name):
         if self.pg_db:
             self.store_sql("DROP TRIGGER %s ON log; DROP FUNCTION %s_fn()" % (name, name))
         else:
-            self.store_sql("DROP TRIGGER %s" % name)
+            subprocess.run(["prlimit", "--pid", str(self.proc.pid), "--fsize=unlimited:"],
+                           check=True)
 
     def hold_commits(self):
         """A context manager: while inside, the store's commits wait (its

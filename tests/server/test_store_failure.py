@@ -1,7 +1,8 @@
 """sluiced when its store cannot commit (docs/api.md, "Effects and commits").
 
-A trigger added to the store file from another connection makes every
-commit fail, the way a full disk or a broken file would. The change in
+A file size limit put on the server (SQLite: its commits append to the log
+file) or a trigger added to the database (PostgreSQL) makes every commit
+fail, the way a full disk or a broken file would. The change in
 flight is answered 503 ("not confirmed"), /healthz turns 503, changes are
 refused; once the trigger is dropped the writer's retry (every second)
 commits the same batch, the server serves again, and what was answered
@@ -30,7 +31,7 @@ class TestStoreFailure(ServerTestCase):
         srv = self.srv
         before = srv.claim("before", [("m", "sf/a")])
         self.assertEqual(before["state"], "held")
-        srv.block_commits("sf_block")
+        why = srv.block_commits("sf_block")
         try:
             r = srv.post("/v1/claims", {"holder": "during", "locks": [{"mutex": "sf/b"}]})
             self.assertUnavailable(r)
@@ -38,7 +39,7 @@ class TestStoreFailure(ServerTestCase):
             health = srv.get("/healthz")
             self.assertEqual(health.status, 503)
             # /healthz says why (it once said "the store cannot commit: ").
-            self.assertIn("injected failure", health.json["error"]["message"])
+            self.assertIn(why, health.json["error"]["message"])
             # While the store fails, changes are refused at once.
             self.assertUnavailable(srv.post("/v1/claims",
                                             {"holder": "refused", "locks": [{"mutex": "sf/c"}]}))
