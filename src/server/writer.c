@@ -28,6 +28,7 @@ struct sl_writer {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     sl_store_batch *job; /* given to the writer; NULL when it has none */
+    bool job_sync;       /* the job is appended already: only its sync is left */
     atomic_bool job_waits; /* the same, read by a checkpoint without the lock */
     bool outstanding;    /* (loop only) submitted, result not yet taken */
     bool ckpt_wanted;    /* the WAL is long: checkpoint when no job waits */
@@ -53,6 +54,17 @@ static void commit_job(sl_writer *w, sl_store_batch *job)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     w->rc = sl_store_commit(w->srv->store, job);
     w->seconds = since(&t0);
+}
+
+/* The group commit of --durability full with a log file: the loop has
+ * appended the batch, the writer syncs it; the loop meanwhile serves and
+ * gathers the next batch, whose append waits for this sync to end. */
+static void sync_job(sl_writer *w, sl_store_batch *job)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    w->rc = sl_store_sync(w->srv->store, job);
+    w->seconds += since(&t0);
 }
 
 static void notify(sl_writer *w)
@@ -100,7 +112,10 @@ static void *writer_main(void *arg)
         if (w->job) {
             sl_store_batch *job = w->job;
             pthread_mutex_unlock(&w->mu);
-            commit_job(w, job); /* the loop does not touch job or rc meanwhile */
+            if (w->job_sync) /* the loop does not touch job or rc meanwhile */
+                sync_job(w, job);
+            else
+                commit_job(w, job);
             bool due = sl_store_checkpoint_due(w->srv->store);
             pthread_mutex_lock(&w->mu);
             w->job = NULL;
@@ -179,10 +194,6 @@ int sl_writer_start(sl_server *srv)
 
 static bool commit_here(sl_writer *w, const sl_store_batch *b)
 {
-    /* An append to the log file: no thread hand-over is worth it, and the
-     * checkpoint's connection is not the commit's. */
-    if (sl_store_commit_inline(w->srv->store))
-        return true;
     if (w->srv->conf->durability == SL_DURABILITY_FULL ||
         sl_store_batch_rows(b) > SL_COMMIT_HERE_ROWS)
         return false;
@@ -203,9 +214,36 @@ static void checkpoint_if_due(sl_writer *w)
     pthread_mutex_unlock(&w->mu);
 }
 
+/* An append to the log file (sl_store_commit_inline) is made on the loop:
+ * no thread hand-over is worth it, and the checkpoint's connection is not
+ * the commit's. Only a sync (--durability full) goes to the writer. */
+static void append_here(sl_writer *w, sl_store_batch *b)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    w->rc = sl_store_append(w->srv->store, b);
+    w->seconds = since(&t0);
+    if (w->rc == 0 && w->srv->conf->durability == SL_DURABILITY_FULL) {
+        w->outstanding = true;
+        pthread_mutex_lock(&w->mu);
+        w->job = b;
+        w->job_sync = true;
+        atomic_store(&w->job_waits, true);
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    checkpoint_if_due(w);
+    sl_commit_done(w->srv, w->rc, w->seconds);
+}
+
 void sl_writer_submit(sl_server *srv, sl_store_batch *b)
 {
     sl_writer *w = srv->writer;
+    if (w->threaded && sl_store_commit_inline(srv->store)) {
+        append_here(w, b);
+        return;
+    }
     if (w->threaded && commit_here(w, b)) {
         commit_job(w, b); /* the writer is idle: the connection is free */
         checkpoint_if_due(w);
@@ -222,6 +260,7 @@ void sl_writer_submit(sl_server *srv, sl_store_batch *b)
     }
     pthread_mutex_lock(&w->mu);
     w->job = b;
+    w->job_sync = false;
     atomic_store(&w->job_waits, true);
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);

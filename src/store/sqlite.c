@@ -403,7 +403,7 @@ static int open_journal(sl_sqlite *sq, char *err, size_t errlen)
     char jerr[SL_STORE_ERR_MAX];
     rc = sl_journal_open(&o, &sq->journal, jerr, sizeof(jerr));
     if (rc == 0) {
-        sq->next_id = (int64_t)sl_journal_next_id(sq->journal);
+        sq->next_id = sq->durable_next = (int64_t)sl_journal_next_id(sq->journal);
         rc = sl__sqlite_apply(sq, 0);
         snprintf(jerr, sizeof(jerr), "%s", sq->apply_err);
     }
@@ -414,7 +414,9 @@ static int open_journal(sl_sqlite *sq, char *err, size_t errlen)
         sqlite_close(&sq->base);
         return rc;
     }
-    sq->next_id = (int64_t)sl_journal_next_id(sq->journal);
+    sq->next_id = sq->durable_next = (int64_t)sl_journal_next_id(sq->journal);
+    sq->synced_seq = sq->committed_seq;
+    sq->fault = getenv("SLUICE_TEST_COMMIT_FAULT");
     return 0;
 }
 
@@ -571,6 +573,8 @@ static const sl_store_ops sqlite_ops = {
     .commit = sl__sqlite_commit,
     .commit_overlaps = sqlite_commit_overlaps,
     .commit_inline = sqlite_commit_inline,
+    .append = sl__sqlite_append,
+    .sync = sl__sqlite_sync,
     .checkpoint_due = sqlite_checkpoint_due,
     .checkpoint = sqlite_checkpoint,
     .config_source = sqlite_config_source,

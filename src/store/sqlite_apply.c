@@ -209,7 +209,7 @@ static int apply_frame(void *ud, uint64_t id, const void *p, size_t n)
 
 static int apply_frames(sl_sqlite *sq, size_t max, bool yield, int64_t *last)
 {
-    uint64_t from = (uint64_t)sq->applied + 1, to = (uint64_t)sq->next_id;
+    uint64_t from = (uint64_t)sq->applied + 1, to = (uint64_t)sl__sqlite_apply_end(sq);
     if (max && to - from > max)
         to = from + max;
     frames f = {.sq = sq, .yield = yield, .last = last};
@@ -283,9 +283,14 @@ static int apply_txn(sl_sqlite *sq, size_t max, bool yield)
     return 0;
 }
 
+int64_t sl__sqlite_apply_end(const sl_sqlite *sq)
+{
+    return sq->journal ? sq->durable_next : sq->next_id;
+}
+
 int64_t sl__sqlite_pending(const sl_sqlite *sq)
 {
-    return sq->next_id - 1 - sq->applied;
+    return sl__sqlite_apply_end(sq) - 1 - sq->applied;
 }
 
 bool sl__sqlite_apply_due(const sl_sqlite *sq)

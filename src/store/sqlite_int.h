@@ -87,6 +87,13 @@ typedef struct sl_sqlite {
     pthread_mutex_t wlock;
     sl_rec_buf frame;         /* the frame's payload being committed */
     uint64_t committed_seq;   /* seq_hi of the newest record committed (the loop's) */
+    /* The records below durable_next may be applied: all appended ones
+     * with --durability normal, the synced ones with full (an unsynced
+     * record whose sync fails is cut off again, so it must not reach the
+     * state first). synced_seq: committed_seq at the last good sync. */
+    _Atomic int64_t durable_next;
+    uint64_t synced_seq;
+    const char *fault; /* SLUICE_TEST_COMMIT_FAULT (tests; sqlite_write.c) */
 } sl_sqlite;
 
 /* A journal frame's payload: the log row's columns (seq_hi u64, time_hi
@@ -139,6 +146,11 @@ int sl__sqlite_last_seq(sl_store *st, uint64_t *out);
 int sl__sqlite_prune_in(sl_sqlite *sq, int64_t before_ms, uint64_t *deleted, sl_store_batch *b);
 /* sqlite_write.c: a frame's head into p (SQ_FRAME_HEAD bytes) and back. */
 void sl__sqlite_frame_head(unsigned char *p, uint64_t seq_hi, int64_t time_hi, uint32_t events);
+/* sqlite_write.c: an inline commit in two steps (store.h sl_store_append). */
+int sl__sqlite_append(sl_store *st, sl_store_batch *b);
+int sl__sqlite_sync(sl_store *st, sl_store_batch *b);
+/* The next record the applier may take (its range's end). */
+int64_t sl__sqlite_apply_end(const sl_sqlite *sq);
 void sl__sqlite_frame_read(const unsigned char *p, uint64_t *seq_hi, int64_t *time_hi,
                            uint32_t *events);
 

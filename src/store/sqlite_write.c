@@ -3,8 +3,10 @@
  * the batch holds. The state tables (claims, locks, configs, meta) are
  * brought forward from the log later and in bulk (sqlite_apply.c), and the
  * event log is read from the records themselves (sqlite_events.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sqlite_int.h"
 
@@ -62,12 +64,38 @@ void sl__sqlite_frame_read(const unsigned char *p, uint64_t *seq_hi, int64_t *ti
     *events = (uint32_t)v[2];
 }
 
-/* The batch as the next frame of the log file: one write, and with
- * --durability full one fdatasync (a failed one cuts the frame off again,
- * journal.h). No SQLite, no lock: this runs on the loop while the applier
- * may be using the write connection. */
+/* SLUICE_TEST_COMMIT_FAULT=FILE (tests only, read at open): before each
+ * append, FILE saying "fail WHY" fails it as a full disk would (with WHY),
+ * and "hold" makes it wait, polling, until FILE says something else or is
+ * gone - the way another connection's lock made a commit wait when commits
+ * were SQLite transactions. No file: no fault. */
+static int injected_fault(sl_sqlite *sq, sl_store_batch *b)
+{
+    for (;;) {
+        char buf[200] = "";
+        FILE *f = fopen(sq->fault, "r");
+        if (!f)
+            return 0;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        if (strncmp(buf, "fail ", 5) == 0)
+            return sl__batch_fail(b, SL_STORE_EIO, "the store %s: %s", sq->path, buf + 5);
+        if (strcmp(buf, "hold") != 0)
+            return 0;
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
+}
+
+/* The batch as the next frame of the log file: one write. No SQLite, no
+ * lock: this runs on the loop while the applier may be using the write
+ * connection. */
 static int append_frame(sl_sqlite *sq, sl_store_batch *b, int64_t time_hi)
 {
+    int rc = sq->fault ? injected_fault(sq, b) : 0;
+    if (rc)
+        return rc;
     sl_rec_encode(b, &sq->rec);
     sl_rec_buf *f = &sq->frame;
     if (f->cap < SQ_FRAME_HEAD + sq->rec.n) {
@@ -81,16 +109,35 @@ static int append_frame(sl_sqlite *sq, sl_store_batch *b, int64_t time_hi)
     memcpy(f->p + SQ_FRAME_HEAD, sq->rec.p, sq->rec.n);
     f->n = SQ_FRAME_HEAD + sq->rec.n;
     uint64_t id;
-    int rc = sl_journal_append(sq->journal, f->p, f->n, &id);
-    if (rc == 0 && sq->full)
-        rc = sl_journal_sync(sq->journal);
-    if (rc)
-        return sl__batch_fail(b, rc, "the store %s: %s", sq->path, sl_journal_error(sq->journal));
+    if (sl_journal_append(sq->journal, f->p, f->n, &id) != 0)
+        return sl__batch_fail(b, SL_STORE_EIO, "the store %s: %s", sq->path,
+                              sl_journal_error(sq->journal));
     sq->next_id = (int64_t)id + 1;
     sq->last_time = time_hi;
     sq->committed_seq = b->seq_hi;
+    if (!sq->full)
+        sq->durable_next = sq->next_id; /* the page cache is durable enough */
     /* Segments the applier is done with go; cheap when none is. */
     (void)sl_journal_drop_through(sq->journal, (uint64_t)sq->applied);
+    return 0;
+}
+
+/* --durability full: one fdatasync for every frame appended since the last.
+ * A failed one cuts them off again (journal.h): the ids go back, and the
+ * batch is appended anew at the retry. */
+int sl__sqlite_sync(sl_store *st, sl_store_batch *b)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    if (!sq->full || !sq->journal)
+        return 0;
+    if (sl_journal_sync(sq->journal) != 0) {
+        sq->next_id = (int64_t)sl_journal_next_id(sq->journal);
+        sq->committed_seq = sq->synced_seq;
+        return sl__batch_fail(b, SL_STORE_EIO, "the store %s: %s", sq->path,
+                              sl_journal_error(sq->journal));
+    }
+    sq->synced_seq = sq->committed_seq;
+    sq->durable_next = sq->next_id;
     return 0;
 }
 
@@ -112,8 +159,13 @@ static int prune_now(sl_sqlite *sq, sl_store_batch *b)
     return rc;
 }
 
-static int commit_to_file(sl_sqlite *sq, sl_store_batch *b)
+int sl__sqlite_append(sl_store *st, sl_store_batch *b)
 {
+    sl_sqlite *sq = (sl_sqlite *)st;
+    if (!sq->journal)
+        return sl__sqlite_commit(st, b); /* in memory: not inline */
+    if (sl_store_batch_empty(b))
+        return 0;
     int64_t time_hi = b->time_hi > sq->last_time ? b->time_hi : sq->last_time;
     if (!b->nops)
         return prune_now(sq, b);
@@ -131,8 +183,10 @@ int sl__sqlite_commit(sl_store *st, sl_store_batch *b)
     sl_sqlite *sq = (sl_sqlite *)st;
     if (sl_store_batch_empty(b))
         return 0;
-    if (sq->journal)
-        return commit_to_file(sq, b);
+    if (sq->journal) {
+        int rc = sl__sqlite_append(st, b);
+        return rc ? rc : sl__sqlite_sync(st, b);
+    }
     int64_t time_hi = b->time_hi > sq->last_time ? b->time_hi : sq->last_time;
     /* One append is a transaction by itself; a prune joins it in one. */
     int rc = b->prune ? run_plain(sq, SQ_BEGIN, b, "cannot start a transaction") : 0;

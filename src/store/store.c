@@ -277,6 +277,16 @@ bool sl_store_commit_inline(const sl_store *st)
     return st->ops->commit_inline && st->ops->commit_inline(st);
 }
 
+int sl_store_append(sl_store *st, sl_store_batch *b)
+{
+    return st->ops->append(st, b);
+}
+
+int sl_store_sync(sl_store *st, sl_store_batch *b)
+{
+    return st->ops->sync(st, b);
+}
+
 bool sl_store_checkpoint_due(const sl_store *st)
 {
     return st->ops->checkpoint_due(st);

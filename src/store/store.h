@@ -138,6 +138,15 @@ bool sl_store_commit_overlaps(const sl_store *st);
  * docs/store.md): cheap enough to make on the loop whatever the batch, and
  * it may run while a checkpoint runs on another thread. */
 bool sl_store_commit_inline(const sl_store *st);
+/* An inline commit in its two steps, so that the sync (--durability full:
+ * fdatasync) can run off the loop: sl_store_append writes the batch (on
+ * the loop); sl_store_sync makes everything appended so far survive power
+ * loss (nothing with normal), on any thread while nothing is appended. The
+ * batch is committed once both succeeded; after a failed sync the batch
+ * is appended again (the records since the last good sync are cut off).
+ * sl_store_commit is the two in a row. */
+int sl_store_append(sl_store *st, sl_store_batch *b);
+int sl_store_sync(sl_store *st, sl_store_batch *b);
 /* Work a commit leaves for later is due: the log's records applied to the
  * state (every SQLite checkpoint of its own: 1024 records waiting, or any
  * for a second), the write-ahead log copied into the database. The store

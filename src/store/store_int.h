@@ -22,6 +22,8 @@ typedef struct sl_store_ops {
     int (*commit)(sl_store *st, sl_store_batch *b);
     bool (*commit_overlaps)(const sl_store *st);
     bool (*commit_inline)(const sl_store *st); /* NULL: false */
+    int (*append)(sl_store *st, sl_store_batch *b); /* NULL when not inline */
+    int (*sync)(sl_store *st, sl_store_batch *b);
     bool (*checkpoint_due)(const sl_store *st);
     int (*checkpoint)(sl_store *st);
     int (*config_source)(sl_store *st, const char *name, bool *found, sl_config_source *out);

@@ -294,6 +294,7 @@ class Sluiced:
     def __init__(self, config=None, args=(), token=None, durability=None, log_level="info"):
         self.binary = binary()
         self.dir = tempfile.mkdtemp(prefix="sluiced-test-")
+        self.fault_path = os.path.join(self.dir, "commit-fault")  # _commit_fault
         self.store = os.path.join(self.dir, "sluice.db")
         self.store_kind = store_kind()
         self.pg_db = _postgres_db() if self.store_kind == "postgres" else None
@@ -330,33 +331,37 @@ class Sluiced:
         return ""
 
     def block_commits(self, name, message="injected failure"):
-        """Every commit of the store fails until unblock_commits. Returns the
-        words the failure gives: message (PostgreSQL), or "File too large":
-        the SQLite store's commits append to its log file (docs/store.md),
-        and a file size limit put on the server at the log's present size
-        makes the next append fail as a full disk would."""
+        """Every commit of the store fails with message until unblock_commits:
+        a trigger on PostgreSQL's log table; with SQLite, whose commits append
+        to its log file (docs/store.md), the test-only fault file the server
+        reads before each append (SLUICE_TEST_COMMIT_FAULT, set by start)."""
         if self.pg_db:
             self.store_sql("CREATE FUNCTION %s_fn() RETURNS trigger LANGUAGE plpgsql AS $$ "
                            "BEGIN RAISE EXCEPTION '%s'; END $$; CREATE TRIGGER %s BEFORE "
                            "INSERT ON log FOR EACH ROW EXECUTE FUNCTION %s_fn()"
                            % (name, message, name, name))
-            return message
-        log = self.store + "-log"
-        seg = os.path.join(log, max(f for f in os.listdir(log) if f.endswith(".seg")))
-        subprocess.run(["prlimit", "--pid", str(self.proc.pid),
-                        "--fsize=%d:" % os.path.getsize(seg)], check=True)
-        return "File too large"
+        else:
+            self._commit_fault("fail " + message)
 
     def unblock_commits(self, name):
         if self.pg_db:
             self.store_sql("DROP TRIGGER %s ON log; DROP FUNCTION %s_fn()" % (name, name))
         else:
-            subprocess.run(["prlimit", "--pid", str(self.proc.pid), "--fsize=unlimited:"],
-                           check=True)
+            self._commit_fault(None)
+
+    def _commit_fault(self, what):
+        """Writes (None: removes) the fault file: atomically, by rename."""
+        if what is None:
+            os.unlink(self.fault_path)
+            return
+        with open(self.fault_path + ".new", "w") as f:
+            f.write(what + "\n")
+        os.replace(self.fault_path + ".new", self.fault_path)
 
     def hold_commits(self):
-        """A context manager: while inside, the store's commits wait (its
-        log is locked by another connection); reads go on."""
+        """A context manager: while inside, the store's commits wait (PostgreSQL:
+        its log table is locked by another connection; SQLite: the fault file
+        says "hold" and the append polls it); reads go on."""
         return _CommitHold(self)
 
     # ---- life ----------------------------------------------------------
@@ -397,9 +402,10 @@ class Sluiced:
             self.port = free_port()
             self.runs += 1
             self.stderr_path = os.path.join(self.dir, "stderr.%d.log" % self.runs)
+            env = dict(os.environ, SLUICE_TEST_COMMIT_FAULT=self.fault_path)
             with open(self.stderr_path, "wb") as err:
                 self.proc = subprocess.Popen(self._command(), stdin=subprocess.DEVNULL,
-                                             stdout=err, stderr=err)
+                                             stdout=err, stderr=err, env=env)
             if self._wait_ready():
                 if self.cluster:
                     wait_until(lambda: (health(self.port) or {}).get("role") == "follower",
@@ -667,17 +673,14 @@ class _CommitHold:
             if self.psql.stdout.readline().strip() != "locked":
                 raise AssertionError("could not lock the store's log")
         else:
-            import sqlite3
-            self.db = sqlite3.connect(self.srv.store, isolation_level=None, timeout=10)
-            self.db.execute("BEGIN IMMEDIATE")
+            self.srv._commit_fault("hold")
         return self
 
     def __exit__(self, *exc):
         if self.srv.pg_db:
             self.psql.communicate("ROLLBACK;\n", timeout=30)
         else:
-            self.db.execute("ROLLBACK")
-            self.db.close()
+            self.srv._commit_fault(None)
 
 
 def lock_json(l):

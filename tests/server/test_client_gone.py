@@ -170,9 +170,10 @@ def server_rx_queue(server_port, client_port):
 class TestCreatorGoneDuringCommit(GoneCase):
     """The creator hangs up while the turn that grants its claim is being
     committed: the close is in the socket but the server has not read it when
-    the wait would be answered. Made deterministic by holding the store's log
-    locked from the test (SQLite's write lock, or a PostgreSQL table lock), so
-    that the server's commit waits until the client has closed."""
+    the wait would be answered. Made deterministic by holding the store's
+    commits from the test (the SQLite store's fault file saying "hold", or a
+    PostgreSQL table lock), so that the server's commit waits until the
+    client has closed."""
 
     def test_close_during_commit_releases(self):
         for i in range(3):

@@ -1,10 +1,10 @@
 """sluiced when its store cannot commit (docs/api.md, "Effects and commits").
 
-A file size limit put on the server (SQLite: its commits append to the log
-file) or a trigger added to the database (PostgreSQL) makes every commit
-fail, the way a full disk or a broken file would. The change in
-flight is answered 503 ("not confirmed"), /healthz turns 503, changes are
-refused; once the trigger is dropped the writer's retry (every second)
+The fixture makes every commit fail, the way a full disk or a broken file
+would: a trigger on PostgreSQL's log table, or the SQLite store's test-only
+fault file, read before each append to its log file. The change in flight
+is answered 503 ("not confirmed"), /healthz turns 503, changes are
+refused; once the fault is lifted the writer's retry (every second)
 commits the same batch, the server serves again, and what was answered
 before the failure, and the batch that was retried, survive a restart."""
 import os
@@ -31,7 +31,7 @@ class TestStoreFailure(ServerTestCase):
         srv = self.srv
         before = srv.claim("before", [("m", "sf/a")])
         self.assertEqual(before["state"], "held")
-        why = srv.block_commits("sf_block")
+        srv.block_commits("sf_block")
         try:
             r = srv.post("/v1/claims", {"holder": "during", "locks": [{"mutex": "sf/b"}]})
             self.assertUnavailable(r)
@@ -39,7 +39,7 @@ class TestStoreFailure(ServerTestCase):
             health = srv.get("/healthz")
             self.assertEqual(health.status, 503)
             # /healthz says why (it once said "the store cannot commit: ").
-            self.assertIn(why, health.json["error"]["message"])
+            self.assertIn("injected failure", health.json["error"]["message"])
             # While the store fails, changes are refused at once.
             self.assertUnavailable(srv.post("/v1/claims",
                                             {"holder": "refused", "locks": [{"mutex": "sf/c"}]}))
