@@ -10,11 +10,12 @@ before the failure, and the batch that was retried, survive a restart."""
 import os
 import subprocess
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluiced_fixture import (ServerTestCase, cluster_mode, free_port, health,  # noqa: E402
-                             wait_until)
+from sluiced_fixture import (ServerTestCase, Sluiced, cluster_mode, free_port,  # noqa: E402
+                             health, wait_until)
 
 RECOVERY_DEADLINE_S = 15
 
@@ -69,6 +70,38 @@ class TestStoreFailure(ServerTestCase):
         types = [e["type"] for e in srv.all_events(0) if e.get("claim") == during[0]["id"]]
         self.assertEqual(types[:2], ["claim.queued", "claim.acquired"])
 
+
+
+class TestStoreFailureFull(TestStoreFailure):
+    """The same with --durability full, whose commit is two steps with a log
+    file (docs/store.md "Commits and durability"): the append on the loop,
+    the fdatasync on the writer thread, the answers after it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Sluiced(durability="full")
+        cls._failed = False
+
+    def test_concurrent_commits_survive_kill9(self):
+        """Claims from 8 threads at once (their commits grouped under a sync
+        or appended while one runs): each answered claim survives kill -9."""
+        srv = self.srv
+        ids = []
+
+        def claim(i):
+            for k in range(5):
+                ids.append(srv.claim("full-%d" % i, [("m", "sf/full/%d/%d" % (i, k))])["id"])
+
+        threads = [threading.Thread(target=claim, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(ids), 40)
+        srv.restart(hard=True)
+        for cid in ids:
+            self.assertEqual(srv.claim_get(cid)["state"], "held")
+            srv.release(cid)
 
 
 class TestStoreInUse(ServerTestCase):
