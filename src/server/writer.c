@@ -228,7 +228,10 @@ static void append_here(sl_writer *w, sl_store_batch *b)
         pthread_mutex_lock(&w->mu);
         w->job = b;
         w->job_sync = true;
-        atomic_store(&w->job_waits, true);
+        /* Not job_waits: an apply stopped for every sync would apply a record
+         * or two per transaction, each read anew from its segment's start
+         * (measured, 32 connections: 235-343 us of CPU per request against
+         * 52 on main). The sync waits for the apply's end instead. */
         pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
         return;

@@ -23,10 +23,12 @@ struct sl_journal {
     char *dir;
     int dir_fd;
     uint64_t seg_bytes;
+    uint64_t fill;  /* zeros written ahead of the appends, at a time (fill_ahead) */
     uint64_t *segs; /* first ids of the segments kept, ascending; the last is written */
     size_t nsegs, capsegs;
     int fd;              /* the last segment */
     uint64_t end;        /* where its good part ends: the next frame goes there */
+    uint64_t filled;     /* its bytes written so far, zeros ahead of end included */
     uint64_t next_id;
     uint64_t synced_end, synced_next; /* as of the last successful sync */
     bool need_cut;       /* a failed append left bytes after end: cut them first */
@@ -346,7 +348,7 @@ static int create_segment(sl_journal *j, uint64_t id)
     if (j->fd >= 0)
         close(j->fd);
     j->fd = fd;
-    j->end = j->synced_end = SL_JOURNAL_HEADER;
+    j->end = j->synced_end = j->filled = SL_JOURNAL_HEADER;
     j->next_id = j->synced_next = id;
     j->need_cut = false;
     if (!j->nsegs || j->segs[j->nsegs - 1] != id)
@@ -359,11 +361,43 @@ static int create_segment(sl_journal *j, uint64_t id)
  * under --durability normal its records were answered already. */
 static int rotate(sl_journal *j)
 {
+    if (j->filled > j->end && ftruncate(j->fd, (off_t)j->end) != 0)
+        return jfail(j->err, sizeof(j->err), SL_STORE_EIO,
+                     "cannot cut the zeros off the full log segment in %s: %s", j->dir,
+                     strerror(errno));
+    j->filled = j->end;
     if (j->end != j->synced_end && fdatasync(j->fd) != 0)
         return jfail(j->err, sizeof(j->err), SL_STORE_EIO,
                      "cannot sync the full log segment in %s before starting the next: %s", j->dir,
                      strerror(errno));
     return create_segment(j, j->next_id);
+}
+
+/* Zeros written ahead of the appends, j->fill bytes at a time (not past
+ * the segment's size): an append then overwrites allocated blocks, and its
+ * fdatasync has no metadata to write (the file's size, its extents), which
+ * on ext4 halves its cost (measured on the test VM, a 300-byte frame:
+ * 820-938 us for append + fdatasync growing the file, 468-513 us over
+ * zeros). Zeros are no frame: a scan stops there, and a restart cuts them
+ * with the tail. A fill that fails is cut off again; the append is tried
+ * anyway and fails by itself if the disk is full. */
+static void fill_ahead(sl_journal *j, uint64_t need)
+{
+    static const unsigned char zeros[65536];
+    if (need <= j->filled || !j->fill)
+        return;
+    uint64_t to = (need + j->fill - 1) / j->fill * j->fill;
+    if (to > j->seg_bytes)
+        to = need > j->seg_bytes ? need : j->seg_bytes;
+    for (uint64_t at = j->filled; at < to;) {
+        struct iovec iov = {(void *)zeros, to - at < sizeof(zeros) ? to - at : sizeof(zeros)};
+        if (write_all(j->fd, at, &iov, 1) != 0) {
+            (void)!ftruncate(j->fd, (off_t)j->filled);
+            return;
+        }
+        at += iov.iov_len;
+    }
+    j->filled = to;
 }
 
 int sl_journal_append(sl_journal *j, const void *p, size_t n, uint64_t *id)
@@ -377,12 +411,14 @@ int sl_journal_append(sl_journal *j, const void *p, size_t n, uint64_t *id)
                          "cannot cut a failed append off the log in %s: %s", j->dir,
                          strerror(errno));
         j->need_cut = false;
+        j->filled = j->end;
     }
     if (j->end >= j->seg_bytes && j->end > SL_JOURNAL_HEADER) {
         int rc = rotate(j);
         if (rc)
             return rc;
     }
+    fill_ahead(j, j->end + SL_JOURNAL_FRAME + n);
     unsigned char h[SL_JOURNAL_FRAME];
     put_u32(h, (uint32_t)n);
     put_u64(h + 8, j->next_id);
@@ -393,6 +429,7 @@ int sl_journal_append(sl_journal *j, const void *p, size_t n, uint64_t *id)
         /* Bytes of a frame left after end would be misread as the start of the
          * next record's place: cut them now, or before the next append. */
         j->need_cut = ftruncate(j->fd, (off_t)j->end) != 0;
+        j->filled = j->end;
         return jfail(j->err, sizeof(j->err), SL_STORE_EIO, "cannot append to the log in %s: %s",
                      j->dir, strerror(e));
     }
@@ -415,7 +452,7 @@ int sl_journal_sync(sl_journal *j)
      * So what was not known synced goes, to be appended again. */
     int e = errno;
     j->need_cut = ftruncate(j->fd, (off_t)j->synced_end) != 0;
-    j->end = j->synced_end;
+    j->end = j->filled = j->synced_end;
     j->next_id = j->synced_next;
     return jfail(j->err, sizeof(j->err), SL_STORE_EIO, "cannot sync the log in %s: %s", j->dir,
                  strerror(e));
@@ -504,7 +541,7 @@ static int open_last(sl_journal *j, char *err, size_t cap)
                          strerror(errno));
         j->cut_bytes = (uint64_t)sb.st_size - good;
     }
-    j->end = j->synced_end = good;
+    j->end = j->synced_end = j->filled = good;
     j->next_id = j->synced_next = next;
     return 0;
 }
@@ -566,6 +603,7 @@ int sl_journal_open(const sl_journal_opts *o, sl_journal **out, char *err, size_
         abort();
     j->fd = -1;
     j->seg_bytes = o->segment_bytes ? o->segment_bytes : SL_JOURNAL_SEGMENT_BYTES;
+    j->fill = o->fill_bytes;
     j->dir_fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int rc = j->dir_fd < 0 ? jfail(err, cap, SL_STORE_EIO, "cannot open the log directory %s: %s",
                                    o->dir, strerror(errno))
@@ -582,6 +620,9 @@ void sl_journal_close(sl_journal *j)
 {
     if (!j)
         return;
+    /* A clean stop leaves no zeros after the last frame. */
+    if (j->fd >= 0 && j->filled > j->end)
+        (void)!ftruncate(j->fd, (off_t)j->end);
     if (j->fd >= 0)
         close(j->fd);
     if (j->dir_fd >= 0)

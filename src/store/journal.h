@@ -42,6 +42,7 @@
 #define SL_JOURNAL_FRAME 16u                   /* a frame's length, crc and id */
 #define SL_JOURNAL_MAX_RECORD (1u << 30)       /* a longer length is damage */
 #define SL_JOURNAL_SEGMENT_BYTES (64u << 20)   /* the default rotation size */
+#define SL_JOURNAL_FILL_BYTES (1u << 20)       /* a good fill_bytes */
 
 typedef struct sl_journal sl_journal;
 
@@ -56,6 +57,11 @@ typedef struct sl_journal_opts {
     /* A segment that reached this many bytes is closed (synced) and the
      * next record starts a new one. 0: SL_JOURNAL_SEGMENT_BYTES. */
     uint64_t segment_bytes;
+    /* Zeros written ahead of the appends, this many bytes at a time, so
+     * that an fdatasync after an append has no metadata to write (worth it
+     * when every commit is synced). 0: none, the file grows by each frame.
+     * A clean close cuts them off; a crash leaves them, cut at the open. */
+    uint64_t fill_bytes;
 } sl_journal_opts;
 
 /* Opens (creating) the journal; cuts a torn tail. On failure *out is NULL

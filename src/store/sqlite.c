@@ -399,7 +399,9 @@ static int open_journal(sl_sqlite *sq, char *err, size_t errlen)
     /* Applying deletes the segments it applied: it must be synced. */
     if (pragma(sq->wdb, "PRAGMA synchronous=FULL", NULL, 0) != SQLITE_OK)
         return open_fail(sq, err, errlen, "cannot set its durability");
-    sl_journal_opts o = {.dir = sq->log_dir, .first_id = (uint64_t)sq->applied + 1};
+    sl_journal_opts o = {.dir = sq->log_dir,
+                         .first_id = (uint64_t)sq->applied + 1,
+                         .fill_bytes = sq->full ? SL_JOURNAL_FILL_BYTES : 0};
     char jerr[SL_STORE_ERR_MAX];
     rc = sl_journal_open(&o, &sq->journal, jerr, sizeof(jerr));
     if (rc == 0) {

@@ -340,6 +340,57 @@ static void test_rotation_and_drop(void **state)
     tmp_free(&t);
 }
 
+/* Zeros written ahead (fill_bytes): the segments are filled a block at a
+ * time and rotate with their zeros cut, so an older segment holds only
+ * frames; reads stop at the zeros; a clean close cuts them; a crash
+ * (the files copied while open) leaves them, and the open cuts them. */
+static void test_fill_ahead(void **state)
+{
+    (void)state;
+    tmp t, c;
+    tmp_make(&t);
+    tmp_make(&c);
+    sl_journal_opts o = {.dir = t.log, .first_id = 1, .segment_bytes = 600, .fill_bytes = 256};
+    sl_journal *j;
+    char err[1024];
+    assert_int_equal(sl_journal_open(&o, &j, err, sizeof(err)), 0);
+    for (uint64_t id = 1; id <= 40; id++)
+        append(j, id);
+    assert_true(count_segments(t.log) > 2);
+    read_all(t.log, 1, 41);
+    char seg[256], copy[256];
+    uint64_t last = 1;
+    for (uint64_t id = 1; id < 41; id++) { /* the last segment's first id */
+        struct stat sb;
+        seg_file(t.log, id, seg, sizeof(seg));
+        if (stat(seg, &sb) == 0)
+            last = id;
+    }
+    seg_file(t.log, last, seg, sizeof(seg));
+    off_t filled = file_size(seg);
+    assert_true(filled % 256 == 0 || filled == 600);
+    seg_file(t.log, 1, copy, sizeof(copy));
+    assert_true(file_size(copy) < 600 + 300); /* rotated: no zeros kept */
+    /* the crash: a copy of the files as they are, zeros included */
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "cp -a %s %s", t.log, c.log);
+    assert_int_equal(system(cmd), 0);
+    sl_journal_close(j);
+    assert_true(file_size(seg) < filled); /* a clean close cuts the zeros */
+    j = jopen(t.log, 1, 600);
+    assert_int_equal(sl_journal_next_id(j), 41);
+    assert_int_equal(sl_journal_cut_bytes(j), 0);
+    sl_journal_close(j);
+    j = jopen(c.log, 1, 600);
+    assert_int_equal(sl_journal_next_id(j), 41);
+    assert_true(sl_journal_cut_bytes(j) > 0);
+    read_all(c.log, 1, 41);
+    append(j, 41);
+    sl_journal_close(j);
+    tmp_free(&t);
+    tmp_free(&c);
+}
+
 /* Opening with the id the store applied through: segments of applied
  * records go; a log older than the store starts over; a log that starts
  * after it lacks records. */
@@ -472,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_first_id),
         cmocka_unit_test(test_damage_before_last_segment_refused),
         cmocka_unit_test(test_failed_append_leaves_nothing),
+        cmocka_unit_test(test_fill_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
