@@ -593,6 +593,61 @@ static void events_over_many_records(void **state)
     ts_rmdir(dir);
 }
 
+/* A claim's events read by the seqs the engine noted (the read of
+ * ?claim=ID) when the records holding them are still in the log file, not
+ * yet applied: found there too, in one page, the others between them not
+ * walked through. w's arrival is applied, its grant is not; u's events are
+ * all in the file. */
+static void claim_events_at_in_unapplied_records(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 0, "id=early m:k");
+    t_claim(eng, 1, "id=w m:k");
+    ts_commit(st, eng);
+    ts_apply_commits = false;
+    t_claim(eng, 2, "id=u m:k");
+    ts_commit(st, eng);
+    char spec[64], id[16];
+    for (int i = 0; i < 120; i++) { /* 240 events of others between */
+        if (i == 40)
+            t_release(eng, 10 * i, "early"); /* w acquired */
+        if (i == 80)
+            t_release(eng, 10 * i, "w"); /* u acquired */
+        snprintf(spec, sizeof(spec), "id=o%d m:o%d", i, i);
+        snprintf(id, sizeof(id), "o%d", i);
+        t_claim(eng, 10 * i + 1, spec);
+        t_release(eng, 10 * i + 2, id);
+        ts_commit(st, eng);
+    }
+    ts_apply_commits = true;
+    assert_true(sl_store_log_unapplied(st) > 100);
+    sl_store_set_scan_budget(st, 20);
+    const char *ids[] = {"w", "u"};
+    for (size_t k = 0; k < 2; k++) {
+        uint64_t buf[8];
+        sl_store_seqs at = {.seq = buf};
+        at.n = sl_claim_event_seqs(sl_claim_find(eng, ids[k]), buf, 8, &at.more);
+        assert_true(at.n >= 3);
+        sl_claim_view v = t_view(eng, ids[k]);
+        seen s;
+        memset(&s, 0, sizeof(s));
+        uint64_t next = 0;
+        assert_int_equal(sl_store_claim_events_at(st, 0, ids[k], &at, v.arrived_ms, INT64_MAX,
+                                                  100, collect, &s, &next),
+                         0);
+        assert_int_equal(s.n, at.n);
+        for (size_t j = 0; j < at.n; j++)
+            assert_int_equal(s.seqs[j], buf[j]);
+        assert_false(sl_store_read_partial(st));
+    }
+    t_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
 /* S14: a semaphore.updated names what changed; set again as it is, the
  * semaphore records no event at all. */
 static void semaphore_change_reasons(void **state)
@@ -980,6 +1035,7 @@ int main(void)
         cmocka_unit_test(config_sources),
         cmocka_unit_test(events_rows_and_paging),
         cmocka_unit_test(events_over_many_records),
+        cmocka_unit_test(claim_events_at_in_unapplied_records),
         cmocka_unit_test(events_record_slots_and_held),
         cmocka_unit_test(version_2_events_migrate),
         cmocka_unit_test(event_reasons),
