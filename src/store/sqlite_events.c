@@ -138,9 +138,25 @@ typedef struct tail {
     uint64_t since;
     int64_t from_ms;
     bool started; /* a record past since and from_ms was reached */
-    bool one;     /* stop after that record (read_at) */
+    /* read_at: only the records holding the listed seqs not read yet. */
+    const sl_store_seqs *at;
+    size_t next_at;
     int rc;
 } tail;
+
+/* Whether the record whose seqs reach seq_hi is one read_at wants: the
+ * first to reach a listed seq not read yet. 0: no, 1: yes, -1: every
+ * listed seq is read (stop). */
+static int wanted(tail *t, uint64_t seq_hi)
+{
+    const sl_store_seqs *at = t->at;
+    while (t->next_at < at->n &&
+           (at->seq[t->next_at] <= t->sc->rec_hi || at->seq[t->next_at] <= t->sc->since))
+        t->next_at++;
+    if (t->next_at == at->n)
+        return -1;
+    return seq_hi >= at->seq[t->next_at];
+}
 
 static int tail_frame(void *ud, uint64_t id, const void *p, size_t n)
 {
@@ -156,6 +172,9 @@ static int tail_frame(void *ud, uint64_t id, const void *p, size_t n)
     }
     sl__sqlite_frame_read(p, &seq_hi, &time_hi, &events);
     probe pr = {(int64_t)id, seq_hi, time_hi};
+    int want = t->at ? wanted(t, seq_hi) : 1;
+    if (want <= 0)
+        return want < 0;
     if (!t->started && !past(&pr, t->since, t->from_ms))
         return 0;
     t->started = true;
@@ -165,20 +184,20 @@ static int tail_frame(void *ud, uint64_t id, const void *p, size_t n)
     t->w->last_id = (int64_t)id;
     t->rc = sl__log_scan_record(&t->sq->base, t->sq->read_batch, (int64_t)id,
                                 (const unsigned char *)p + SQ_FRAME_HEAD, n - SQ_FRAME_HEAD, t->sc);
-    return t->rc || t->one || sl__log_scan_done(t->sc);
+    return t->rc || sl__log_scan_done(t->sc);
 }
 
 /* The records after the table's last, in the log file: committed, not yet
- * applied (at most a few thousand); with one, only the first past since
- * and from_ms. w->last_id is then the last record read. */
+ * applied (at most a few thousand); with at, only those holding its seqs.
+ * w->last_id is then the last record read. */
 static int scan_tail(sl_sqlite *sq, walk *w, sl_log_scan *sc, uint64_t since, int64_t from_ms,
-                     bool started, bool one)
+                     bool started, const sl_store_seqs *at)
 {
     if (!sq->journal || !w->on || sl__log_scan_done(sc))
         return 0;
     uint64_t from = (uint64_t)w->last_id + 1, first = sl_journal_first_id(sq->journal);
     tail t = {.sq = sq, .sc = sc, .w = w, .since = since, .from_ms = from_ms, .started = started,
-              .one = one};
+              .at = at};
     char err[SL_STORE_ERR_MAX];
     int rc = sl_journal_read(sq->log_dir, from > first ? from : first, (uint64_t)sq->next_id,
                              tail_frame, &t, err, sizeof(err));
@@ -200,8 +219,10 @@ static walk walk_from(sl_sqlite *sq, int64_t table_last)
 }
 
 /* The record holding seq, alone (sl_log_at_fn): found by binary search in
- * the table, or, not applied yet, in the log file, from the record after
- * the last one a listed seq found there (the seqs come in order). */
+ * the table, or, not applied yet, in the log file. The file has no index:
+ * one pass reads the records there holding seq and the listed seqs after
+ * it (which sl__log_read_at then passes as read), from the record after
+ * the last one read there. */
 static int read_at(sl_store *st, uint64_t seq, sl_log_scan *sc, bool *found)
 {
     sl_sqlite *sq = (sl_sqlite *)st;
@@ -214,9 +235,8 @@ static int read_at(sl_store *st, uint64_t seq, sl_log_scan *sc, bool *found)
         return scan_range(sq, at, at, sc, &w);
     if (sq->read_tail_id > w.last_id)
         w.last_id = sq->read_tail_id;
-    int64_t before = w.last_id;
-    int rc = scan_tail(sq, &w, sc, seq - 1, INT64_MIN, false, true);
-    *found = w.last_id > before;
+    int rc = scan_tail(sq, &w, sc, seq - 1, INT64_MIN, false, sq->read_at_list);
+    *found = sc->rec_hi >= seq;
     sq->read_tail_id = w.last_id;
     return rc;
 }
@@ -229,8 +249,10 @@ static int scan(sl_sqlite *sq, const sl_store_seqs *at, int64_t from_ms, sl_log_
 {
     if (at) {
         bool on = false;
+        sq->read_at_list = at;
         sq->read_tail_id = 0;
         int rc = sl__log_read_at(&sq->base, at, sc, read_at, &on);
+        sq->read_at_list = NULL;
         if (rc || !on)
             return rc;
     }
@@ -247,7 +269,7 @@ static int scan(sl_sqlite *sq, const sl_store_seqs *at, int64_t from_ms, sl_log_
     else if (gone)
         sc->to_end = true; /* as scan_gone_claim: its records, if any, are in the log file */
     if (rc == 0)
-        rc = scan_tail(sq, &w, sc, sc->since, from_ms, start != 0, false);
+        rc = scan_tail(sq, &w, sc, sc->since, from_ms, start != 0, NULL);
     return rc;
 }
 

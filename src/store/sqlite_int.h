@@ -73,7 +73,11 @@ typedef struct sl_sqlite {
     char apply_err[SL_STORE_ERR_MAX]; /* why the last apply failed */
     sl_store_batch *apply_batch;  /* a record read back to apply it */
     sl_store_batch *read_batch;   /* a record read back for its events (the loop's) */
-    int64_t read_tail_id;         /* a claim read's last record found in the log file (the loop's) */
+    /* A read of a claim's listed seqs (the loop's): the list, and the last
+     * record it read in the log file, which the next seqs are looked for
+     * after (sqlite_events.c read_at). */
+    const sl_store_seqs *read_at_list;
+    int64_t read_tail_id;
     bool memory;
     bool full;   /* --durability full: the write connection syncs every commit */
     int lock_fd;    /* the file, flock()ed for the store's life; -1 in memory */

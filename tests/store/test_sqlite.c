@@ -642,6 +642,13 @@ static void claim_events_at_in_unapplied_records(void **state)
         for (size_t j = 0; j < at.n; j++)
             assert_int_equal(s.seqs[j], buf[j]);
         assert_false(sl_store_read_partial(st));
+        /* From the middle: the seqs up to since are passed over. */
+        memset(&s, 0, sizeof(s));
+        assert_int_equal(sl_store_claim_events_at(st, buf[1], ids[k], &at, v.arrived_ms,
+                                                  INT64_MAX, 100, collect, &s, &next),
+                         0);
+        assert_int_equal(s.n, at.n - 2);
+        assert_int_equal(s.seqs[0], buf[2]);
     }
     t_free(eng);
     sl_store_close(st);
