@@ -92,11 +92,21 @@ static void copy_file(const char *from, const char *to)
     assert_int_equal(fclose(out), 0);
 }
 
+/* The file size limit as it was before ts_log_full lowered it. */
+static struct rlimit fsize_before;
+static bool fsize_lowered;
+
+static void fsize_restore(void)
+{
+    if (fsize_lowered)
+        assert_int_equal(setrlimit(RLIMIT_FSIZE, &fsize_before), 0);
+    fsize_lowered = false;
+}
+
 void ts_log_full(const char *dir, bool full)
 {
-    static struct rlimit old;
     if (!full) {
-        assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+        fsize_restore();
         return;
     }
     char log[4200], seg[4500];
@@ -112,10 +122,20 @@ void ts_log_full(const char *dir, bool full)
     }
     closedir(d);
     signal(SIGXFSZ, SIG_IGN);
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
-    struct rlimit lim = old;
+    fsize_restore();
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &fsize_before), 0);
+    struct rlimit lim = fsize_before;
     lim.rlim_cur = (rlim_t)biggest + 20; /* room for part of a frame */
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    fsize_lowered = true;
+}
+
+int ts_teardown(void **state)
+{
+    (void)state;
+    ts_apply_commits = true;
+    fsize_restore();
+    return 0;
 }
 
 void ts_copy_store(const char *from_dir, const char *to_dir)
@@ -145,16 +165,37 @@ void ts_copy_store(const char *from_dir, const char *to_dir)
     closedir(d);
 }
 
+/* Without the apply: capture and commit only. sl_store_write would run the
+ * checkpoint when due, and a record that waited a second is due: on a
+ * loaded machine that applied the records a test meant to keep in the log
+ * (store/sqlite claim_events_at_in_unapplied_records failed so). */
+static void commit_unapplied(sl_store *st, sl_engine *eng, const sl_changes *ch)
+{
+    sl_store_batch *b = sl_store_batch_new();
+    assert_non_null(b);
+    int rc = sl_store_capture(st, eng, ch, b);
+    if (rc == 0)
+        rc = sl_store_commit(st, b);
+    if (rc)
+        fail_msg("sl_store_commit: %d %s", rc, sl_store_batch_error(b));
+    sl_store_batch_free(b);
+}
+
 void ts_commit(sl_store *st, sl_engine *eng)
 {
     sl_changes ch;
     sl_engine_changes(eng, &ch);
+    if (!ts_apply_commits) {
+        commit_unapplied(st, eng, &ch);
+        sl_engine_changes_clear(eng);
+        return;
+    }
     int rc = sl_store_write(st, eng, &ch);
     if (rc)
         fail_msg("sl_store_write: %d %s", rc, sl_store_error(st));
     sl_engine_changes_clear(eng);
     /* The state tables as of this batch, for the tests that read them. */
-    rc = ts_apply_commits ? sl_store_apply(st) : 0;
+    rc = sl_store_apply(st);
     if (rc)
         fail_msg("sl_store_apply: %d %s", rc, sl_store_error(st));
 }

@@ -27,12 +27,19 @@ sl_store *ts_open(const char *dir, sl_durability d);
 void ts_commit(sl_store *st, sl_engine *eng);
 /* false: ts_commit leaves the log unapplied, as a crash would. */
 extern bool ts_apply_commits;
-/* Copies a store's file and its WAL as they are now (an open store that
- * does not write meanwhile): what a kill -9 would leave. */
 /* Appends to the store's log file fail from now on (the file size limit
  * stands in for a full disk: "File too large") or work again. */
 void ts_log_full(const char *dir, bool full);
+/* Copies a store's file, its WAL and its log directory as they are now (an
+ * open store that does not write meanwhile): what a kill -9 would leave. */
 void ts_copy_store(const char *from_dir, const char *to_dir);
+
+/* Run after every store test, passed or failed (TS_TEST): puts back what a
+ * test may have changed for the whole process (ts_apply_commits, the file
+ * size limit), so that a test that fails halfway does not fail the ones
+ * after it. */
+int ts_teardown(void **state);
+#define TS_TEST(f) cmocka_unit_test_teardown(f, ts_teardown)
 /* A new engine (t_engine_opts with opts, or the defaults when NULL) loaded
  * from the store at now; fails the test on error. */
 sl_engine *ts_load(sl_store *st, sl_engine_opts *opts, int64_t now, sl_store_load_stats *stats);

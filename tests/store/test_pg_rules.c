@@ -278,10 +278,10 @@ static void damaged_rules_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(round_trip),
-        cmocka_unit_test(record_without_rules_applies),
-        cmocka_unit_test(version_1_migrates),
-        cmocka_unit_test(damaged_rules_refused),
+        TS_TEST(round_trip),
+        TS_TEST(record_without_rules_applies),
+        TS_TEST(version_1_migrates),
+        TS_TEST(damaged_rules_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -258,12 +258,12 @@ static void checkpoint_when_due(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(overlaps_only_on_files),
-        cmocka_unit_test(capture_is_a_copy),
-        cmocka_unit_test(commit_beside_reads),
-        cmocka_unit_test(failed_commit_retried),
-        cmocka_unit_test(prune_in_a_batch),
-        cmocka_unit_test(checkpoint_when_due),
+        TS_TEST(overlaps_only_on_files),
+        TS_TEST(capture_is_a_copy),
+        TS_TEST(commit_beside_reads),
+        TS_TEST(failed_commit_retried),
+        TS_TEST(prune_in_a_batch),
+        TS_TEST(checkpoint_when_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

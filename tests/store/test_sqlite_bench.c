@@ -191,9 +191,9 @@ static void rebalanced_write_cost(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(big_store_loads),
-        cmocka_unit_test(write_rates),
-        cmocka_unit_test(rebalanced_write_cost),
+        TS_TEST(big_store_loads),
+        TS_TEST(write_rates),
+        TS_TEST(rebalanced_write_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -282,7 +282,7 @@ static void killed_writer_keeps_acknowledged(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(killed_writer_keeps_acknowledged),
+        TS_TEST(killed_writer_keeps_acknowledged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -501,13 +501,13 @@ static void damage_after_many_batches(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(round_trip),
-        cmocka_unit_test(restore_from_the_log),
-        cmocka_unit_test(reload_twice),
-        cmocka_unit_test(restart_gives_a_lease),
-        cmocka_unit_test(tokens_across_the_floor),
-        cmocka_unit_test(damaged_rows_refused),
-        cmocka_unit_test(damage_after_many_batches),
+        TS_TEST(round_trip),
+        TS_TEST(restore_from_the_log),
+        TS_TEST(reload_twice),
+        TS_TEST(restart_gives_a_lease),
+        TS_TEST(tokens_across_the_floor),
+        TS_TEST(damaged_rows_refused),
+        TS_TEST(damage_after_many_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

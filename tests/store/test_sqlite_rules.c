@@ -382,11 +382,11 @@ static void damaged_rules_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(round_trip),
-        cmocka_unit_test(from_the_log),
-        cmocka_unit_test(record_without_rules_applies),
-        cmocka_unit_test(version_3_file_migrates),
-        cmocka_unit_test(damaged_rules_refused),
+        TS_TEST(round_trip),
+        TS_TEST(from_the_log),
+        TS_TEST(record_without_rules_applies),
+        TS_TEST(version_3_file_migrates),
+        TS_TEST(damaged_rules_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
