@@ -1,6 +1,7 @@
 /* server.c - sluiced's life: start (store, engine, configured semaphores,
  * listener), the event loop, and a clean stop on SIGTERM or SIGINT. */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,6 +331,10 @@ int sl_server_rebuild(sl_server *srv)
     sl_log(SL_LOG_INFO, "store %s loaded in %ld ms: %zu claims (%zu held, %zu pending), "
                         "%zu semaphore configurations",
            srv->store_label, ms, st.claims, st.held, st.pending, st.configs);
+    if (st.torn_bytes)
+        sl_log(SL_LOG_WARN, "store %s: its log file ended in a write a crash cut short: the "
+                            "%" PRIu64 " bytes after its last whole record were cut off",
+               srv->store_label, st.torn_bytes);
     sl_server_apply_file_semaphores(srv, now);
     /* The file's semaphores are present at the start: their rate buckets
      * start empty, as restored ones do (docs/engine.md, "Rate limits"). */

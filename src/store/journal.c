@@ -509,6 +509,49 @@ static int check_full_segment(sl_journal *j, size_t i, char *err, size_t cap)
     return rc;
 }
 
+/* Where the bytes in [from, to) of fd end once their trailing zeros are
+ * left off (from when they are all zeros). */
+static int end_of_data(int fd, uint64_t from, uint64_t to, uint64_t *end)
+{
+    unsigned char buf[65536];
+    while (to > from) {
+        size_t n = to - from < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+        ssize_t k = pread(fd, buf, n, (off_t)(to - n));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k != (ssize_t)n) {
+            if (k >= 0)
+                errno = EIO;
+            return -1;
+        }
+        size_t keep = n;
+        while (keep > 0 && buf[keep - 1] == 0)
+            keep--;
+        if (keep > 0) {
+            *end = to - n + keep;
+            return 0;
+        }
+        to -= n;
+    }
+    *end = from;
+    return 0;
+}
+
+/* What opening reports as cut: the torn tail after the last good frame.
+ * With fill_bytes the segment ends in zeros written ahead of the appends:
+ * those are no torn write, and only the bytes before them count (a torn
+ * frame's own trailing zeros cannot be told from them and go uncounted
+ * too). Without, zeros there are a write whose data never reached the disk,
+ * and count. */
+static int torn_bytes(const sl_journal *j, uint64_t good, uint64_t size, uint64_t *torn)
+{
+    uint64_t end = size;
+    if (j->fill && end_of_data(j->fd, good, size, &end) != 0)
+        return -1;
+    *torn = end - good;
+    return 0;
+}
+
 /* Scans the last segment and cuts what follows its last good frame. */
 static int open_last(sl_journal *j, char *err, size_t cap)
 {
@@ -536,10 +579,10 @@ static int open_last(sl_journal *j, char *err, size_t cap)
         return jfail(err, cap, SL_STORE_EIO, "cannot open the log segment %s: %s", path,
                      strerror(errno));
     if ((uint64_t)sb.st_size > good) {
-        if (ftruncate(j->fd, (off_t)good) != 0 || fdatasync(j->fd) != 0)
+        if (torn_bytes(j, good, (uint64_t)sb.st_size, &j->cut_bytes) != 0 ||
+            ftruncate(j->fd, (off_t)good) != 0 || fdatasync(j->fd) != 0)
             return jfail(err, cap, SL_STORE_EIO, "cannot cut the torn tail of %s: %s", path,
                          strerror(errno));
-        j->cut_bytes = (uint64_t)sb.st_size - good;
     }
     j->end = j->synced_end = j->filled = good;
     j->next_id = j->synced_next = next;

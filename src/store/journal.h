@@ -75,8 +75,9 @@ const char *sl_journal_error(const sl_journal *j);
 /* The id the next record gets; the lowest id still kept. */
 uint64_t sl_journal_next_id(const sl_journal *j);
 uint64_t sl_journal_first_id(const sl_journal *j);
-/* Bytes that opening cut off the last segment's tail (0: none), for a log
- * line. */
+/* Bytes of a torn write that opening cut off the last segment's tail (0:
+ * none), for a log line. With fill_bytes, the zeros at the end (written
+ * ahead of the appends) are cut but not counted: they are no torn write. */
 uint64_t sl_journal_cut_bytes(const sl_journal *j);
 
 /* Appends one record of n bytes (1 to SL_JOURNAL_MAX_RECORD); *id gets its

@@ -509,5 +509,7 @@ int sl__sqlite_load(sl_store *st, sl_engine *eng, int64_t now, sl_store_load_sta
         sqlite3_exec(sq->db, "COMMIT", NULL, NULL, NULL);
     if (rc == 0)
         sl_engine_restore_done(eng, now);
+    if (sq->journal)
+        stats->torn_bytes = sl_journal_cut_bytes(sq->journal);
     return rc;
 }

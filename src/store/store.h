@@ -64,6 +64,9 @@ int sl_store_current_schema(void);
 typedef struct sl_store_load_stats {
     size_t configs, locks, claims, pending, held, ended; /* held counts revoking too */
     int64_t elapsed_ms;                                  /* filled by the caller if it wants */
+    /* Bytes of a torn write the store's log file ended in, cut off when it
+     * was opened (a crash during an append). 0: none, or no log file. */
+    uint64_t torn_bytes;
 } sl_store_load_stats;
 
 /* Rebuilds an empty engine from the store (sl_engine_restore_*), then calls

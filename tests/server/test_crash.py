@@ -26,7 +26,11 @@ rounds (the time budget then grows with it, 6 s a round). The ASan run sets
 clients' traffic, a kill at a random moment, the restart's recovery from the
 store, the checks' reads), so ASan sees all of it in each round, and what
 more rounds add is more moments of the kill, which the release run's 15
-rounds try. The long run by hand is
+rounds try.
+
+TestTornTail checks what a restart says of the log file's tail: a torn
+write is cut and the bytes it cut are logged; the zeros of a full segment
+are cut without a word. The long run by hand is
 
     SLUICE_CRASH_CYCLES=100 SLUICED=build/release/src/server/sluiced \
         python3 tests/server/test_crash.py
@@ -55,6 +59,7 @@ THREADS = 4
 QUEUE_LOCK = "crash/q"
 BUDGET_S = 60.0
 ERRORS = (OSError, http.client.HTTPException, ValueError)
+TORN_LINE = "bytes after its last whole record were cut off"  # sluiced's warning
 
 
 def lock_key(kind, name):
@@ -324,6 +329,8 @@ class TestCrash(unittest.TestCase):
                 stats["in flight"] += len(L.in_flight) + len(L.unsure)
                 stats["ended"] = len(L.ended)
                 s.start()
+                if TORN_LINE in s.stderr():  # a kill mid-append: cut, never loaded
+                    stats["torn tails cut"] += 1
                 log_len = self.check_after_restart(cycle, hold, order, log_len)
                 self.clean_up(cycle)
                 log_len = self.fresh_grants(cycle, len(s.all_events(0)))
@@ -334,6 +341,54 @@ class TestCrash(unittest.TestCase):
         except BaseException:
             s.dump_stderr("(seed %d)" % self.seed)
             raise
+
+
+@unittest.skipIf(fx.store_kind() != "sqlite", "the log file is SQLite's (docs/store.md)")
+class TestTornTail(unittest.TestCase):
+    """What a restart does with the end of the log file (PATH-log/)."""
+
+    def setUp(self):
+        self.srv = None
+
+    def tearDown(self):
+        if self.srv:
+            self.srv.stop()
+
+    def newest_segment(self):
+        log = self.srv.store + "-log"
+        return os.path.join(log, max(n for n in os.listdir(log) if n.endswith(".seg")))
+
+    def test_torn_write_cut_and_logged(self):
+        """Bytes after the last whole frame (a write a crash cut short) are cut
+        off at the start, the log says how many, and what was answered holds."""
+        s = self.srv = Sluiced()
+        c = s.claim("torn/a", [("m", "torn/m")])
+        s.terminate()
+        with open(self.newest_segment(), "ab") as f:
+            f.write(b"\x2a\x00\x00\x00torn write")  # 14 bytes: a length, half a frame
+        s.start()
+        self.assertIn("the 14 bytes after its last whole record were cut off", s.stderr())
+        self.assertEqual(s.claim_get(c["id"])["state"], "held")
+        d = s.claim("torn/b", [("m", "torn/m2")])
+        seqs = [e["seq"] for e in s.all_events(0)]
+        self.assertEqual(seqs, list(range(1, len(seqs) + 1)))
+        s.restart(hard=True)
+        self.assertNotIn(TORN_LINE, s.stderr())
+        self.assertEqual(s.claim_get(d["id"])["state"], "held")
+
+    def test_full_segment_zeros_are_no_torn_tail(self):
+        """--durability full fills the segment with zeros ahead of the appends;
+        a kill -9 leaves them, and the restart cuts them without calling
+        them a torn write."""
+        s = self.srv = Sluiced(durability="full")
+        c = s.claim("torn/a", [("m", "torn/m")])
+        s.kill9()
+        seg = self.newest_segment()
+        with open(seg, "rb") as f:
+            self.assertTrue(f.read().endswith(b"\0" * 4096), "no zeros ahead in %s" % seg)
+        s.start()
+        self.assertNotIn(TORN_LINE, s.stderr())
+        self.assertEqual(s.claim_get(c["id"])["state"], "held")
 
 
 if __name__ == "__main__":

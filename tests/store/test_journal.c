@@ -340,20 +340,38 @@ static void test_rotation_and_drop(void **state)
     tmp_free(&t);
 }
 
+/* Opens dir as a --durability full store does: zeros filled ahead. */
+static sl_journal *jopen_fill(const char *dir, uint64_t seg_bytes)
+{
+    sl_journal_opts o = {.dir = dir, .first_id = 1, .segment_bytes = seg_bytes, .fill_bytes = 256};
+    sl_journal *j;
+    char err[1024];
+    if (sl_journal_open(&o, &j, err, sizeof(err)))
+        fail_msg("open: %s", err);
+    return j;
+}
+
+static void copy_dir(const tmp *from, const tmp *to)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "cp -a %s %s", from->log, to->log);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* Zeros written ahead (fill_bytes): the segments are filled a block at a
  * time and rotate with their zeros cut, so an older segment holds only
  * frames; reads stop at the zeros; a clean close cuts them; a crash
- * (the files copied while open) leaves them, and the open cuts them. */
+ * (the files copied while open) leaves them, and the open cuts them
+ * without counting them as a torn tail; a torn frame in the zeros counts
+ * as the bytes it wrote. */
 static void test_fill_ahead(void **state)
 {
     (void)state;
-    tmp t, c;
+    tmp t, c, d;
     tmp_make(&t);
     tmp_make(&c);
-    sl_journal_opts o = {.dir = t.log, .first_id = 1, .segment_bytes = 600, .fill_bytes = 256};
-    sl_journal *j;
-    char err[1024];
-    assert_int_equal(sl_journal_open(&o, &j, err, sizeof(err)), 0);
+    tmp_make(&d);
+    sl_journal *j = jopen_fill(t.log, 600);
     for (uint64_t id = 1; id <= 40; id++)
         append(j, id);
     assert_true(count_segments(t.log) > 2);
@@ -371,24 +389,39 @@ static void test_fill_ahead(void **state)
     assert_true(filled % 256 == 0 || filled == 600);
     seg_file(t.log, 1, copy, sizeof(copy));
     assert_true(file_size(copy) < 600 + 300); /* rotated: no zeros kept */
-    /* the crash: a copy of the files as they are, zeros included */
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "cp -a %s %s", t.log, c.log);
-    assert_int_equal(system(cmd), 0);
+    /* the crash: copies of the files as they are, zeros included */
+    copy_dir(&t, &c);
+    copy_dir(&t, &d);
     sl_journal_close(j);
-    assert_true(file_size(seg) < filled); /* a clean close cuts the zeros */
+    off_t good = file_size(seg);
+    assert_true(good < filled); /* a clean close cuts the zeros */
     j = jopen(t.log, 1, 600);
     assert_int_equal(sl_journal_next_id(j), 41);
     assert_int_equal(sl_journal_cut_bytes(j), 0);
     sl_journal_close(j);
-    j = jopen(c.log, 1, 600);
+    /* zeros only: cut, and no torn tail */
+    j = jopen_fill(c.log, 600);
     assert_int_equal(sl_journal_next_id(j), 41);
-    assert_true(sl_journal_cut_bytes(j) > 0);
+    assert_int_equal(sl_journal_cut_bytes(j), 0);
+    seg_file(c.log, last, copy, sizeof(copy));
+    assert_int_equal(file_size(copy), good);
     read_all(c.log, 1, 41);
     append(j, 41);
     sl_journal_close(j);
+    /* a frame torn after 7 of its bytes, in the zeros: those 7 count */
+    seg_file(d.log, last, copy, sizeof(copy));
+    int fd = open(copy, O_WRONLY);
+    assert_int_equal(pwrite(fd, "\x2a\x01\x02\x03\x04\x05\x06", 7, good), 7);
+    close(fd);
+    j = jopen_fill(d.log, 600);
+    assert_int_equal(sl_journal_next_id(j), 41);
+    assert_int_equal(sl_journal_cut_bytes(j), 7);
+    assert_int_equal(file_size(copy), good);
+    read_all(d.log, 1, 41);
+    sl_journal_close(j);
     tmp_free(&t);
     tmp_free(&c);
+    tmp_free(&d);
 }
 
 /* Opening with the id the store applied through: segments of applied
