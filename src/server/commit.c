@@ -1,5 +1,7 @@
-/* commit.c - after each turn: capture the engine's batch, have the writer
- * commit it (writer.c), then answer and wake.
+/* commit.c - after each turn: capture the engine's batch, commit it
+ * (writer.c: appended to the SQLite store's log file on the loop and, with
+ * --durability full, synced on the writer thread; committed on the writer
+ * thread for PostgreSQL), then answer and wake.
  *
  * Order matters. Nobody learns of a change before the batch holding it is
  * committed: answers are held in reply.c's queue, each tagged with the

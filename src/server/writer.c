@@ -1,13 +1,19 @@
-/* writer.c - the store's commits on a thread of their own.
+/* writer.c - the store's work that must not hold the event loop, on a
+ * thread of its own.
  *
- * A commit costs as much as serving the requests whose changes it holds
- * (SQLite pages written to the WAL, fsync with --durability full), so it
- * runs beside the event loop instead of inside it: while the writer
- * commits batch N, the loop serves the next requests and gathers batch
- * N + 1, which the writer takes as soon as it is done (commit.c). The
- * loop and the writer share one job slot under a mutex; the writer says it
- * is done through a pipe that the loop watches, so libevent needs no
- * locking of its own. An in-memory store cannot be written from another
+ * What runs here depends on the store (docs/store.md):
+ * - SQLite with its log file (sl_store_commit_inline): the loop appends
+ *   each batch itself (one pwritev; --durability normal ends there). With
+ *   --durability full the writer does the group commit's fdatasync
+ *   (sync_job): while it syncs batch N the loop serves and gathers batch
+ *   N + 1, whose append waits for the sync to end; answers leave after it.
+ *   The writer also runs the checkpoints: the applier, which moves the
+ *   log's records into SQLite.
+ * - PostgreSQL: the whole commit (an INSERT, a round trip) runs here, as
+ *   the one job the loop hands over at a time (commit.c).
+ * The loop and the writer share one job slot under a mutex; the writer
+ * says it is done through a pipe that the loop watches, so libevent needs
+ * no locking of its own. An in-memory store cannot be written from another
  * connection (sl_store_commit_overlaps): it commits on the loop instead,
  * and the result arrives the same way, on the loop's next turn. */
 #define _GNU_SOURCE /* pipe2 */

@@ -36,8 +36,13 @@ enum {
 typedef struct sl_store sl_store;
 
 typedef enum {
-    SL_DURABILITY_NORMAL, /* survives a killed process (WAL, synchronous=NORMAL) */
-    SL_DURABILITY_FULL,   /* survives power loss too (fsync every commit) */
+    /* SQLite: each batch written to the log file (PATH-log/), not synced:
+     * survives a killed process. */
+    SL_DURABILITY_NORMAL,
+    /* And the log file synced (fdatasync, one for every batch appended
+     * since the last: sl_store_sync) before the answers leave: survives
+     * power loss too. PostgreSQL waits for its own commit either way. */
+    SL_DURABILITY_FULL,
 } sl_durability;
 
 typedef struct sl_store_opts {
@@ -92,7 +97,9 @@ int sl_store_config_source(sl_store *st, const char *name, bool *found, sl_confi
 /* Writes one batch: every changed claim, purged claims, moved tokens,
  * evicted locks, configurations set (with the current source) or deleted,
  * the events and the counters, as one record appended to the store's log
- * (record.h), in one transaction. Deletions go first: a purged id may
+ * (record.h): a frame of the log file (SQLite, docs/store.md), a row of
+ * the log table in one transaction (PostgreSQL, an in-memory SQLite).
+ * Deletions go first: a purged id may
  * belong to a new claim of the same batch, an evicted key to a lock made
  * again. The state (claims, locks, configurations, counters) is brought
  * forward from the log later, in bulk (sl_store_checkpoint), and whatever
@@ -108,7 +115,8 @@ int sl_store_write(sl_store *st, sl_engine *eng, const sl_changes *ch);
  * that keeps serving while a batch is written splits the two:
  * sl_store_capture copies everything the batch will write out of the engine
  * (so the engine's batch can be cleared and the engine changed at once), and
- * sl_store_commit writes a captured batch in one transaction. When
+ * sl_store_commit writes a captured batch as one record (sl_store_write).
+ * When
  * sl_store_commit_overlaps says so, sl_store_commit may run on another
  * thread, at the same time as any other store call except another commit
  * and sl_store_prune_events: it has a database connection of its own, and
@@ -133,7 +141,7 @@ const char *sl_store_batch_error(const sl_store_batch *b);
 /* Empties b and fills it with ch's rows, read from eng now. SL_STORE_EIO
  * when a row cannot be written (too large), with the reason in b's error. */
 int sl_store_capture(sl_store *st, sl_engine *eng, const sl_changes *ch, sl_store_batch *b);
-/* Writes b in one transaction; on error nothing of it is written and the
+/* Writes b as one record; on error nothing of it is written and the
  * same b may be committed again. b is not changed except for its error. */
 int sl_store_commit(sl_store *st, sl_store_batch *b);
 bool sl_store_commit_overlaps(const sl_store *st);
