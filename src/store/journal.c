@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +20,27 @@
 
 static const char MAGIC[8] = {'s', 'l', 'u', 'i', 'c', 'e', 'j', '1'};
 
+/* Where a segment's records start: off[k] is the offset of record first +
+ * k * SL_JOURNAL_INDEX_EVERY, so that a read seeks to the record it wants
+ * (or a few before it) instead of reading the segment from its start. Kept
+ * for the segments this process opened or wrote, as frames are appended or
+ * scanned; a cut takes its entries back. */
+typedef struct seg_index {
+    uint64_t *off;
+    size_t n, cap;
+} seg_index;
+
 struct sl_journal {
     char *dir;
     int dir_fd;
     uint64_t seg_bytes;
     uint64_t fill;  /* zeros written ahead of the appends, at a time (fill_ahead) */
     uint64_t *segs; /* first ids of the segments kept, ascending; the last is written */
+    seg_index *idx; /* theirs, one each (capsegs of them) */
     size_t nsegs, capsegs;
+    /* segs and idx change on the appender's thread and are read under mu by
+     * sl_journal_read_indexed on any thread. */
+    pthread_mutex_t mu;
     int fd;              /* the last segment */
     uint64_t end;        /* where its good part ends: the next frame goes there */
     uint64_t filled;     /* its bytes written so far, zeros ahead of end included */
@@ -227,16 +242,110 @@ static int list_segments(const char *dir, uint64_t **ids, size_t *n, size_t *cap
     return 0;
 }
 
+/* ---- the index (seg_index) -------------------------------------------------- */
+
+/* Room for one more segment in segs and idx; the caller holds mu. */
+static void grow_segs(sl_journal *j)
+{
+    if (j->nsegs < j->capsegs)
+        return;
+    size_t cap = j->capsegs ? j->capsegs * 2 : 8;
+    uint64_t *ids = realloc(j->segs, cap * sizeof(*ids));
+    if (!ids)
+        abort();
+    j->segs = ids;
+    seg_index *x = realloc(j->idx, cap * sizeof(*x));
+    if (!x)
+        abort();
+    memset(x + j->capsegs, 0, (cap - j->capsegs) * sizeof(*x));
+    j->idx = x;
+    j->capsegs = cap;
+}
+
+static void push_seg(sl_journal *j, uint64_t id)
+{
+    pthread_mutex_lock(&j->mu);
+    grow_segs(j);
+    j->segs[j->nsegs] = id;
+    j->idx[j->nsegs++] = (seg_index){0};
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Record id starts at off in segment i: an entry when it is the next one
+ * the index takes. */
+static void index_note(sl_journal *j, size_t i, uint64_t id, uint64_t off)
+{
+    uint64_t k = id - j->segs[i];
+    seg_index *x = &j->idx[i];
+    if (k % SL_JOURNAL_INDEX_EVERY != 0 || k / SL_JOURNAL_INDEX_EVERY != x->n)
+        return;
+    pthread_mutex_lock(&j->mu);
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 64;
+        uint64_t *p = realloc(x->off, cap * sizeof(*p));
+        if (!p)
+            abort();
+        x->off = p;
+        x->cap = cap;
+    }
+    x->off[x->n++] = off;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* The last segment's entries for records cut off (next_id went back). */
+static void index_cut(sl_journal *j)
+{
+    size_t i = j->nsegs - 1;
+    uint64_t keep = (j->next_id - j->segs[i] + SL_JOURNAL_INDEX_EVERY - 1) / SL_JOURNAL_INDEX_EVERY;
+    pthread_mutex_lock(&j->mu);
+    if (j->idx[i].n > keep)
+        j->idx[i].n = (size_t)keep;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Where a read of records from `from` on starts: the segment holding it,
+ * and the indexed record at or before it there (its first when none). */
+typedef struct seek {
+    uint64_t seg, off, id;
+} seek;
+
+static seek index_seek(const sl_journal *j, uint64_t from)
+{
+    seek s = {0, SL_JOURNAL_HEADER, 0};
+    size_t i = j->nsegs;
+    while (i > 0 && j->segs[i - 1] > from)
+        i--;
+    if (i == 0)
+        return s;
+    const seg_index *x = &j->idx[i - 1];
+    s.seg = s.id = j->segs[i - 1];
+    uint64_t k = (from - s.seg) / SL_JOURNAL_INDEX_EVERY;
+    if (x->n && k >= x->n)
+        k = x->n - 1;
+    if (x->n) {
+        s.off = x->off[k];
+        s.id += k * SL_JOURNAL_INDEX_EVERY;
+    }
+    return s;
+}
+
 /* ---- reading records -------------------------------------------------------- */
 
-/* Records [from, to) of one segment. *next: the id after the last frame
- * read; *stopped: fn's non-zero answer (0: it took every record). */
-static int read_segment(const char *path, uint64_t first, uint64_t from, uint64_t to,
-                        sl_journal_fn fn, void *ud, uint64_t *next, int *stopped, char *err,
-                        size_t cap)
+/* Records [from, to) of one segment, from the frame at sk when sk is
+ * this segment's. *next: the id after the last frame read; *stopped: fn's
+ * non-zero answer (0: it took every record). */
+static int read_segment(const char *path, uint64_t first, const seek *sk, uint64_t from,
+                        uint64_t to, sl_journal_fn fn, void *ud, uint64_t *next, int *stopped,
+                        char *err, size_t cap)
 {
     cursor c;
     int rc = cur_open(&c, path, first);
+    if (rc == CUR_RECORD && sk->seg == first && sk->off > SL_JOURNAL_HEADER) {
+        if (fseeko(c.f, (off_t)sk->off, SEEK_SET) != 0)
+            rc = CUR_IO;
+        c.off = sk->off;
+        c.next_id = sk->id;
+    }
     size_t n = 0;
     while (rc == CUR_RECORD && c.next_id < to && !*stopped) {
         rc = cur_next(&c, &n);
@@ -258,18 +367,15 @@ static int read_segment(const char *path, uint64_t first, uint64_t from, uint64_
     return rc;
 }
 
-int sl_journal_read(const char *dir, uint64_t from, uint64_t to, sl_journal_fn fn, void *ud,
-                    char *err, size_t cap)
+/* Records [from, to) of the segments ids (n of them, ascending). */
+static int read_ids(const char *dir, const uint64_t *ids, size_t n, const seek *sk, uint64_t from,
+                    uint64_t to, sl_journal_fn fn, void *ud, char *err, size_t cap)
 {
-    if (from >= to)
-        return 0;
-    uint64_t *ids;
-    size_t n, capids;
-    int rc = list_segments(dir, &ids, &n, &capids, err, cap);
+    int rc = 0;
     size_t i = n;
-    while (rc == 0 && i > 0 && ids[i - 1] > from)
+    while (i > 0 && ids[i - 1] > from)
         i--;
-    if (rc == 0 && i == 0)
+    if (i == 0)
         rc = jfail(err, cap, SL_STORE_EDATA,
                    "the log %s has no record %" PRIu64 " (its segments start later or are gone)",
                    dir, from);
@@ -285,15 +391,47 @@ int sl_journal_read(const char *dir, uint64_t from, uint64_t to, sl_journal_fn f
         }
         char path[4096];
         seg_path(dir, ids[i], path, sizeof(path));
-        rc = read_segment(path, ids[i], from, to, fn, ud, &next, &stopped, err, cap);
+        rc = read_segment(path, ids[i], sk, from, to, fn, ud, &next, &stopped, err, cap);
     }
     if (rc == 0 && !stopped && next < to)
         rc = jfail(err, cap, SL_STORE_EDATA,
                    "the log %s ends at record %" PRIu64 ", before record %" PRIu64
                    " that was asked for",
                    dir, next, to - 1);
-    free(ids);
     return rc ? rc : stopped;
+}
+
+int sl_journal_read(const char *dir, uint64_t from, uint64_t to, sl_journal_fn fn, void *ud,
+                    char *err, size_t cap)
+{
+    if (from >= to)
+        return 0;
+    uint64_t *ids;
+    size_t n, capids;
+    int rc = list_segments(dir, &ids, &n, &capids, err, cap);
+    seek none = {0, SL_JOURNAL_HEADER, 0};
+    if (rc == 0)
+        rc = read_ids(dir, ids, n, &none, from, to, fn, ud, err, cap);
+    free(ids);
+    return rc;
+}
+
+int sl_journal_read_indexed(sl_journal *j, uint64_t from, uint64_t to, sl_journal_fn fn,
+                            void *ud, char *err, size_t cap)
+{
+    if (from >= to)
+        return 0;
+    pthread_mutex_lock(&j->mu);
+    size_t n = j->nsegs;
+    uint64_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+    if (!ids)
+        abort();
+    memcpy(ids, j->segs, n * sizeof(*ids));
+    seek sk = index_seek(j, from);
+    pthread_mutex_unlock(&j->mu);
+    int rc = read_ids(j->dir, ids, n, &sk, from, to, fn, ud, err, cap);
+    free(ids);
+    return rc;
 }
 
 /* ---- writing --------------------------------------------------------------- */
@@ -352,7 +490,9 @@ static int create_segment(sl_journal *j, uint64_t id)
     j->next_id = j->synced_next = id;
     j->need_cut = false;
     if (!j->nsegs || j->segs[j->nsegs - 1] != id)
-        push_id(&j->segs, &j->nsegs, &j->capsegs, id);
+        push_seg(j, id);
+    else
+        index_cut(j); /* the same segment started again: no record left */
     return 0;
 }
 
@@ -433,6 +573,7 @@ int sl_journal_append(sl_journal *j, const void *p, size_t n, uint64_t *id)
         return jfail(j->err, sizeof(j->err), SL_STORE_EIO, "cannot append to the log in %s: %s",
                      j->dir, strerror(e));
     }
+    index_note(j, j->nsegs - 1, j->next_id, j->end);
     j->end += SL_JOURNAL_FRAME + n;
     *id = j->next_id++;
     return 0;
@@ -454,6 +595,7 @@ int sl_journal_sync(sl_journal *j)
     j->need_cut = ftruncate(j->fd, (off_t)j->synced_end) != 0;
     j->end = j->filled = j->synced_end;
     j->next_id = j->synced_next;
+    index_cut(j);
     return jfail(j->err, sizeof(j->err), SL_STORE_EIO, "cannot sync the log in %s: %s", j->dir,
                  strerror(e));
 }
@@ -473,13 +615,32 @@ int sl_journal_drop_through(sl_journal *j, uint64_t applied)
         gone++;
     }
     if (gone) {
+        pthread_mutex_lock(&j->mu);
+        for (size_t i = 0; i < gone; i++)
+            free(j->idx[i].off);
         memmove(j->segs, j->segs + gone, (j->nsegs - gone) * sizeof(*j->segs));
+        memmove(j->idx, j->idx + gone, (j->nsegs - gone) * sizeof(*j->idx));
         j->nsegs -= gone;
+        pthread_mutex_unlock(&j->mu);
     }
     return rc;
 }
 
 /* ---- opening ---------------------------------------------------------------- */
+
+/* Reads segment i's frames up to the first that is not good (cur_next's
+ * answer), indexing them: the index is rebuilt at every open. */
+static int scan_indexing(sl_journal *j, size_t i, cursor *c)
+{
+    for (;;) {
+        uint64_t off = c->off, id = c->next_id;
+        size_t n;
+        int rc = cur_next(c, &n);
+        if (rc != CUR_RECORD)
+            return rc;
+        index_note(j, i, id, off);
+    }
+}
 
 /* Checks a segment before the last: every frame good, and the next segment
  * starting where it ends. */
@@ -489,9 +650,8 @@ static int check_full_segment(sl_journal *j, size_t i, char *err, size_t cap)
     seg_path(j->dir, j->segs[i], path, sizeof(path));
     cursor c;
     int rc = cur_open(&c, path, j->segs[i]);
-    size_t n;
-    while (rc == CUR_RECORD)
-        rc = cur_next(&c, &n);
+    if (rc == CUR_RECORD)
+        rc = scan_indexing(j, i, &c);
     if (rc == CUR_IO)
         rc = jfail(err, cap, SL_STORE_EIO, "cannot read the log segment %s: %s", path,
                    strerror(errno));
@@ -560,9 +720,8 @@ static int open_last(sl_journal *j, char *err, size_t cap)
     seg_path(j->dir, first, path, sizeof(path));
     cursor c;
     int rc = cur_open(&c, path, first);
-    size_t n;
-    while (rc == CUR_RECORD)
-        rc = cur_next(&c, &n);
+    if (rc == CUR_RECORD)
+        rc = scan_indexing(j, j->nsegs - 1, &c);
     uint64_t good = c.off, next = c.next_id;
     cur_close(&c);
     if (rc == CUR_IO)
@@ -595,6 +754,8 @@ static int find_segments(sl_journal *j, const sl_journal_opts *o, char *err, siz
     int rc = list_segments(j->dir, &j->segs, &j->nsegs, &j->capsegs, err, cap);
     if (rc)
         return rc;
+    if (j->capsegs && !(j->idx = calloc(j->capsegs, sizeof(*j->idx))))
+        abort();
     rc = sl_journal_drop_through(j, o->first_id - 1);
     if (rc)
         return jfail(err, cap, rc, "%s", j->err);
@@ -626,6 +787,7 @@ static int open_segments(sl_journal *j, const sl_journal_opts *o, char *err, siz
         if (unlink(path) != 0 && errno != ENOENT)
             rc = jfail(j->err, sizeof(j->err), SL_STORE_EIO,
                        "cannot delete the applied log segment %s: %s", path, strerror(errno));
+        free(j->idx[0].off);
         j->nsegs = 0;
     }
     if (rc == 0)
@@ -645,6 +807,7 @@ int sl_journal_open(const sl_journal_opts *o, sl_journal **out, char *err, size_
     if (!j || !(j->dir = strdup(o->dir)))
         abort();
     j->fd = -1;
+    pthread_mutex_init(&j->mu, NULL);
     j->seg_bytes = o->segment_bytes ? o->segment_bytes : SL_JOURNAL_SEGMENT_BYTES;
     j->fill = o->fill_bytes;
     j->dir_fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -670,6 +833,10 @@ void sl_journal_close(sl_journal *j)
         close(j->fd);
     if (j->dir_fd >= 0)
         close(j->dir_fd);
+    for (size_t i = 0; i < j->nsegs; i++)
+        free(j->idx[i].off);
+    free(j->idx);
+    pthread_mutex_destroy(&j->mu);
     free(j->segs);
     free(j->dir);
     free(j);

@@ -26,9 +26,10 @@
  *
  * Segments whose records have all been applied elsewhere are deleted
  * (sl_journal_drop_through); the last one never is, so the next id is never
- * lost. Nothing here is thread-safe except sl_journal_read, which reads the
- * files by name and may run on another thread while records are appended,
- * for ids below what the appender has reported written. */
+ * lost. Nothing here is thread-safe except sl_journal_read and
+ * sl_journal_read_indexed, which read the files by name and may run on
+ * another thread while records are appended, for ids below what the
+ * appender has reported written. */
 #ifndef SL_STORE_JOURNAL_H
 #define SL_STORE_JOURNAL_H
 
@@ -43,6 +44,7 @@
 #define SL_JOURNAL_MAX_RECORD (1u << 30)       /* a longer length is damage */
 #define SL_JOURNAL_SEGMENT_BYTES (64u << 20)   /* the default rotation size */
 #define SL_JOURNAL_FILL_BYTES (1u << 20)       /* a good fill_bytes */
+#define SL_JOURNAL_INDEX_EVERY 16u             /* records per offset kept (the index) */
 
 typedef struct sl_journal sl_journal;
 
@@ -105,5 +107,13 @@ int sl_journal_drop_through(sl_journal *j, uint64_t applied);
 typedef int (*sl_journal_fn)(void *ud, uint64_t id, const void *p, size_t n);
 int sl_journal_read(const char *dir, uint64_t from, uint64_t to, sl_journal_fn fn, void *ud,
                     char *err, size_t cap);
+/* The same for an open journal's records, from any thread (under the same
+ * conditions), but seeking: the journal keeps, for each segment it opened
+ * or wrote, the offset of every SL_JOURNAL_INDEX_EVERY-th record (taken as
+ * records are appended, rebuilt when the open scans the files, taken back
+ * with a cut), so a read starts at most that many frames before `from`
+ * instead of at its segment's start. */
+int sl_journal_read_indexed(sl_journal *j, uint64_t from, uint64_t to, sl_journal_fn fn,
+                            void *ud, char *err, size_t cap);
 
 #endif

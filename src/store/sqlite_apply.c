@@ -214,7 +214,7 @@ static int apply_frames(sl_sqlite *sq, size_t max, bool yield, int64_t *last)
         to = from + max;
     frames f = {.sq = sq, .yield = yield, .last = last};
     char err[SL_STORE_ERR_MAX];
-    int rc = sl_journal_read(sq->log_dir, from, to, apply_frame, &f, err, sizeof(err));
+    int rc = sl_journal_read_indexed(sq->journal, from, to, apply_frame, &f, err, sizeof(err));
     if (rc < 0)
         return afail(sq, rc, "the store %s: %s", sq->path, err);
     return f.rc;

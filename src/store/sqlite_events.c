@@ -199,8 +199,8 @@ static int scan_tail(sl_sqlite *sq, walk *w, sl_log_scan *sc, uint64_t since, in
     tail t = {.sq = sq, .sc = sc, .w = w, .since = since, .from_ms = from_ms, .started = started,
               .at = at};
     char err[SL_STORE_ERR_MAX];
-    int rc = sl_journal_read(sq->log_dir, from > first ? from : first, (uint64_t)sq->next_id,
-                             tail_frame, &t, err, sizeof(err));
+    int rc = sl_journal_read_indexed(sq->journal, from > first ? from : first,
+                                     (uint64_t)sq->next_id, tail_frame, &t, err, sizeof(err));
     if (rc < 0)
         return sl__store_fail(&sq->base, rc, "the store %s: cannot read the events: %s", sq->path,
                               err);
