@@ -255,6 +255,7 @@ static void sqlite_close(sl_store *st)
         close(sq->lock_fd);
     sl_rec_buf_free(&sq->rec);
     sl_rec_buf_free(&sq->frame);
+    free(sq->keys);
     free(sq->log_dir);
     pthread_mutex_destroy(&sq->wlock);
     sl_store_batch_free(sq->apply_batch);

@@ -187,15 +187,37 @@ static int tail_frame(void *ud, uint64_t id, const void *p, size_t n)
     return t->rc || sl__log_scan_done(t->sc);
 }
 
+/* The first record from `from` on that may hold an event with seq > since
+ * and time >= from_ms (sq->next_id when none): found in the keys of the
+ * records appended (seq_hi and time_hi never go down along the ids);
+ * `from` itself when they do not reach back there. */
+static int64_t tail_start(const sl_sqlite *sq, int64_t from, uint64_t since, int64_t from_ms)
+{
+    int64_t lo = from, hi = sq->next_id;
+    if (lo < sq->keys_base || hi > sq->keys_base + (int64_t)sq->nkeys)
+        return from;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        const struct sq_key *k = &sq->keys[mid - sq->keys_base];
+        if (k->seq_hi > since && k->time_hi >= from_ms)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 /* The records after the table's last, in the log file: committed, not yet
  * applied (at most a few thousand); with at, only those holding its seqs.
- * w->last_id is then the last record read. */
+ * Unless the table's read started already, from the first that may hold
+ * one (tail_start). w->last_id is then the last record read. */
 static int scan_tail(sl_sqlite *sq, walk *w, sl_log_scan *sc, uint64_t since, int64_t from_ms,
                      bool started, const sl_store_seqs *at)
 {
     if (!sq->journal || !w->on || sl__log_scan_done(sc))
         return 0;
-    uint64_t from = (uint64_t)w->last_id + 1, first = sl_journal_first_id(sq->journal);
+    int64_t start = started ? w->last_id + 1 : tail_start(sq, w->last_id + 1, since, from_ms);
+    uint64_t from = (uint64_t)start, first = sl_journal_first_id(sq->journal);
     tail t = {.sq = sq, .sc = sc, .w = w, .since = since, .from_ms = from_ms, .started = started,
               .at = at};
     char err[SL_STORE_ERR_MAX];

@@ -97,6 +97,17 @@ typedef struct sl_sqlite {
      * state first). synced_seq: committed_seq at the last good sync. */
     _Atomic int64_t durable_next;
     uint64_t synced_seq;
+    /* The seq_hi and time_hi of the records from keys_base on, noted as
+     * they are appended (the loop's; those applied are dropped now and
+     * then): a read of the file's unapplied tail finds its first record by
+     * binary search here and seeks to it (sl_journal_read_indexed), where
+     * it read every record from the first unapplied one. */
+    struct sq_key {
+        uint64_t seq_hi;
+        int64_t time_hi;
+    } *keys;
+    int64_t keys_base;
+    size_t nkeys, capkeys;
     const char *fault; /* SLUICE_TEST_COMMIT_FAULT (tests; sqlite_write.c) */
 } sl_sqlite;
 

@@ -88,6 +88,34 @@ static int injected_fault(sl_sqlite *sq, sl_store_batch *b)
     }
 }
 
+/* Record id's keys (sl_sqlite.keys), after dropping those of records
+ * applied once they are many. */
+static void note_keys(sl_sqlite *sq, int64_t id, uint64_t seq_hi, int64_t time_hi)
+{
+    int64_t gone = sq->applied + 1 - sq->keys_base;
+    if (gone > (int64_t)sq->nkeys)
+        gone = (int64_t)sq->nkeys;
+    if (id < sq->keys_base || id > sq->keys_base + (int64_t)sq->nkeys) {
+        sq->keys_base = id; /* not the next (cannot happen): start again */
+        sq->nkeys = 0;
+    } else if (gone >= SQ_APPLY_DUE) {
+        sq->nkeys -= (size_t)gone;
+        memmove(sq->keys, sq->keys + gone, sq->nkeys * sizeof(*sq->keys));
+        sq->keys_base += gone;
+    }
+    size_t k = (size_t)(id - sq->keys_base);
+    if (k >= sq->capkeys) {
+        size_t cap = sq->capkeys ? sq->capkeys * 2 : 1024;
+        struct sq_key *p = realloc(sq->keys, cap * sizeof(*p));
+        if (!p)
+            abort();
+        sq->keys = p;
+        sq->capkeys = cap;
+    }
+    sq->keys[k] = (struct sq_key){seq_hi, time_hi};
+    sq->nkeys = k + 1;
+}
+
 /* The batch as the next frame of the log file: one write. No SQLite, no
  * lock: this runs on the loop while the applier may be using the write
  * connection. */
@@ -112,6 +140,7 @@ static int append_frame(sl_sqlite *sq, sl_store_batch *b, int64_t time_hi)
     if (sl_journal_append(sq->journal, f->p, f->n, &id) != 0)
         return sl__batch_fail(b, SL_STORE_EIO, "the store %s: %s", sq->path,
                               sl_journal_error(sq->journal));
+    note_keys(sq, (int64_t)id, b->seq_hi, time_hi);
     sq->next_id = (int64_t)id + 1;
     sq->last_time = time_hi;
     sq->committed_seq = b->seq_hi;

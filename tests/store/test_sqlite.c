@@ -657,6 +657,69 @@ static void claim_events_at_in_unapplied_records(void **state)
     ts_rmdir(dir);
 }
 
+/* The first record of the log file (dir's only segment), its first
+ * payload byte changed: a read that passes it fails. */
+static void damage_first_record(const char *dir)
+{
+    char seg[4200];
+    snprintf(seg, sizeof(seg), "%s/sluice.db-log/%020d.seg", dir, 1);
+    FILE *f = fopen(seg, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, SL_JOURNAL_HEADER + SL_JOURNAL_FRAME, SEEK_SET), 0);
+    assert_int_equal(fputc('#', f), '#');
+    fclose(f);
+}
+
+/* A read of the log file's unapplied tail starts at the record holding the
+ * events asked for, found by seq and sought to, not at the first unapplied
+ * record: with that first record damaged, the last claim's events of a
+ * long unapplied tail read back whole, by their seqs and by since, while
+ * a read of the tail from its start fails. */
+static void unapplied_tail_read_seeks(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    sl_engine *eng = t_engine();
+    ts_apply_commits = false;
+    char spec[64], id[16];
+    for (int i = 0; i < 600; i++) {
+        snprintf(spec, sizeof(spec), "id=o%d m:o%d", i, i);
+        snprintf(id, sizeof(id), "o%d", i);
+        t_claim(eng, 10 * i + 1, spec);
+        t_release(eng, 10 * i + 2, id);
+        ts_commit(st, eng);
+    }
+    t_claim(eng, 7000, "id=last m:k");
+    ts_commit(st, eng);
+    t_release(eng, 7001, "last");
+    ts_commit(st, eng);
+    ts_apply_commits = true;
+    assert_true(sl_store_log_unapplied(st) > 600);
+    damage_first_record(dir);
+    uint64_t buf[8], next = 0;
+    sl_store_seqs at = {.seq = buf};
+    at.n = sl_claim_event_seqs(sl_claim_find(eng, "last"), buf, 8, &at.more);
+    assert_true(at.n >= 3);
+    seen s;
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(sl_store_claim_events_at(st, 0, "last", &at, 7000, INT64_MAX, 100, collect,
+                                              &s, &next),
+                     0);
+    assert_int_equal(s.n, at.n);
+    for (size_t j = 0; j < at.n; j++)
+        assert_int_equal(s.seqs[j], buf[j]);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(sl_store_events(st, buf[0] - 1, NULL, 100, collect, &s, &next), 0);
+    assert_int_equal(s.n, at.n);
+    assert_int_equal(s.seqs[at.n - 1], buf[at.n - 1]);
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(sl_store_events(st, 0, NULL, 100, collect, &s, &next), SL_STORE_EDATA);
+    t_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
 /* S14: a semaphore.updated names what changed; set again as it is, the
  * semaphore records no event at all. */
 static void semaphore_change_reasons(void **state)
@@ -1045,6 +1108,7 @@ int main(void)
         TS_TEST(events_rows_and_paging),
         TS_TEST(events_over_many_records),
         TS_TEST(claim_events_at_in_unapplied_records),
+        TS_TEST(unapplied_tail_read_seeks),
         TS_TEST(events_record_slots_and_held),
         TS_TEST(version_2_events_migrate),
         TS_TEST(event_reasons),
