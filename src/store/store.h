@@ -152,7 +152,8 @@ bool sl_store_commit_inline(const sl_store *st);
 /* An inline commit in its two steps, so that the sync (--durability full:
  * fdatasync) can run off the loop: sl_store_append writes the batch (on
  * the loop); sl_store_sync makes everything appended so far survive power
- * loss (nothing with normal), on any thread while nothing is appended. The
+ * loss (nothing with normal), on any thread while nothing is appended, a
+ * checkpoint running or not (it touches only the log file). The
  * batch is committed once both succeeded; after a failed sync the batch
  * is appended again (the records since the last good sync are cut off).
  * sl_store_commit is the two in a row. */
