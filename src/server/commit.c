@@ -47,6 +47,9 @@ static void commit_failed(sl_server *srv, const char *why)
     if (!srv->store_failed)
         sl_log(SL_LOG_ERROR, "store commit failed, refusing changes until it recovers: %s", why);
     srv->store_failed = true;
+    /* The answers of a batch committed before this one failed (they wait
+     * while the next batch is submitted: sl_commit_done) go as they are. */
+    sl_reply_flush(srv, srv->gen_done, true);
     sl_reply_flush(srv, 0, false);
     struct timeval retry = {1, 0};
     event_add(srv->retry_ev, &retry);
@@ -132,20 +135,44 @@ void sl_commit_retry(sl_server *srv)
         sl_commit_run(srv);
 }
 
-/* Wakes what the committed batch changed. */
-static void wake(sl_server *srv)
+/* Wakes what a committed batch changed: the claims of ids (n of them), and
+ * the event waits and streams when it had events. */
+static void wake(sl_server *srv, const char *ids, size_t n, size_t events)
 {
     const size_t w = SL_ID_MAX + 1;
-    for (size_t i = 0; i < srv->nwake; i++) {
-        sl_claim *c = sl_claim_find(srv->eng, srv->wake_ids + i * w);
+    for (size_t i = 0; i < n; i++) {
+        sl_claim *c = sl_claim_find(srv->eng, ids + i * w);
         if (c)
             sl_waits_claim_changed(srv, c);
     }
-    srv->nwake = 0;
-    if (srv->batch_events) {
+    if (events) {
         sl_waits_events_changed(srv);
         sl_streams_push(srv);
     }
+}
+
+/* --durability full, syncs on a thread of their own: the next batch (what
+ * came in during this one's sync) is captured, appended and its sync
+ * started first, then this one's waits wake and its answers go, while the
+ * disk syncs the next (the answers of 32 connections took as long as a
+ * third of a sync, the disk idle meanwhile). The answers woken waits give
+ * now show the next batch's state too: they are held for it. */
+static void next_then_answer(sl_server *srv)
+{
+    char *ids = srv->wake_ids;
+    size_t cap = srv->capwake, events = srv->batch_events;
+    srv->wake_ids = srv->wake_done;
+    srv->capwake = srv->capwake_done;
+    srv->wake_done = ids;
+    srv->capwake_done = cap;
+    srv->nwake_done = srv->nwake;
+    srv->nwake = 0;
+    sl_commit_run(srv);
+    wake(srv, srv->wake_done, srv->nwake_done, events);
+    srv->nwake_done = 0;
+    sl_reply_flush(srv, srv->gen_done, true);
+    if (!sl_writer_busy(srv))
+        sl_commit_run(srv); /* nothing was in flight: what waking changed */
 }
 
 void sl_commit_done(sl_server *srv, int rc, double seconds)
@@ -177,12 +204,19 @@ void sl_commit_done(sl_server *srv, int rc, double seconds)
     srv->gen_done = srv->batch_gen;
     srv->seq_done = srv->batch_seq;
     srv->batch_gen = 0;
-    wake(srv);
-    sl_reply_flush(srv, srv->gen_done, true);
     /* What came in meanwhile (and what waking changed) is the next batch.
      * A batch committed on the loop calls this from sl_commit_run: one
      * level of that is enough, the rest waits for the end of the turn. */
     static int depth;
+    if (depth == 0 && sl_writer_syncs_apart(srv)) {
+        depth++;
+        next_then_answer(srv);
+        depth--;
+        return;
+    }
+    wake(srv, srv->wake_ids, srv->nwake, srv->batch_events);
+    srv->nwake = 0;
+    sl_reply_flush(srv, srv->gen_done, true);
     if (depth > 0) {
         sl_server_touch(srv);
         return;

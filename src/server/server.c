@@ -482,6 +482,7 @@ void sl_server_free(sl_server *srv)
     sl_audit_close(srv);
     sl_quota_free_all(srv);
     free(srv->wake_ids);
+    free(srv->wake_done);
     sl_engine_free(srv->eng);
     if (srv->base)
         event_base_free(srv->base);

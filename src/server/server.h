@@ -91,6 +91,8 @@ typedef struct sl_server {
     uint64_t gen_done;        /* the newest committed generation */
     char *wake_ids;           /* the batch's changed claims, SL_ID_MAX + 1 bytes each */
     size_t nwake, capwake;
+    char *wake_done;          /* a committed batch's, while the next one is captured */
+    size_t nwake_done, capwake_done;
     size_t batch_events;      /* events in the batch */
     uint64_t batch_seq;       /* the engine's next_seq when it was captured */
     uint64_t seq_done;        /* ... of the newest committed batch: events below it are in
@@ -241,6 +243,10 @@ void sl_writer_submit(sl_server *srv, sl_store_batch *b);
 bool sl_writer_busy(const sl_server *srv);
 /* Blocks until the submitted batch is written, then handles the result. */
 void sl_writer_wait(sl_server *srv);
+/* Whether syncs run on a thread of their own (--durability full with a
+ * log file): the next batch is then submitted before the answers of the
+ * one just committed go out (commit.c). */
+bool sl_writer_syncs_apart(const sl_server *srv);
 
 /* ---- reply.c: answers, JSON errors, answers held until the commit ------- */
 typedef struct sl_ctx sl_ctx;

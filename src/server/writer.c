@@ -321,6 +321,11 @@ void sl_writer_wait(sl_server *srv)
     done_cb(w->pipe_r, EV_READ, w);
 }
 
+bool sl_writer_syncs_apart(const sl_server *srv)
+{
+    return srv->writer && srv->writer->syncing;
+}
+
 bool sl_writer_busy(const sl_server *srv)
 {
     return srv->writer && srv->writer->outstanding;
