@@ -37,7 +37,9 @@ struct sl_writer {
     bool syncing;
     pthread_t sync_thread;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;  /* the writer's work, and sl_writer_wait's end */
+    pthread_cond_t scv; /* the sync thread's work: each thread wakes for its own only */
+    bool waiting;       /* the loop waits in sl_writer_wait */
     sl_store_batch *job;  /* given to the writer; NULL when it has none */
     sl_store_batch *sjob; /* appended already, given to the sync thread */
     atomic_bool job_waits; /* job is set: read by a checkpoint without the lock */
@@ -86,7 +88,7 @@ static void *sync_main(void *arg)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->sjob && !w->quit)
-            pthread_cond_wait(&w->cv, &w->mu);
+            pthread_cond_wait(&w->scv, &w->mu);
         if (!w->sjob)
             break;
         if (w->abandon) {
@@ -105,8 +107,9 @@ static void *sync_main(void *arg)
         w->rc = rc;
         w->seconds += seconds;
         w->sjob = NULL;
+        if ((due && !w->ckpt_wanted) || w->waiting)
+            pthread_cond_broadcast(&w->cv); /* the writer's checkpoint, sl_writer_wait */
         w->ckpt_wanted |= due;
-        pthread_cond_broadcast(&w->cv); /* sl_writer_wait, the writer's checkpoint */
         notify(w);
     }
     pthread_mutex_unlock(&w->mu);
@@ -204,6 +207,7 @@ int sl_writer_start(sl_server *srv)
     w->pipe_w = fds[1];
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->scv, NULL);
     w->done_ev = event_new(srv->base, w->pipe_r, EV_READ | EV_PERSIST, done_cb, w);
     if (!w->done_ev)
         abort();
@@ -273,7 +277,7 @@ static void append_here(sl_writer *w, sl_store_batch *b)
         pthread_mutex_lock(&w->mu);
         w->sjob = b;
         /* Not job_waits: the apply goes on beside the sync (sync_main). */
-        pthread_cond_broadcast(&w->cv);
+        pthread_cond_signal(&w->scv);
         pthread_mutex_unlock(&w->mu);
         return;
     }
@@ -315,8 +319,10 @@ void sl_writer_wait(sl_server *srv)
     if (!w || !w->outstanding)
         return;
     pthread_mutex_lock(&w->mu);
+    w->waiting = true;
     while (w->job || w->sjob)
         pthread_cond_wait(&w->cv, &w->mu);
+    w->waiting = false;
     pthread_mutex_unlock(&w->mu);
     done_cb(w->pipe_r, EV_READ, w);
 }
@@ -342,6 +348,7 @@ void sl_writer_stop(sl_server *srv)
         w->quit = true;
         w->abandon = srv->role != SL_ROLE_LEADER && srv->role != SL_ROLE_SINGLE;
         pthread_cond_broadcast(&w->cv);
+        pthread_cond_broadcast(&w->scv);
         pthread_mutex_unlock(&w->mu);
         pthread_join(w->thread, NULL);
         if (w->syncing)
@@ -352,6 +359,7 @@ void sl_writer_stop(sl_server *srv)
     close(w->pipe_w);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->scv);
     free(w);
     srv->writer = NULL;
 }
