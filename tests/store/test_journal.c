@@ -4,6 +4,8 @@
  * at open and never read, and the next append takes its place; damage in a
  * segment before the last, or a missing segment, refuses to open; a failed
  * append leaves nothing behind. */
+#define _GNU_SOURCE /* syscall(2), for the fdatasync below */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,9 +20,24 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "journal.h"
+
+/* fdatasync(2) as journal.c calls it (the test binary's definition wins
+ * over libc's): EIO while syncs_fail, as a disk failing under
+ * --durability full would, so that a failed sync's cut can be tested. */
+static bool syncs_fail;
+
+int fdatasync(int fd)
+{
+    if (syncs_fail) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fdatasync, fd);
+}
 
 typedef struct tmp {
     char dir[64];  /* the test's own directory */
@@ -86,6 +103,16 @@ static size_t payload(uint64_t i, char *buf, size_t cap)
     return n;
 }
 
+/* Records appended by append_other and kept (not cut): [other_from, other_to). */
+static uint64_t other_from, other_to;
+
+static size_t other_payload(uint64_t i, char *buf)
+{
+    size_t n = 250 - (size_t)(i % 40);
+    memset(buf, 'Z', n);
+    return n;
+}
+
 static void append(sl_journal *j, uint64_t want_id)
 {
     char buf[256];
@@ -105,7 +132,8 @@ static int check_record(void *ud, uint64_t id, const void *p, size_t n)
 {
     seen *s = ud;
     char buf[256];
-    size_t want = payload(id, buf, sizeof(buf));
+    size_t want = id >= other_from && id < other_to ? other_payload(id, buf)
+                                                    : payload(id, buf, sizeof(buf));
     assert_int_equal(id, s->next);
     assert_int_equal(n, want);
     assert_memory_equal(p, buf, n);
@@ -622,6 +650,81 @@ static void test_index_after_reopen_and_cut(void **state)
     tmp_free(&t);
 }
 
+/* Record id appended as other bytes than payload(id) (another length):
+ * what a batch cut off by a failed sync held before it was appended anew. */
+static void append_other(sl_journal *j, uint64_t want_id)
+{
+    char buf[256];
+    size_t n = other_payload(want_id, buf);
+    uint64_t id = 0;
+    assert_int_equal(sl_journal_append(j, buf, n, &id), 0);
+    assert_int_equal(id, want_id);
+}
+
+/* Every read of records 1..last through the index: from a record before,
+ * inside and after the cut region [cut_from, cut_to], to the end and alone. */
+static void read_around_cut(sl_journal *j, uint64_t cut_from, uint64_t cut_to, uint64_t last)
+{
+    const uint64_t from[] = {1, cut_from - 9, cut_from - 1, cut_from, cut_from + 1,
+                             (cut_from + cut_to) / 2, cut_to, cut_to + 1, cut_to + 17, last};
+    for (size_t i = 0; i < sizeof(from) / sizeof(*from); i++)
+        read_indexed(j, from[i], last + 1);
+    for (uint64_t id = 1; id <= last; id++)
+        read_indexed(j, id, id + 1);
+}
+
+/* --durability full's failed sync (journal.h) cuts the records appended
+ * since the last good one, index entries included: records 41..75 (with
+ * the index's entries of 49 and 65), appended with other lengths, are cut
+ * and appended again, and every read through the index, from before,
+ * inside or after the cut region, finds exactly the new ones; so does the
+ * index rebuilt by a reopen. Once within one segment, once with segments
+ * of 3000 bytes, where the rotations' own syncs keep records 41..71 and
+ * only those of the last segment are cut. Fails with the entries not
+ * taken back (index_cut). */
+static void test_index_after_failed_sync(void **state)
+{
+    (void)state;
+    const uint64_t seg_bytes[] = {0, 3000};
+    for (size_t v = 0; v < 2; v++) {
+        tmp t;
+        tmp_make(&t);
+        sl_journal_opts o = {.dir = t.log, .first_id = 1, .segment_bytes = seg_bytes[v],
+                             .fill_bytes = SL_JOURNAL_FILL_BYTES};
+        sl_journal *j;
+        char err[1024];
+        assert_int_equal(sl_journal_open(&o, &j, err, sizeof(err)), 0);
+        for (uint64_t id = 1; id <= 40; id++)
+            append(j, id);
+        assert_int_equal(sl_journal_sync(j), 0);
+        for (uint64_t id = 41; id <= 75; id++)
+            append_other(j, id);
+        syncs_fail = true;
+        int rc = sl_journal_sync(j);
+        syncs_fail = false;
+        assert_int_equal(rc, SL_STORE_EIO);
+        assert_non_null(strstr(sl_journal_error(j), "cannot sync the log"));
+        uint64_t cut_from = sl_journal_next_id(j);
+        assert_true(cut_from >= 41 && cut_from < 75);
+        assert_true(v == 1 || cut_from == 41);
+        other_from = 41; /* those before cut_from were synced by a rotation */
+        other_to = cut_from;
+        for (uint64_t id = cut_from; id <= 120; id++)
+            append(j, id);
+        assert_int_equal(sl_journal_sync(j), 0);
+        read_around_cut(j, cut_from, 75, 120);
+        sl_journal_close(j);
+        assert_true(v == 0 || count_segments(t.log) > 2);
+        read_all(t.log, 1, 121);
+        assert_int_equal(sl_journal_open(&o, &j, err, sizeof(err)), 0);
+        assert_int_equal(sl_journal_cut_bytes(j), 0);
+        read_around_cut(j, cut_from, 75, 120);
+        sl_journal_close(j);
+        tmp_free(&t);
+        other_from = other_to = 0;
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_fill_ahead),
         cmocka_unit_test(test_index_seeks),
         cmocka_unit_test(test_index_after_reopen_and_cut),
+        cmocka_unit_test(test_index_after_failed_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
