@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "sqlite_int.h"
 #include "store_support.h"
@@ -657,6 +658,116 @@ static void claim_events_at_in_unapplied_records(void **state)
     ts_rmdir(dir);
 }
 
+/* The store's log file reopened with segments of 2 KiB (the store's own
+ * are 64 MiB), so that a test's records rotate through several. */
+static void small_segments(sl_store *st)
+{
+    sl_sqlite *sq = (sl_sqlite *)st;
+    sl_journal_close(sq->journal);
+    sl_journal_opts o = {.dir = sq->log_dir, .first_id = (uint64_t)sq->applied + 1,
+                         .segment_bytes = 2048};
+    char err[512];
+    if (sl_journal_open(&o, &sq->journal, err, sizeof(err)) != 0)
+        fail_msg("reopening the log with small segments: %s", err);
+}
+
+/* Records of others' claims, one claim and its release each, n of them. */
+static void others(sl_store *st, sl_engine *eng, int from, int n)
+{
+    char spec[64], id[16];
+    for (int i = from; i < from + n; i++) {
+        snprintf(spec, sizeof(spec), "id=o%d m:o%d", i, i);
+        snprintf(id, sizeof(id), "o%d", i);
+        t_claim(eng, 10 * i + 1, spec);
+        t_release(eng, 10 * i + 2, id);
+        ts_commit(st, eng);
+    }
+}
+
+static size_t log_segments(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/sluice.db-log", dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strstr(e->d_name, ".seg") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* The seqs sl_store_events passes from since on (limit 5), all claims'. */
+static void expect_events_since(sl_store *st, uint64_t since, uint64_t newest)
+{
+    char want[128] = "";
+    size_t k = 0;
+    uint64_t last = since + 5 < newest ? since + 5 : newest;
+    for (uint64_t q = since + 1; q <= last; q++)
+        k += (size_t)snprintf(want + k, sizeof(want) - k, "%llu ", (unsigned long long)q);
+    snprintf(want + k, sizeof(want) - k, "| %llu", (unsigned long long)last);
+    assert_string_equal(query(st, since, NULL, 5, 0), want);
+}
+
+/* A claim's events while its records are in three places at once: w's
+ * arrival applied (the log table), its grant unapplied in an older segment
+ * of the log file, its release unapplied in the newest. Read by its seqs
+ * (?claim=ID), by walking (sl_store_claim_events) and by since, from
+ * before each: exactly its events, and every event since a seq in each
+ * place. */
+static void claim_events_in_three_places(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_NORMAL);
+    small_segments(st);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 0, "id=h m:k");
+    t_claim(eng, 1, "id=w m:k");
+    ts_commit(st, eng);
+    ts_apply_commits = false;
+    others(st, eng, 0, 20);
+    t_release(eng, 300, "h"); /* w acquired */
+    ts_commit(st, eng);
+    others(st, eng, 40, 40);
+    t_release(eng, 900, "w");
+    ts_commit(st, eng);
+    ts_apply_commits = true;
+    assert_int_equal(((sl_sqlite *)st)->applied, 1);
+    assert_true(log_segments(dir) >= 4);
+    uint64_t buf[8], newest = 0;
+    sl_store_seqs at = {.seq = buf};
+    at.n = sl_claim_event_seqs(sl_claim_find(eng, "w"), buf, 8, &at.more);
+    assert_true(at.n >= 3 && !at.more);
+    assert_int_equal(sl_store_last_seq(st, &newest), 0);
+    assert_int_equal(buf[at.n - 1], newest);
+    sl_claim_view v = t_view(eng, "w");
+    for (size_t from = 0; from < at.n; from++) {
+        uint64_t since = from ? buf[from - 1] : 0, next = 0;
+        seen s, walked;
+        memset(&s, 0, sizeof(s));
+        memset(&walked, 0, sizeof(walked));
+        assert_int_equal(sl_store_claim_events_at(st, since, "w", &at, v.arrived_ms, INT64_MAX,
+                                                  100, collect, &s, &next),
+                         0);
+        assert_int_equal(sl_store_claim_events(st, since, "w", v.arrived_ms, INT64_MAX, 100,
+                                               collect, &walked, &next),
+                         0);
+        assert_int_equal(s.n, at.n - from);
+        assert_int_equal(walked.n, at.n - from);
+        for (size_t j = 0; j < s.n; j++) {
+            assert_int_equal(s.seqs[j], buf[from + j]);
+            assert_string_equal(s.rows[j], walked.rows[j]);
+        }
+        expect_events_since(st, buf[from] - 2, newest);
+        expect_events_since(st, buf[from] - 1, newest);
+    }
+    t_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
 /* The first record of the log file (dir's only segment), its first
  * payload byte changed: a read that passes it fails. */
 static void damage_first_record(const char *dir)
@@ -1109,6 +1220,7 @@ int main(void)
         TS_TEST(events_over_many_records),
         TS_TEST(claim_events_at_in_unapplied_records),
         TS_TEST(unapplied_tail_read_seeks),
+        TS_TEST(claim_events_in_three_places),
         TS_TEST(events_record_slots_and_held),
         TS_TEST(version_2_events_migrate),
         TS_TEST(event_reasons),
