@@ -3,6 +3,8 @@
  * configuration sources, the event log (rows, reasons, since/claim/limit and
  * `next`), pruning, and a failed batch leaving nothing behind. Rebuilding
  * the engine is test_sqlite_restore.c; killed writers test_sqlite_crash.c. */
+#define _GNU_SOURCE /* syscall(2), for the fdatasync below */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <dirent.h>
@@ -18,6 +22,20 @@
 #include "sqlite_int.h"
 #include "store_support.h"
 #include "support.h"
+
+/* fdatasync(2) as the store's log file calls it (the test binary's
+ * definition wins over libc's): EIO while syncs_fail, as a disk failing
+ * under --durability full would. */
+static bool syncs_fail;
+
+int fdatasync(int fd)
+{
+    if (syncs_fail) {
+        errno = EIO;
+        return -1;
+    }
+    return (int)syscall(SYS_fdatasync, fd);
+}
 
 /* ---- opening ------------------------------------------------------------- */
 
@@ -665,7 +683,8 @@ static void small_segments(sl_store *st)
     sl_sqlite *sq = (sl_sqlite *)st;
     sl_journal_close(sq->journal);
     sl_journal_opts o = {.dir = sq->log_dir, .first_id = (uint64_t)sq->applied + 1,
-                         .segment_bytes = 2048};
+                         .segment_bytes = 2048,
+                         .fill_bytes = sq->full ? SL_JOURNAL_FILL_BYTES : 0};
     char err[512];
     if (sl_journal_open(&o, &sq->journal, err, sizeof(err)) != 0)
         fail_msg("reopening the log with small segments: %s", err);
@@ -710,6 +729,40 @@ static void expect_events_since(sl_store *st, uint64_t since, uint64_t newest)
     assert_string_equal(query(st, since, NULL, 5, 0), want);
 }
 
+/* Claim id's events as the engine lists them, read from the store by
+ * their seqs, by walking and by since, from before each; and every event
+ * since a seq around each. */
+static void expect_claim_events(sl_store *st, sl_engine *eng, const char *id)
+{
+    uint64_t buf[8], newest = 0;
+    sl_store_seqs at = {.seq = buf};
+    at.n = sl_claim_event_seqs(sl_claim_find(eng, id), buf, 8, &at.more);
+    assert_true(at.n >= 3 && !at.more);
+    assert_int_equal(sl_store_last_seq(st, &newest), 0);
+    assert_int_equal(buf[at.n - 1], newest);
+    sl_claim_view v = t_view(eng, id);
+    for (size_t from = 0; from < at.n; from++) {
+        uint64_t since = from ? buf[from - 1] : 0, next = 0;
+        seen s, walked;
+        memset(&s, 0, sizeof(s));
+        memset(&walked, 0, sizeof(walked));
+        assert_int_equal(sl_store_claim_events_at(st, since, id, &at, v.arrived_ms, INT64_MAX,
+                                                  100, collect, &s, &next),
+                         0);
+        assert_int_equal(sl_store_claim_events(st, since, id, v.arrived_ms, INT64_MAX, 100,
+                                               collect, &walked, &next),
+                         0);
+        assert_int_equal(s.n, at.n - from);
+        assert_int_equal(walked.n, at.n - from);
+        for (size_t j = 0; j < s.n; j++) {
+            assert_int_equal(s.seqs[j], buf[from + j]);
+            assert_string_equal(s.rows[j], walked.rows[j]);
+        }
+        expect_events_since(st, buf[from] - 2, newest);
+        expect_events_since(st, buf[from] - 1, newest);
+    }
+}
+
 /* A claim's events while its records are in three places at once: w's
  * arrival applied (the log table), its grant unapplied in an older segment
  * of the log file, its release unapplied in the newest. Read by its seqs
@@ -736,33 +789,71 @@ static void claim_events_in_three_places(void **state)
     ts_apply_commits = true;
     assert_int_equal(((sl_sqlite *)st)->applied, 1);
     assert_true(log_segments(dir) >= 4);
-    uint64_t buf[8], newest = 0;
-    sl_store_seqs at = {.seq = buf};
-    at.n = sl_claim_event_seqs(sl_claim_find(eng, "w"), buf, 8, &at.more);
-    assert_true(at.n >= 3 && !at.more);
-    assert_int_equal(sl_store_last_seq(st, &newest), 0);
-    assert_int_equal(buf[at.n - 1], newest);
-    sl_claim_view v = t_view(eng, "w");
-    for (size_t from = 0; from < at.n; from++) {
-        uint64_t since = from ? buf[from - 1] : 0, next = 0;
-        seen s, walked;
-        memset(&s, 0, sizeof(s));
-        memset(&walked, 0, sizeof(walked));
-        assert_int_equal(sl_store_claim_events_at(st, since, "w", &at, v.arrived_ms, INT64_MAX,
-                                                  100, collect, &s, &next),
-                         0);
-        assert_int_equal(sl_store_claim_events(st, since, "w", v.arrived_ms, INT64_MAX, 100,
-                                               collect, &walked, &next),
-                         0);
-        assert_int_equal(s.n, at.n - from);
-        assert_int_equal(walked.n, at.n - from);
-        for (size_t j = 0; j < s.n; j++) {
-            assert_int_equal(s.seqs[j], buf[from + j]);
-            assert_string_equal(s.rows[j], walked.rows[j]);
-        }
-        expect_events_since(st, buf[from] - 2, newest);
-        expect_events_since(st, buf[from] - 1, newest);
-    }
+    expect_claim_events(st, eng, "w");
+    t_free(eng);
+    sl_store_close(st);
+    ts_rmdir(dir);
+}
+
+/* The engine's batch committed as --durability full does when its sync
+ * fails: appended, the sync failing (the record is cut off the log file,
+ * journal.h), then the same batch appended and synced again (the server's
+ * retry, commit.c). Meanwhile nothing of it is read. */
+static void commit_cut_then_retried(sl_store *st, sl_engine *eng)
+{
+    sl_changes ch;
+    sl_engine_changes(eng, &ch);
+    sl_store_batch *b = sl_store_batch_new();
+    assert_non_null(b);
+    assert_int_equal(sl_store_capture(st, eng, &ch, b), 0);
+    uint64_t before = 0, after = 0;
+    assert_int_equal(sl_store_last_seq(st, &before), 0);
+    assert_int_equal(sl_store_append(st, b), 0);
+    syncs_fail = true;
+    int rc = sl_store_sync(st, b);
+    syncs_fail = false;
+    assert_int_equal(rc, SL_STORE_EIO);
+    assert_non_null(strstr(sl_store_batch_error(b), "cannot sync the log"));
+    assert_int_equal(sl_store_last_seq(st, &after), 0);
+    assert_int_equal(after, before);
+    char want[64];
+    snprintf(want, sizeof(want), "%llu | %llu", (unsigned long long)before,
+             (unsigned long long)before);
+    assert_string_equal(query(st, before - 1, NULL, 5, 0), want);
+    assert_int_equal(sl_store_append(st, b), 0);
+    assert_int_equal(sl_store_sync(st, b), 0);
+    sl_store_batch_free(b);
+    sl_engine_changes_clear(eng);
+}
+
+/* --durability full, a failed sync cutting the log file's record 33 (one
+ * its index keeps: every 16th), w's grant, committed again by the retry:
+ * w's events, by their seqs, by walking and by since, from before, inside
+ * and after the cut, are exactly the engine's, unapplied in the log file
+ * and after a restart (which applies it). */
+static void claim_events_after_failed_sync(void **state)
+{
+    (void)state;
+    char *dir = ts_tmpdir();
+    sl_store *st = ts_open(dir, SL_DURABILITY_FULL);
+    sl_engine *eng = t_engine();
+    t_claim(eng, 0, "id=h m:k");
+    t_claim(eng, 1, "id=w m:k");
+    ts_commit(st, eng); /* record 1 */
+    ts_apply_commits = false;
+    others(st, eng, 0, 31); /* records 2..32 */
+    t_release(eng, 400, "h"); /* w acquired: record 33 */
+    commit_cut_then_retried(st, eng);
+    others(st, eng, 41, 40);
+    t_release(eng, 900, "w");
+    ts_commit(st, eng);
+    ts_apply_commits = true;
+    assert_int_equal(sl_store_log_unapplied(st), 73);
+    expect_claim_events(st, eng, "w");
+    sl_store_close(st);
+    st = ts_open(dir, SL_DURABILITY_FULL);
+    assert_int_equal(sl_store_log_unapplied(st), 0);
+    expect_claim_events(st, eng, "w");
     t_free(eng);
     sl_store_close(st);
     ts_rmdir(dir);
@@ -1221,6 +1312,7 @@ int main(void)
         TS_TEST(claim_events_at_in_unapplied_records),
         TS_TEST(unapplied_tail_read_seeks),
         TS_TEST(claim_events_in_three_places),
+        TS_TEST(claim_events_after_failed_sync),
         TS_TEST(events_record_slots_and_held),
         TS_TEST(version_2_events_migrate),
         TS_TEST(event_reasons),
