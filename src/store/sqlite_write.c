@@ -68,24 +68,54 @@ void sl__sqlite_frame_read(const unsigned char *p, uint64_t *seq_hi, int64_t *ti
  * append, FILE saying "fail WHY" fails it as a full disk would (with WHY),
  * and "hold" makes it wait, polling, until FILE says something else or is
  * gone - the way another connection's lock made a commit wait when commits
- * were SQLite transactions. No file: no fault. */
+ * were SQLite transactions. "hold sync" lets appends through and makes each
+ * --durability full sync wait instead (its thread creates FILE.held to say
+ * so), so that a test can fail the batch appended after a good sync. No
+ * file: no fault. */
+static void fault_read(const sl_sqlite *sq, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    FILE *f = fopen(sq->fault, "r");
+    if (!f)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+}
+
+static void fault_poll(void)
+{
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+}
+
 static int injected_fault(sl_sqlite *sq, sl_store_batch *b)
 {
     for (;;) {
-        char buf[200] = "";
-        FILE *f = fopen(sq->fault, "r");
-        if (!f)
-            return 0;
-        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        buf[strcspn(buf, "\n")] = 0;
+        char buf[200];
+        fault_read(sq, buf, sizeof(buf));
         if (strncmp(buf, "fail ", 5) == 0)
             return sl__batch_fail(b, SL_STORE_EIO, "the store %s: %s", sq->path, buf + 5);
         if (strcmp(buf, "hold") != 0)
             return 0;
-        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+        fault_poll();
     }
+}
+
+static void injected_sync_hold(const sl_sqlite *sq)
+{
+    char buf[200], held[4200];
+    fault_read(sq, buf, sizeof(buf));
+    if (strcmp(buf, "hold sync") != 0)
+        return;
+    snprintf(held, sizeof(held), "%s.held", sq->fault);
+    FILE *f = fopen(held, "w");
+    if (f)
+        fclose(f);
+    do {
+        fault_poll();
+        fault_read(sq, buf, sizeof(buf));
+    } while (strcmp(buf, "hold sync") == 0);
 }
 
 /* Record id's keys (sl_sqlite.keys), after dropping those of records
@@ -159,6 +189,8 @@ int sl__sqlite_sync(sl_store *st, sl_store_batch *b)
     sl_sqlite *sq = (sl_sqlite *)st;
     if (!sq->full || !sq->journal)
         return 0;
+    if (sq->fault)
+        injected_sync_hold(sq);
     if (sl_journal_sync(sq->journal) != 0) {
         sq->next_id = (int64_t)sl_journal_next_id(sq->journal);
         sq->committed_seq = sq->synced_seq;

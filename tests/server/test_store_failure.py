@@ -7,6 +7,7 @@ is answered 503 ("not confirmed"), /healthz turns 503, changes are
 refused; once the fault is lifted the writer's retry (every second)
 commits the same batch, the server serves again, and what was answered
 before the failure, and the batch that was retried, survive a restart."""
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sluiced_fixture import (ServerTestCase, Sluiced, cluster_mode, free_port,  # noqa: E402
                              health, wait_until)
+from test_client_gone import server_rx_queue  # noqa: E402
 
 RECOVERY_DEADLINE_S = 15
 
@@ -101,6 +103,87 @@ class TestStoreFailureFull(TestStoreFailure):
         srv.restart(hard=True)
         for cid in ids:
             self.assertEqual(srv.claim_get(cid)["state"], "held")
+            srv.release(cid)
+
+
+def send_claim(srv, holder, mutex):
+    """POST /v1/claims on a connection of its own, returned once the server
+    has read the request (its receive queue is empty): the loop has taken
+    it before it turns to anything else, such as the end of a sync."""
+    s = srv.raw_socket(timeout=30)
+    body = json.dumps({"holder": holder, "locks": [{"mutex": mutex}]}).encode()
+    s.sendall(b"POST /v1/claims HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    wait_until(lambda: server_rx_queue(srv.port, s.getsockname()[1]) == 0, 10,
+               what="the server reading %s's claim" % holder)
+    return s
+
+
+def answer(s):
+    """The status and JSON body of the answer on s (then closed)."""
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), json.loads(body)
+
+
+@unittest.skipIf(cluster_mode(), "one server's own store and fault file (as TestStoreFailure)")
+class TestCommitFailsAfterGoodSync(ServerTestCase):
+    """--durability full appends the next batch when a sync ends, before the
+    synced batch's answers go (docs/api.md, "Effects and commits"). When
+    that append fails, the synced batch is still answered as committed, the
+    failed one 503, and the retry commits the failed one (the same batch,
+    once): after kill -9 the state holds both, nothing answered is lost."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Sluiced(durability="full")
+        cls._failed = False
+
+    def test_synced_answered_failed_retried(self):
+        srv = self.srv
+        if srv.pg_db:
+            self.skipTest("the SQLite store's fault file holds its syncs")
+        before = srv.claim("gs-before", [("m", "gs/a")])
+        held = srv.fault_path + ".held"
+        srv._commit_fault("hold sync")
+        try:
+            synced = send_claim(srv, "gs-synced", "gs/b")  # appended, its sync held
+            wait_until(lambda: os.path.exists(held), 10, what="the first batch's sync held")
+            failed = send_claim(srv, "gs-failed", "gs/c")  # the next batch, gathered
+            srv._commit_fault("fail injected failure")  # the sync ends; the next append fails
+            st_synced, a = answer(synced)
+            st_failed, b = answer(failed)
+        finally:
+            srv.unblock_commits("gs")
+            if os.path.exists(held):
+                os.unlink(held)
+        self.assertEqual(st_synced, 201, a)  # answered as committed
+        self.assertEqual(a["state"], "held")
+        self.assertEqual(st_failed, 503, b)
+        self.assertEqual(b["error"]["code"], "unavailable", b)
+        self.assertIn("not confirmed", b["error"]["message"])
+        self.assertIn("injected failure", srv.stderr())
+        wait_until(lambda: srv.get("/healthz").status == 200, RECOVERY_DEADLINE_S,
+                   what="/healthz 200 after the store recovers")
+        retried = srv.get("/v1/claims?holder=gs-failed").json["claims"]
+        self.assertEqual([c["state"] for c in retried], ["held"])
+        srv.restart(hard=True)
+        holders = {}
+        for c in srv.get("/v1/claims?state=held").json["claims"]:
+            if c["holder"].startswith("gs-"):
+                holders[c["holder"]] = c["id"]
+        self.assertEqual(holders, {"gs-before": before["id"], "gs-synced": a["id"],
+                                   "gs-failed": retried[0]["id"]})
+        # The retry committed the failed batch once: one grant, not two.
+        types = [e["type"] for e in srv.all_events(0) if e.get("claim") == retried[0]["id"]]
+        self.assertEqual(types.count("claim.acquired"), 1, types)
+        for cid in holders.values():
             srv.release(cid)
 
 
