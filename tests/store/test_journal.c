@@ -4,7 +4,6 @@
  * at open and never read, and the next append takes its place; damage in a
  * segment before the last, or a missing segment, refuses to open; a failed
  * append leaves nothing behind. */
-#define _GNU_SOURCE /* syscall(2), for the fdatasync below */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,24 +19,10 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "disk_fault.h"
 #include "journal.h"
-
-/* fdatasync(2) as journal.c calls it (the test binary's definition wins
- * over libc's): EIO while syncs_fail, as a disk failing under
- * --durability full would, so that a failed sync's cut can be tested. */
-static bool syncs_fail;
-
-int fdatasync(int fd)
-{
-    if (syncs_fail) {
-        errno = EIO;
-        return -1;
-    }
-    return (int)syscall(SYS_fdatasync, fd);
-}
 
 typedef struct tmp {
     char dir[64];  /* the test's own directory */
@@ -163,18 +148,6 @@ static off_t file_size(const char *path)
 static void seg_file(const char *dir, uint64_t id, char *out, size_t cap)
 {
     snprintf(out, cap, "%s/%020llu.seg", dir, (unsigned long long)id);
-}
-
-static size_t count_segments(const char *dir)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += strstr(e->d_name, ".seg") != NULL;
-    closedir(d);
-    return n;
 }
 
 static void test_round_trip_and_reopen(void **state)
@@ -341,7 +314,7 @@ static void test_rotation_and_drop(void **state)
     sl_journal *j = jopen(t.log, 1, 150);
     for (uint64_t id = 1; id <= 40; id++)
         append(j, id);
-    size_t nseg = count_segments(t.log);
+    size_t nseg = ts_count_segments(t.log);
     assert_true(nseg > 5);
     read_all(t.log, 1, 41);
     read_all(t.log, 17, 23); /* from the middle of some segment, across others */
@@ -351,18 +324,18 @@ static void test_rotation_and_drop(void **state)
     assert_int_equal(sl_journal_next_id(j), 41);
     /* drop: only segments wholly applied, never the last */
     assert_int_equal(sl_journal_drop_through(j, 0), 0);
-    assert_int_equal(count_segments(t.log), nseg);
+    assert_int_equal(ts_count_segments(t.log), nseg);
     assert_int_equal(sl_journal_drop_through(j, 20), 0);
     uint64_t first = sl_journal_first_id(j);
     assert_true(first <= 21 && first > 1);
-    assert_true(count_segments(t.log) < nseg);
+    assert_true(ts_count_segments(t.log) < nseg);
     read_all(t.log, first, 41);
     char err[1024];
     seen s = {.next = 1};
     assert_int_equal(sl_journal_read(t.log, 1, 41, check_record, &s, err, sizeof(err)),
                      SL_STORE_EDATA);
     assert_int_equal(sl_journal_drop_through(j, UINT64_MAX - 1), 0);
-    assert_int_equal(count_segments(t.log), 1);
+    assert_int_equal(ts_count_segments(t.log), 1);
     append(j, 41);
     sl_journal_close(j);
     tmp_free(&t);
@@ -402,7 +375,7 @@ static void test_fill_ahead(void **state)
     sl_journal *j = jopen_fill(t.log, 600);
     for (uint64_t id = 1; id <= 40; id++)
         append(j, id);
-    assert_true(count_segments(t.log) > 2);
+    assert_true(ts_count_segments(t.log) > 2);
     read_all(t.log, 1, 41);
     char seg[256], copy[256];
     uint64_t last = 1;
@@ -464,9 +437,9 @@ static void test_first_id(void **state)
     for (uint64_t id = 1; id <= 30; id++)
         append(j, id);
     sl_journal_close(j);
-    size_t nseg = count_segments(t.log);
+    size_t nseg = ts_count_segments(t.log);
     j = jopen(t.log, 15, 150);
-    assert_true(count_segments(t.log) < nseg);
+    assert_true(ts_count_segments(t.log) < nseg);
     assert_true(sl_journal_first_id(j) <= 15);
     assert_int_equal(sl_journal_next_id(j), 31);
     sl_journal_close(j);
@@ -475,7 +448,7 @@ static void test_first_id(void **state)
     sl_journal_close(j);
     j = jopen(t.log, 50, 150); /* a store newer than its log */
     assert_int_equal(sl_journal_next_id(j), 50);
-    assert_int_equal(count_segments(t.log), 1);
+    assert_int_equal(ts_count_segments(t.log), 1);
     append(j, 50);
     sl_journal_close(j);
     char err[1024];
@@ -699,9 +672,9 @@ static void test_index_after_failed_sync(void **state)
         assert_int_equal(sl_journal_sync(j), 0);
         for (uint64_t id = 41; id <= 75; id++)
             append_other(j, id);
-        syncs_fail = true;
+        ts_syncs_fail = true;
         int rc = sl_journal_sync(j);
-        syncs_fail = false;
+        ts_syncs_fail = false;
         assert_int_equal(rc, SL_STORE_EIO);
         assert_non_null(strstr(sl_journal_error(j), "cannot sync the log"));
         uint64_t cut_from = sl_journal_next_id(j);
@@ -714,7 +687,7 @@ static void test_index_after_failed_sync(void **state)
         assert_int_equal(sl_journal_sync(j), 0);
         read_around_cut(j, cut_from, 75, 120);
         sl_journal_close(j);
-        assert_true(v == 0 || count_segments(t.log) > 2);
+        assert_true(v == 0 || ts_count_segments(t.log) > 2);
         read_all(t.log, 1, 121);
         assert_int_equal(sl_journal_open(&o, &j, err, sizeof(err)), 0);
         assert_int_equal(sl_journal_cut_bytes(j), 0);

@@ -3,7 +3,6 @@
  * configuration sources, the event log (rows, reasons, since/claim/limit and
  * `next`), pruning, and a failed batch leaving nothing behind. Rebuilding
  * the engine is test_sqlite_restore.c; killed writers test_sqlite_crash.c. */
-#define _GNU_SOURCE /* syscall(2), for the fdatasync below */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,29 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <dirent.h>
 
+#include "disk_fault.h"
 #include "sqlite_int.h"
 #include "store_support.h"
 #include "support.h"
-
-/* fdatasync(2) as the store's log file calls it (the test binary's
- * definition wins over libc's): EIO while syncs_fail, as a disk failing
- * under --durability full would. */
-static bool syncs_fail;
-
-int fdatasync(int fd)
-{
-    if (syncs_fail) {
-        errno = EIO;
-        return -1;
-    }
-    return (int)syscall(SYS_fdatasync, fd);
-}
 
 /* ---- opening ------------------------------------------------------------- */
 
@@ -703,20 +688,6 @@ static void others(sl_store *st, sl_engine *eng, int from, int n)
     }
 }
 
-static size_t log_segments(const char *dir)
-{
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/sluice.db-log", dir);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += strstr(e->d_name, ".seg") != NULL;
-    closedir(d);
-    return n;
-}
-
 /* The seqs sl_store_events passes from since on (limit 5), all claims'. */
 static void expect_events_since(sl_store *st, uint64_t since, uint64_t newest)
 {
@@ -788,7 +759,9 @@ static void claim_events_in_three_places(void **state)
     ts_commit(st, eng);
     ts_apply_commits = true;
     assert_int_equal(((sl_sqlite *)st)->applied, 1);
-    assert_true(log_segments(dir) >= 4);
+    char log[4200];
+    snprintf(log, sizeof(log), "%s/sluice.db-log", dir);
+    assert_true(ts_count_segments(log) >= 4);
     expect_claim_events(st, eng, "w");
     t_free(eng);
     sl_store_close(st);
@@ -809,9 +782,9 @@ static void commit_cut_then_retried(sl_store *st, sl_engine *eng)
     uint64_t before = 0, after = 0;
     assert_int_equal(sl_store_last_seq(st, &before), 0);
     assert_int_equal(sl_store_append(st, b), 0);
-    syncs_fail = true;
+    ts_syncs_fail = true;
     int rc = sl_store_sync(st, b);
-    syncs_fail = false;
+    ts_syncs_fail = false;
     assert_int_equal(rc, SL_STORE_EIO);
     assert_non_null(strstr(sl_store_batch_error(b), "cannot sync the log"));
     assert_int_equal(sl_store_last_seq(st, &after), 0);
