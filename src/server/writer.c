@@ -4,11 +4,11 @@
  * What runs here depends on the store (docs/store.md):
  * - SQLite with its log file (sl_store_commit_inline): the loop appends
  *   each batch itself (one pwritev; --durability normal ends there). With
- *   --durability full the writer does the group commit's fdatasync
- *   (sync_job): while it syncs batch N the loop serves and gathers batch
- *   N + 1, whose append waits for the sync to end; answers leave after it.
- *   The writer also runs the checkpoints: the applier, which moves the
- *   log's records into SQLite.
+ *   --durability full a second thread, sluiced-sync (sync_main), does the
+ *   group commit's fdatasync: while it syncs batch N the loop serves and
+ *   gathers batch N + 1, whose append waits for the sync to end; answers
+ *   leave after it. This thread runs the checkpoints: the applier, which
+ *   moves the log's records into SQLite, beside any sync.
  * - PostgreSQL: the whole commit (an INSERT, a round trip) runs here, as
  *   the one job the loop hands over at a time (commit.c).
  * The loop and the writer share one job slot under a mutex; the writer
